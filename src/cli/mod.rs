@@ -1,0 +1,34 @@
+//! The command line: one file per subcommand, each with its argument struct and a `run` function.
+
+use clap::{Parser, Subcommand};
+
+pub mod crypto;
+pub mod device;
+pub mod run;
+
+/// What can this router really do? Crypto, throughput, latency under load.
+#[derive(Debug, Parser)]
+#[command(name = "routerbench", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The full local suite: identity, crypto, and (as they land) throughput and latency.
+    Run(run::RunArgs),
+    /// This machine's identity: SoC, board, CPU, BogoMIPS, OpenWrt revision, kernel.
+    Device(device::DeviceArgs),
+    /// The `openssl speed` suite behind the OpenWrt benchmark table, or import of its output.
+    Crypto(crypto::CryptoArgs),
+}
+
+/// Runs one command; returns the process exit code.
+pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Run(a) => run::run(a),
+        Command::Device(a) => device::run(a),
+        Command::Crypto(a) => crypto::run(a),
+    }
+}

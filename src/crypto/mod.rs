@@ -1,0 +1,1 @@
+//! The crypto speed suite (spec/crypto.md): engines, timing loop, `openssl speed` import.

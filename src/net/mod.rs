@@ -1,0 +1,2 @@
+//! Socket set-up shared by all tests: DSCP/TOS, congestion control, buffers, kernel timestamps,
+//! TCP_INFO.

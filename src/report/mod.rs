@@ -1,0 +1,3 @@
+//! Rendering of the result model: text summaries, tables, rows. Nothing here measures.
+
+pub mod device;

@@ -1,0 +1,4 @@
+//! Small helpers shared by every module: wall-clock timestamps, progress display.
+
+pub mod progress;
+pub mod time;
