@@ -5,6 +5,9 @@ use clap::{Parser, Subcommand};
 pub mod crypto;
 pub mod device;
 pub mod run;
+pub mod client;
+pub mod loopback;
+pub mod server;
 
 /// What can this router really do? Crypto, throughput, latency under load.
 #[derive(Debug, Parser)]
@@ -22,6 +25,12 @@ pub enum Command {
     Device(device::DeviceArgs),
     /// The `openssl speed` suite behind the OpenWrt benchmark table, or import of its output.
     Crypto(crypto::CryptoArgs),
+    /// Serve iperf3 3.x clients (TCP/UDP, -R, --bidir, -P) and routerbench clients on one port.
+    Server(server::ServerArgs),
+    /// Run an iperf3 test against an iperf3 (or routerbench) server.
+    Client(client::ClientArgs),
+    /// Throughput over loopback: server and client in one process, one thread per stream.
+    Loopback(loopback::LoopbackArgs),
 }
 
 /// Runs one command; returns the process exit code.
@@ -30,5 +39,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(a) => run::run(a),
         Command::Device(a) => device::run(a),
         Command::Crypto(a) => crypto::run(a),
+        Command::Server(a) => server::run(a),
+        Command::Client(a) => client::run(a),
+        Command::Loopback(a) => loopback::run(a),
     }
 }

@@ -6,6 +6,17 @@ use socket2::SockRef;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd};
 
+/// An IP for display: IPv4-mapped IPv6 (`::ffff:127.0.0.1`) shown as plain IPv4.
+pub fn display_ip(ip: std::net::IpAddr) -> String {
+    match ip {
+        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => v6.to_string(),
+        },
+        v4 => v4.to_string(),
+    }
+}
+
 /// The TOS byte for a DSCP code point (DSCP sits in the upper 6 bits).
 pub fn tos_from_dscp(dscp: u8) -> u8 {
     dscp << 2

@@ -4,6 +4,14 @@ use super::WireError;
 
 /// Test duration above the server's limit (`--server-max-duration`).
 pub const IEMAXSERVERTESTDURATIONEXCEEDED: i32 = 37;
+/// Test duration too long (above 86400 s).
+pub const IEDURATION: i32 = 5;
+/// More parallel streams than allowed.
+pub const IENUMSTREAMS: i32 = 6;
+/// Block size too large.
+pub const IEBLOCKSIZE: i32 = 7;
+/// Protocol not supported (SCTP here).
+pub const IEPROTOCOL: i32 = 131;
 /// Requested total rate above the server's limit.
 pub const IETOTALRATE: i32 = 27;
 pub const IENEWTEST: i32 = 100;
@@ -75,6 +83,10 @@ impl ErrorPayload {
 /// iperf3 does for codes it does not know: `int_errno=N`.
 pub fn strerror(i_errno: i32) -> String {
     let s = match i_errno {
+        IEDURATION => "test duration too long (maximum = 86400 seconds)",
+        IENUMSTREAMS => "number of parallel streams too large (maximum = 128)",
+        IEBLOCKSIZE => "block size too large",
+        IEPROTOCOL => "protocol does not exist",
         IETOTALRATE => "total required bandwidth is larger than server limit",
         IEMAXSERVERTESTDURATIONEXCEEDED => {
             "client's requested duration exceeds the server's maximum permitted limit"
