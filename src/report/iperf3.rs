@@ -173,16 +173,37 @@ pub fn render_final(r: &ThroughputResult) -> String {
         } else {
             ""
         };
-        let _ = writeln!(out, "{}", end_line(&s.sender, s.id, "sender", udp, tag));
-        let _ = writeln!(out, "{}", end_line(&s.receiver, s.id, "receiver", udp, tag));
+        let (snd, rcv) = match &s.udp {
+            Some(u) => (
+                EndSide {
+                    jitter_ms: Some(0.0),
+                    lost_packets: Some(0),
+                    lost_percent: Some(0.0),
+                    packets: u.packets,
+                    ..s.sender.clone()
+                },
+                EndSide {
+                    jitter_ms: u.jitter_ms,
+                    lost_packets: u.lost_packets,
+                    lost_percent: u.lost_percent,
+                    packets: u.packets,
+                    ..s.receiver.clone()
+                },
+            ),
+            None => (s.sender.clone(), s.receiver.clone()),
+        };
+        let _ = writeln!(out, "{}", end_line(&snd, s.id, "sender", udp, tag));
+        let _ = writeln!(out, "{}", end_line(&rcv, s.id, "receiver", udp, tag));
     }
     let main_streams = r.streams.iter().filter(|s| s.local_sends == r.sum_sent.sender).count();
-    if main_streams > 1 || bidir {
+    if main_streams > 1 {
         let tag = if bidir { if r.sum_sent.sender { "[TX-C]" } else { "[RX-C]" } } else { "" };
         let _ = writeln!(out, "{}", end_line(&r.sum_sent, 0, "sender", udp, tag));
         let _ = writeln!(out, "{}", end_line(&r.sum_received, 0, "receiver", udp, tag));
     }
-    if let (Some(s), Some(rv)) = (&r.sum_sent_bidir_reverse, &r.sum_received_bidir_reverse) {
+    if let (Some(s), Some(rv)) = (&r.sum_sent_bidir_reverse, &r.sum_received_bidir_reverse)
+        && main_streams > 1
+    {
         let tag = if s.sender { "[TX-C]" } else { "[RX-C]" };
         let _ = writeln!(out, "{}", end_line(s, 0, "sender", udp, tag));
         let _ = writeln!(out, "{}", end_line(rv, 0, "receiver", udp, tag));
