@@ -46,15 +46,23 @@ fn run_pair(ours: Ours, port: u16, opts: &[&str]) -> Run {
         &client_args,
         &format!("cli{port}"),
     );
-    let cst = client.wait(Duration::from_secs(40)).expect("client did not finish in 40 s");
-    let sst = server.wait(Duration::from_secs(20)).expect("one-off server did not exit in 20 s");
+    let cst = client
+        .wait(Duration::from_secs(40))
+        .expect("client did not finish in 40 s");
+    let sst = server
+        .wait(Duration::from_secs(20))
+        .expect("one-off server did not exit in 20 s");
     assert!(
         cst.success(),
         "client failed: {cst}\n{}\n{}",
         client.stdout_text(),
         client.stderr_text()
     );
-    assert!(sst.success(), "server failed: {sst}\n{}", server.stderr_text());
+    assert!(
+        sst.success(),
+        "server failed: {sst}\n{}",
+        server.stderr_text()
+    );
     Run {
         client: client.json(),
         server: server.json(),
@@ -62,7 +70,13 @@ fn run_pair(ours: Ours, port: u16, opts: &[&str]) -> Run {
 }
 
 /// Checks one direction: `sender` doc's `sent_key` against `receiver` doc's `recv_key`.
-fn check_direction(sender: &Value, receiver: &Value, keys: (&str, &str), ours_receives: bool, udp: bool) -> (u64, u64) {
+fn check_direction(
+    sender: &Value,
+    receiver: &Value,
+    keys: (&str, &str),
+    ours_receives: bool,
+    udp: bool,
+) -> (u64, u64) {
     let blk = receiver["start"]["test_start"]["blksize"]
         .as_u64()
         .or_else(|| sender["start"]["test_start"]["blksize"].as_u64())
@@ -72,9 +86,15 @@ fn check_direction(sender: &Value, receiver: &Value, keys: (&str, &str), ours_re
     assert!(sent > 0, "nothing sent ({})", keys.0);
     assert!(recv <= sent, "received {recv} > sent {sent}");
     if ours_receives && !udp {
-        assert!(sent - recv <= blk, "routerbench received {recv} of {sent}: more than one block ({blk}) apart");
+        assert!(
+            sent - recv <= blk,
+            "routerbench received {recv} of {sent}: more than one block ({blk}) apart"
+        );
     } else {
-        assert!(recv as f64 >= 0.9 * sent as f64, "received {recv} of {sent}");
+        assert!(
+            recv as f64 >= 0.9 * sent as f64,
+            "received {recv} of {sent}"
+        );
     }
     (sent, recv)
 }
@@ -109,24 +129,113 @@ macro_rules! interop {
     };
 }
 
-interop!(iperf3_client_tcp, Ours::Server, 45301, ["-t", "2"], reverse = false, bidir = false, udp = false);
-interop!(iperf3_client_reverse, Ours::Server, 45302, ["-t", "2", "-R"], reverse = true, bidir = false, udp = false);
-interop!(iperf3_client_bidir, Ours::Server, 45303, ["-t", "2", "--bidir"], reverse = false, bidir = true, udp = false);
-interop!(iperf3_client_parallel4, Ours::Server, 45304, ["-t", "2", "-P", "4"], reverse = false, bidir = false, udp = false);
-interop!(iperf3_client_udp, Ours::Server, 45305, ["-t", "2", "-u", "-b", "100M"], reverse = false, bidir = false, udp = true);
-interop!(routerbench_client_tcp, Ours::Client, 45311, ["-t", "2"], reverse = false, bidir = false, udp = false);
-interop!(routerbench_client_reverse, Ours::Client, 45312, ["-t", "2", "-R"], reverse = true, bidir = false, udp = false);
-interop!(routerbench_client_bidir, Ours::Client, 45313, ["-t", "2", "--bidir"], reverse = false, bidir = true, udp = false);
-interop!(routerbench_client_parallel4, Ours::Client, 45314, ["-t", "2", "-P", "4"], reverse = false, bidir = false, udp = false);
-interop!(routerbench_client_udp, Ours::Client, 45315, ["-t", "2", "-u", "-b", "100M"], reverse = false, bidir = false, udp = true);
+interop!(
+    iperf3_client_tcp,
+    Ours::Server,
+    45301,
+    ["-t", "2"],
+    reverse = false,
+    bidir = false,
+    udp = false
+);
+interop!(
+    iperf3_client_reverse,
+    Ours::Server,
+    45302,
+    ["-t", "2", "-R"],
+    reverse = true,
+    bidir = false,
+    udp = false
+);
+interop!(
+    iperf3_client_bidir,
+    Ours::Server,
+    45303,
+    ["-t", "2", "--bidir"],
+    reverse = false,
+    bidir = true,
+    udp = false
+);
+interop!(
+    iperf3_client_parallel4,
+    Ours::Server,
+    45304,
+    ["-t", "2", "-P", "4"],
+    reverse = false,
+    bidir = false,
+    udp = false
+);
+interop!(
+    iperf3_client_udp,
+    Ours::Server,
+    45305,
+    ["-t", "2", "-u", "-b", "100M"],
+    reverse = false,
+    bidir = false,
+    udp = true
+);
+interop!(
+    routerbench_client_tcp,
+    Ours::Client,
+    45311,
+    ["-t", "2"],
+    reverse = false,
+    bidir = false,
+    udp = false
+);
+interop!(
+    routerbench_client_reverse,
+    Ours::Client,
+    45312,
+    ["-t", "2", "-R"],
+    reverse = true,
+    bidir = false,
+    udp = false
+);
+interop!(
+    routerbench_client_bidir,
+    Ours::Client,
+    45313,
+    ["-t", "2", "--bidir"],
+    reverse = false,
+    bidir = true,
+    udp = false
+);
+interop!(
+    routerbench_client_parallel4,
+    Ours::Client,
+    45314,
+    ["-t", "2", "-P", "4"],
+    reverse = false,
+    bidir = false,
+    udp = false
+);
+interop!(
+    routerbench_client_udp,
+    Ours::Client,
+    45315,
+    ["-t", "2", "-u", "-b", "100M"],
+    reverse = false,
+    bidir = false,
+    udp = true
+);
 
 const FIFTY_MIB: u64 = 50 * 1024 * 1024;
 
 fn check_bytes_test(run: &Run, ours: Ours) {
-    let (sent, _) = check_direction(&run.client, &run.server, ("sum_sent", "sum_received"), ours == Ours::Server, false);
+    let (sent, _) = check_direction(
+        &run.client,
+        &run.server,
+        ("sum_sent", "sum_received"),
+        ours == Ours::Server,
+        false,
+    );
     assert!(sent >= FIFTY_MIB, "-n 50M sent only {sent}");
     assert!(sent <= FIFTY_MIB + 16 * 131072, "-n 50M sent {sent}");
-    assert_eq!(run.client["start"]["test_start"]["bytes"].as_u64(), Some(FIFTY_MIB));
+    assert_eq!(
+        run.client["start"]["test_start"]["bytes"].as_u64(),
+        Some(FIFTY_MIB)
+    );
 }
 
 #[test]
@@ -148,7 +257,11 @@ fn udp_details_match_iperf3_schema() {
     assert!(s["packets"].as_i64().unwrap_or(0) > 100, "{s}");
     assert!(s["jitter_ms"].as_f64().is_some(), "{s}");
     assert_eq!(run.client["start"]["test_start"]["protocol"], "UDP");
-    assert_eq!(run.client["start"]["test_start"]["blksize"].as_u64(), Some(32768), "loopback MSS default");
+    assert_eq!(
+        run.client["start"]["test_start"]["blksize"].as_u64(),
+        Some(32768),
+        "loopback MSS default"
+    );
     // Our client's datagram count matches what iperf3's server saw (highest sequence).
     let server_packets = run.server["end"]["sum_received"]["packets"].as_i64();
     assert_eq!(s["packets"].as_i64(), server_packets);

@@ -2,7 +2,7 @@
 //! iperf3's options, interval lines and summary, or `-J`/`--json` in iperf3's schema.
 
 use crate::iperf3::client::{self, ClientConfig, Family};
-use crate::iperf3::{Iperf3Error, IntervalSink};
+use crate::iperf3::{IntervalSink, Iperf3Error};
 use crate::results::throughput::{Connected, Interval};
 use crate::wire::iperf3::Protocol;
 use clap::Args;
@@ -10,10 +10,15 @@ use clap::Args;
 /// Parses an iperf3 rate: `100M`, `1.5G`, `800k` (decimal units); `/N` sets a burst.
 pub fn parse_rate(text: &str) -> Result<(u64, u32), String> {
     let (rate, burst) = match text.split_once('/') {
-        Some((r, b)) => (r, b.parse::<u32>().map_err(|_| format!("bad burst in {text:?}"))?),
+        Some((r, b)) => (
+            r,
+            b.parse::<u32>()
+                .map_err(|_| format!("bad burst in {text:?}"))?,
+        ),
         None => (text, 0),
     };
-    let v = parse_scaled(rate, 1000.0).ok_or_else(|| format!("bad rate {text:?}: use e.g. 100M or 1G"))?;
+    let v = parse_scaled(rate, 1000.0)
+        .ok_or_else(|| format!("bad rate {text:?}: use e.g. 100M or 1G"))?;
     Ok((v, burst))
 }
 
@@ -32,7 +37,7 @@ fn parse_scaled(text: &str, base: f64) -> Option<u64> {
         _ => (t, 1.0),
     };
     let v: f64 = num.parse().ok()?;
-    (v.is_finite() && v >= 0.0).then(|| (v * mult) as u64)
+    (v.is_finite() && v >= 0.0).then_some((v * mult) as u64)
 }
 
 /// Options shared by `client` and `loopback` (iperf3's names).
@@ -101,7 +106,9 @@ impl TestOpts {
         if let Some(d) = &self.dscp {
             return parse_dscp(d)
                 .map(|d| Some(tos_from_dscp(d)))
-                .ok_or_else(|| anyhow::anyhow!("bad DSCP {d:?}: give 0..63 or a name like ef, af41, cs1"));
+                .ok_or_else(|| {
+                    anyhow::anyhow!("bad DSCP {d:?}: give 0..63 or a name like ef, af41, cs1")
+                });
         }
         Ok(None)
     }
@@ -160,7 +167,10 @@ impl IntervalSink for TextIntervals {
             let udp = iv.streams.iter().any(|s| s.packets.is_some());
             let proto = if udp { Protocol::Udp } else { Protocol::Tcp };
             let tcp_sender = iv.streams.iter().any(|s| s.retransmits.is_some());
-            println!("{}", crate::report::iperf3::interval_header(proto, tcp_sender, iv.sum.sender));
+            println!(
+                "{}",
+                crate::report::iperf3::interval_header(proto, tcp_sender, iv.sum.sender)
+            );
         }
         print!("{}", crate::report::iperf3::render_interval(iv));
     }
@@ -224,7 +234,10 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
         }
         Err(e) => {
             if t.json {
-                println!("{}", serde_json::json!({"start": {}, "intervals": [], "end": {}, "error": e.to_string()}));
+                println!(
+                    "{}",
+                    serde_json::json!({"start": {}, "intervals": [], "end": {}, "error": e.to_string()})
+                );
             }
             eprintln!("routerbench: error - {e}{}", hint(&e));
             Ok(1)
@@ -234,7 +247,9 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
 
 fn hint(e: &Iperf3Error) -> &'static str {
     match e {
-        Iperf3Error::AccessDenied => " (or run `routerbench server`, which runs several tests at once)",
+        Iperf3Error::AccessDenied => {
+            " (or run `routerbench server`, which runs several tests at once)"
+        }
         Iperf3Error::Io { .. } => "",
         _ => "",
     }
@@ -247,12 +262,14 @@ impl Default for SignalFlag {
     fn default() -> Self {
         let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let f = flag.clone();
-        let _ = std::thread::Builder::new().name("signals".into()).spawn(move || {
-            while !crate::server::signals::signalled() {
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
-            f.store(true, std::sync::atomic::Ordering::Relaxed);
-        });
+        let _ = std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                while !crate::server::signals::signalled() {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                f.store(true, std::sync::atomic::Ordering::Relaxed);
+            });
         SignalFlag(flag)
     }
 }

@@ -2,11 +2,11 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod client;
 pub mod crypto;
 pub mod device;
-pub mod run;
-pub mod client;
 pub mod loopback;
+pub mod run;
 pub mod server;
 
 /// What can this router really do? Crypto, throughput, latency under load.

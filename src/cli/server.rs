@@ -33,6 +33,9 @@ pub struct ServerArgs {
     /// Seconds a silent client may wait between control messages.
     #[arg(long = "control-timeout", default_value_t = 10)]
     pub control_timeout: u64,
+    /// Seconds a new connection may take to send its cookie (or routerbench magic).
+    #[arg(long = "handshake-timeout", default_value_t = 10)]
+    pub handshake_timeout: u64,
     /// Print each finished test as iperf3 -J JSON on stdout.
     #[arg(short = 'J', long = "json")]
     pub json: bool,
@@ -55,34 +58,66 @@ impl ServerObserver for Log {
                 eprintln!("-----------------------------------------------------------");
             }
             ServerEvent::TestStarted { peer } => {
-                eprintln!("Accepted connection from {}, port {}", crate::net::sockopt::display_ip(peer.ip()), peer.port())
+                eprintln!(
+                    "Accepted connection from {}, port {}",
+                    crate::net::sockopt::display_ip(peer.ip()),
+                    peer.port()
+                )
             }
             ServerEvent::TestDone { peer, result } => {
                 if self.json {
                     println!("{}", crate::iperf3::json::render(result));
                 } else {
-                    println!("Test from {peer} ({}):", result.peer_version.as_deref().unwrap_or("unknown client"));
-                    print!("{}", crate::report::iperf3::render_connected(&result.connected));
+                    println!(
+                        "Test from {peer} ({}):",
+                        result.peer_version.as_deref().unwrap_or("unknown client")
+                    );
+                    print!(
+                        "{}",
+                        crate::report::iperf3::render_connected(&result.connected)
+                    );
                     print!("{}", crate::report::iperf3::render_final(result));
                 }
             }
-            ServerEvent::TestFailed { peer, error } => eprintln!("test from {peer} failed: {error}"),
-            ServerEvent::Refused { peer, reason } => eprintln!("refused {peer}: {reason}"),
-            ServerEvent::Handoff { peer, error: None } => eprintln!("routerbench session from {peer} done"),
-            ServerEvent::Handoff { peer, error: Some(e) } => eprintln!("routerbench session from {peer}: {e}"),
+            ServerEvent::TestFailed { peer, error } => {
+                eprintln!("test from {} failed: {error}", show(peer))
+            }
+            ServerEvent::Refused { peer, reason } => eprintln!("refused {}: {reason}", show(peer)),
+            ServerEvent::Handoff { peer, error: None } => {
+                eprintln!("routerbench session from {peer} done")
+            }
+            ServerEvent::Handoff {
+                peer,
+                error: Some(e),
+            } => eprintln!("routerbench session from {peer}: {e}"),
             ServerEvent::Stopping { reason } => eprintln!("server stopping: {reason}"),
         }
     }
 }
 
+fn show(peer: &SocketAddr) -> String {
+    format!(
+        "{} port {}",
+        crate::net::sockopt::display_ip(peer.ip()),
+        peer.port()
+    )
+}
+
 pub fn config(args: &ServerArgs) -> ServerConfig {
-    let ip = args.bind.unwrap_or(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED));
+    let ip = args
+        .bind
+        .unwrap_or(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED));
     let mut cfg = ServerConfig::new(SocketAddr::new(ip, args.port));
-    cfg.max_tests = if args.one_off { Some(1) } else { args.max_tests };
+    cfg.max_tests = if args.one_off {
+        Some(1)
+    } else {
+        args.max_tests
+    };
     cfg.max_concurrent_tests = args.max_concurrent.max(1);
     cfg.session.max_duration = args.max_duration;
     cfg.session.max_streams = args.max_streams.clamp(1, 128);
     cfg.session.control_timeout = Duration::from_secs(args.control_timeout.max(1));
+    cfg.first_bytes_timeout = Duration::from_secs(args.handshake_timeout.max(1));
     cfg.handle_signals = true;
     cfg
 }

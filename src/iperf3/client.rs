@@ -7,7 +7,7 @@ use super::cpu::{CpuWindow, ThreadCpu};
 use super::meter::{Meter, MeteredStream};
 use super::stream::{self, Budget, Counters, DataSock, WorkerConfig};
 use super::summary::{self, ResultParts};
-use super::{Iperf3Error, IntervalSink, Result, stream_id};
+use super::{IntervalSink, Iperf3Error, Result, stream_id};
 use crate::results::throughput::{Role, ThroughputResult};
 use crate::wire::iperf3::{self as wire, Cookie, Protocol, State, TestParams, TestResults};
 use std::io::Write;
@@ -68,7 +68,9 @@ fn resolve(cfg: &ClientConfig) -> Result<SocketAddr> {
             Family::V4 => a.is_ipv4(),
             Family::V6 => a.is_ipv6(),
         })
-        .ok_or_else(|| Iperf3Error::Protocol(format!("{} has no address of the asked family", cfg.host)))
+        .ok_or_else(|| {
+            Iperf3Error::Protocol(format!("{} has no address of the asked family", cfg.host))
+        })
 }
 
 /// Reads the next state, turning ACCESS_DENIED / SERVER_ERROR / SERVER_TERMINATE into errors.
@@ -82,12 +84,18 @@ fn expect_state(ctl: &mut Control, want: State) -> Result<()> {
             let _ = ctl.send_state(State::IperfDone);
             Err(Iperf3Error::ServerTerminated)
         }
-        other => Err(Iperf3Error::Protocol(format!("expected {want:?}, the server sent {other:?}"))),
+        other => Err(Iperf3Error::Protocol(format!(
+            "expected {want:?}, the server sent {other:?}"
+        ))),
     }
 }
 
 /// Runs one test against `cfg.host`. `stop` (SIGINT) ends it with CLIENT_TERMINATE.
-pub fn run(cfg: &ClientConfig, sink: &dyn IntervalSink, stop: &AtomicBool) -> Result<ThroughputResult> {
+pub fn run(
+    cfg: &ClientConfig,
+    sink: &dyn IntervalSink,
+    stop: &AtomicBool,
+) -> Result<ThroughputResult> {
     let addr = resolve(cfg)?;
     let cpu_window = CpuWindow::new();
     let control_cpu = ThreadCpu::start();
@@ -102,7 +110,16 @@ pub fn run(cfg: &ClientConfig, sink: &dyn IntervalSink, stop: &AtomicBool) -> Re
     ctl.stream()
         .write_all(cookie.as_bytes())
         .map_err(|e| Iperf3Error::io("send cookie", e))?;
-    let r = run_test(cfg, &mut ctl, addr, &cookie, sink, stop, cpu_window, control_cpu);
+    let r = run_test(
+        cfg,
+        &mut ctl,
+        addr,
+        &cookie,
+        sink,
+        stop,
+        cpu_window,
+        control_cpu,
+    );
     if let Err(Iperf3Error::Interrupted) = &r {
         let _ = ctl.send_state(State::ClientTerminate);
     }
@@ -177,7 +194,11 @@ fn run_test(
     let budget = (params.num > 0 || params.blockcount > 0).then(|| {
         Arc::new(Budget {
             claimed: AtomicU64::new(0),
-            limit: if params.num > 0 { params.num } else { params.blockcount * len },
+            limit: if params.num > 0 {
+                params.num
+            } else {
+                params.blockcount * len
+            },
         })
     });
     let done_send = Arc::new(AtomicBool::new(false));
@@ -226,13 +247,19 @@ fn run_test(
         }
         match ctl.poll_state(tick.max(Duration::from_millis(1)))? {
             None => {}
-            Some(State::ServerError) => return Err(Iperf3Error::ServerError(ctl.read_error_payload())),
+            Some(State::ServerError) => {
+                return Err(Iperf3Error::ServerError(ctl.read_error_payload()));
+            }
             Some(State::ServerTerminate) => {
                 let _ = ctl.send_state(State::IperfDone);
                 return Err(Iperf3Error::ServerTerminated);
             }
             Some(State::AccessDenied) => return Err(Iperf3Error::AccessDenied),
-            Some(s) => return Err(Iperf3Error::Protocol(format!("unexpected {s:?} during the test"))),
+            Some(s) => {
+                return Err(Iperf3Error::Protocol(format!(
+                    "unexpected {s:?} during the test"
+                )));
+            }
         }
         if let Some(iv) = meter.tick() {
             sink.interval(iv);
@@ -305,7 +332,12 @@ fn run_test(
     }))
 }
 
-fn connect_tcp(addr: SocketAddr, cookie: &Cookie, p: &TestParams, timeout: Duration) -> Result<DataSock> {
+fn connect_tcp(
+    addr: SocketAddr,
+    cookie: &Cookie,
+    p: &TestParams,
+    timeout: Duration,
+) -> Result<DataSock> {
     let mut s = TcpStream::connect_timeout(&addr, timeout)
         .map_err(|e| Iperf3Error::io(format!("data connection to {addr}"), e))?;
     if let Some(mss) = p.mss {
@@ -348,7 +380,11 @@ fn connect_udp(addr: SocketAddr, p: &TestParams, timeout: Duration) -> Result<Da
         match s.recv(&mut buf) {
             Ok(4) if wire::udp::is_connect_reply(&buf[..4]) => return Ok(sock),
             Ok(n) if n <= tolerated => tolerated -= n,
-            Ok(_) => return Err(Iperf3Error::Protocol("no UDP hello reply from the server".into())),
+            Ok(_) => {
+                return Err(Iperf3Error::Protocol(
+                    "no UDP hello reply from the server".into(),
+                ));
+            }
             Err(e) if super::control::is_timeout(&e) => {}
             Err(e) => return Err(Iperf3Error::io("UDP hello reply", e)),
         }

@@ -102,7 +102,10 @@ impl Control {
 
     /// Sends `[u32 len][body]` as two writes, like iperf3.
     pub fn send_json(&mut self, body: &str) -> Result<()> {
-        self.write_all(&wire::json_len_header(body.len()), "control: send JSON length")?;
+        self.write_all(
+            &wire::json_len_header(body.len()),
+            "control: send JSON length",
+        )?;
         self.write_all(body.as_bytes(), "control: send JSON")
     }
 

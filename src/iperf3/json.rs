@@ -131,7 +131,11 @@ pub fn system_info() -> String {
         return String::new();
     }
     let f = |a: &[libc::c_char]| {
-        let b: Vec<u8> = a.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        let b: Vec<u8> = a
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
         String::from_utf8_lossy(&b).into_owned()
     };
     format!(

@@ -3,7 +3,7 @@
 //! on each end, so `-P` scales with cores; both ends' CPU is accounted per thread.
 
 use super::client::{self, ClientConfig};
-use super::{Iperf3Error, IntervalSink, Result};
+use super::{IntervalSink, Iperf3Error, Result};
 use crate::results::throughput::{Interval, Role, ThroughputResult};
 use crate::server::{Quiet, Server, ServerConfig};
 use crate::util::progress::Progress;
@@ -83,7 +83,12 @@ pub fn run_with_sink(
     stop: &AtomicBool,
 ) -> Result<ThroughputResult> {
     let host = if cfg.ipv6 { "::1" } else { "127.0.0.1" };
-    let bind = (host.parse::<std::net::IpAddr>().map_err(|e| Iperf3Error::Protocol(e.to_string()))?, 0).into();
+    let bind = (
+        host.parse::<std::net::IpAddr>()
+            .map_err(|e| Iperf3Error::Protocol(e.to_string()))?,
+        0,
+    )
+        .into();
     let mut scfg = ServerConfig::new(bind);
     scfg.max_tests = Some(1);
     scfg.session.interval = 0.0;
@@ -97,7 +102,11 @@ pub fn run_with_sink(
     let server_stop = server.stop_flag();
     let mut ccfg = ClientConfig::new(host, port);
     let p = &mut ccfg.params;
-    p.protocol = if cfg.udp { Protocol::Udp } else { Protocol::Tcp };
+    p.protocol = if cfg.udp {
+        Protocol::Udp
+    } else {
+        Protocol::Tcp
+    };
     p.time = cfg.time;
     p.omit = cfg.omit;
     p.parallel = cfg.parallel;

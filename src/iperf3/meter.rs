@@ -350,7 +350,8 @@ fn sum_interval(
         retransmits: opt_sum(|s| s.retransmits),
         packets,
         lost_packets: lost,
-        jitter_ms: (!jitters.is_empty()).then(|| jitters.iter().sum::<f64>() / jitters.len() as f64),
+        jitter_ms: (!jitters.is_empty())
+            .then(|| jitters.iter().sum::<f64>() / jitters.len() as f64),
         lost_percent: match (lost, packets) {
             (Some(l), Some(p)) if p > 0 => Some(100.0 * l as f64 / p as f64),
             (Some(_), Some(_)) => Some(0.0),
@@ -369,7 +370,12 @@ mod tests {
     #[test]
     fn intervals_and_omit() {
         let c = Arc::new(Counters::default());
-        let mut m = Meter::new(vec![MeteredStream::new(1, true, false, c.clone())], 1, 0.05, true);
+        let mut m = Meter::new(
+            vec![MeteredStream::new(1, true, false, c.clone())],
+            1,
+            0.05,
+            true,
+        );
         c.bytes.store(1000, Ordering::Relaxed);
         std::thread::sleep(m.until_next());
         assert!(m.tick().is_some());

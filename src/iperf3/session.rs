@@ -7,7 +7,7 @@ use super::cpu::{CpuWindow, ThreadCpu};
 use super::meter::{Meter, MeteredStream};
 use super::stream::{self, Counters, DataSock, WorkerConfig};
 use super::summary::{self, ResultParts};
-use super::{Iperf3Error, IntervalSink, Result, stream_id};
+use super::{IntervalSink, Iperf3Error, Result, stream_id};
 use crate::results::throughput::{Role, ThroughputResult};
 use crate::wire::iperf3::{self as wire, Cookie, Protocol, State, TestParams, TestResults, errors};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
@@ -93,7 +93,11 @@ pub fn serve(mut ctl: Control, cookie: Cookie, env: &SessionEnv<'_>) -> Result<T
     r
 }
 
-fn serve_inner(ctl: &mut Control, cookie: Cookie, env: &SessionEnv<'_>) -> Result<ThroughputResult> {
+fn serve_inner(
+    ctl: &mut Control,
+    cookie: Cookie,
+    env: &SessionEnv<'_>,
+) -> Result<ThroughputResult> {
     let cfg = env.cfg;
     let peer = ctl
         .stream()
@@ -122,7 +126,9 @@ fn serve_inner(ctl: &mut Control, cookie: Cookie, env: &SessionEnv<'_>) -> Resul
     };
     let mut warnings = Vec::new();
     for s in &socks {
-        warnings.extend(stream::apply_options(s, &params).map_err(|(code, msg)| refuse(ctl, code, msg))?);
+        warnings.extend(
+            stream::apply_options(s, &params).map_err(|(code, msg)| refuse(ctl, code, msg))?,
+        );
     }
     let _ = warnings; // only degrade the test; iperf3 logs them
     // Accept order: receivers first, then senders (iperf3's rec_streams_accepted rule).
@@ -188,7 +194,9 @@ fn serve_inner(ctl: &mut Control, cookie: Cookie, env: &SessionEnv<'_>) -> Resul
             Ok(Some(State::ClientTerminate)) => break Err(Iperf3Error::ClientTerminated),
             Ok(Some(State::TestStart)) | Ok(None) => {}
             Ok(Some(s)) => {
-                break Err(Iperf3Error::Protocol(format!("unexpected state {s:?} during the test")));
+                break Err(Iperf3Error::Protocol(format!(
+                    "unexpected state {s:?} during the test"
+                )));
             }
             Err(e) => break Err(e),
         }
@@ -231,12 +239,17 @@ fn serve_inner(ctl: &mut Control, cookie: Cookie, env: &SessionEnv<'_>) -> Resul
     })?;
     for e in &ends {
         if client.stream(e.id).is_none() {
-            return Err(refuse(ctl, errors::IESTREAMID, format!("client results lack stream {}", e.id)));
+            return Err(refuse(
+                ctl,
+                errors::IESTREAMID,
+                format!("client results lack stream {}", e.id),
+            ));
         }
     }
     cpu.add(control_cpu.stop());
     let cpu_util = cpu.util();
-    let mut mine = summary::results_message(&ends, cpu_util, congestion.clone(), udp, Some(&client));
+    let mut mine =
+        summary::results_message(&ends, cpu_util, congestion.clone(), udp, Some(&client));
     let result = summary::build_result(ResultParts {
         role: Role::Server,
         peer_version: params.client_version.clone(),
@@ -267,7 +280,11 @@ fn serve_inner(ctl: &mut Control, cookie: Cookie, env: &SessionEnv<'_>) -> Resul
 
 fn check_limits(ctl: &mut Control, p: &TestParams, cfg: &SessionConfig) -> Result<()> {
     if p.protocol == Protocol::Sctp {
-        return Err(refuse(ctl, errors::IEPROTOCOL, "SCTP is not supported".into()));
+        return Err(refuse(
+            ctl,
+            errors::IEPROTOCOL,
+            "SCTP is not supported".into(),
+        ));
     }
     if p.parallel == 0 || p.parallel > cfg.max_streams.min(wire::MAX_STREAMS) {
         return Err(refuse(
@@ -342,11 +359,16 @@ fn accept_udp(
                 std::thread::sleep(Duration::from_millis(20));
             }
             Err(_) => {
-                return Err(refuse(ctl, errors::IESTREAMLISTEN, "UDP port busy with another test's set-up".into()));
+                return Err(refuse(
+                    ctl,
+                    errors::IESTREAMLISTEN,
+                    "UDP port busy with another test's set-up".into(),
+                ));
             }
         }
     };
-    let mut listener = bind_udp(env.udp.bind).map_err(|e| refuse(ctl, errors::IESTREAMLISTEN, e.to_string()))?;
+    let mut listener =
+        bind_udp(env.udp.bind).map_err(|e| refuse(ctl, errors::IESTREAMLISTEN, e.to_string()))?;
     ctl.send_state(State::CreateStreams)?;
     let mut socks = Vec::with_capacity(total);
     let same_host = |a: std::net::IpAddr, b: std::net::IpAddr| {
@@ -358,7 +380,10 @@ fn accept_udp(
             return Err(refuse(
                 ctl,
                 errors::IESTREAMACCEPT,
-                format!("only {} of {total} UDP streams said hello in time", socks.len()),
+                format!(
+                    "only {} of {total} UDP streams said hello in time",
+                    socks.len()
+                ),
             ));
         }
         let _ = listener.set_read_timeout(Some(left));
@@ -372,7 +397,8 @@ fn accept_udp(
         listener
             .connect(from)
             .map_err(|e| Iperf3Error::io("UDP connect to client", e))?;
-        let next = bind_udp(env.udp.bind).map_err(|e| refuse(ctl, errors::IESTREAMLISTEN, e.to_string()))?;
+        let next = bind_udp(env.udp.bind)
+            .map_err(|e| refuse(ctl, errors::IESTREAMLISTEN, e.to_string()))?;
         let stream = std::mem::replace(&mut listener, next);
         stream
             .send(&wire::UDP_CONNECT_REPLY)

@@ -416,7 +416,8 @@ pub fn apply_options(
                 sockopt::set_buffers(s, w as usize).map_err(|e| fail(141, "socket buffer", e))?;
             }
             if p.nodelay {
-                s.set_nodelay(true).map_err(|e| fail(122, "TCP_NODELAY", e))?;
+                s.set_nodelay(true)
+                    .map_err(|e| fail(122, "TCP_NODELAY", e))?;
             }
             if p.fqrate > 0 {
                 sockopt::set_max_pacing_rate(s, p.fqrate / 8)
@@ -453,10 +454,7 @@ mod tests {
             st.on_datagram(seq, 100.0, 100.001);
         }
         // Gap 3..4 counted as 2 lost, the late 3 repays one.
-        assert_eq!(
-            (st.packet_count, st.cnt_error, st.outoforder),
-            (6, 1, 1)
-        );
+        assert_eq!((st.packet_count, st.cnt_error, st.outoforder), (6, 1, 1));
         assert_eq!(st.jitter, 0.0, "constant transit gives zero jitter");
         st.on_datagram(7, 100.0, 100.017);
         assert!((st.jitter - 0.016 / 16.0).abs() < 1e-9);

@@ -103,7 +103,12 @@ fn side_from_peer(p: &StreamResults, omit: f64, local_sends: bool, peer_sends: b
 
 /// Merges this side's ends with the peer's results into one [`StreamEnd`] per stream.
 /// A stream the peer did not report gets an all-zero other side.
-pub fn merge_streams(ends: &[LocalEnd], peer: &TestResults, omit: u32, udp: bool) -> Vec<StreamEnd> {
+pub fn merge_streams(
+    ends: &[LocalEnd],
+    peer: &TestResults,
+    omit: u32,
+    udp: bool,
+) -> Vec<StreamEnd> {
     let omit = omit as f64;
     ends.iter()
         .map(|e| {
@@ -124,7 +129,12 @@ pub fn merge_streams(ends: &[LocalEnd], peer: &TestResults, omit: u32, udp: bool
                 let (sent_packets, lost, jitter, ooo) = if e.sender {
                     (e.packets, p.errors, p.jitter, 0)
                 } else {
-                    (p.packets, e.errors - e.omitted_errors, e.jitter, e.outoforder)
+                    (
+                        p.packets,
+                        e.errors - e.omitted_errors,
+                        e.jitter,
+                        e.outoforder,
+                    )
                 };
                 EndSide {
                     jitter_ms: Some(jitter * 1000.0),
@@ -157,11 +167,18 @@ fn percent(lost: i64, packets: i64) -> f64 {
 
 /// Sums one direction (`local_sends` selects the streams): (sum_sent, sum_received).
 pub fn sum_direction(streams: &[StreamEnd], local_sends: bool, udp: bool) -> (EndSide, EndSide) {
-    let sel: Vec<&StreamEnd> = streams.iter().filter(|s| s.local_sends == local_sends).collect();
+    let sel: Vec<&StreamEnd> = streams
+        .iter()
+        .filter(|s| s.local_sends == local_sends)
+        .collect();
     let sum = |pick: fn(&StreamEnd) -> &EndSide| -> EndSide {
         let bytes: u64 = sel.iter().map(|s| pick(s).bytes).sum();
         let end = sel.iter().map(|s| pick(s).end).fold(0.0, f64::max);
-        let seconds = sel.iter().map(|s| pick(s).seconds).fold(0.0, f64::max).max(1e-9);
+        let seconds = sel
+            .iter()
+            .map(|s| pick(s).seconds)
+            .fold(0.0, f64::max)
+            .max(1e-9);
         let retrans: Vec<i64> = sel.iter().filter_map(|s| pick(s).retransmits).collect();
         EndSide {
             socket: 0,
@@ -291,7 +308,8 @@ pub fn setup_from(params: &TestParams) -> TestSetup {
 pub fn connected(id: i32, sock: &super::stream::DataSock) -> Connected {
     let (l, r) = (sock.local_addr().ok(), sock.peer_addr().ok());
     let host = |a: Option<std::net::SocketAddr>| {
-        a.map(|a| crate::net::sockopt::display_ip(a.ip())).unwrap_or_default()
+        a.map(|a| crate::net::sockopt::display_ip(a.ip()))
+            .unwrap_or_default()
     };
     Connected {
         socket: id,
@@ -322,7 +340,13 @@ mod tests {
         let m = results_message(&[end(1, false, 10)], CpuUtil::default(), None, false, None);
         assert_eq!(m.sender_has_retransmits, -1);
         assert_eq!(m.streams[0].retransmits, -1);
-        let m = results_message(&[end(1, true, 10)], CpuUtil::default(), Some("bbr".into()), false, None);
+        let m = results_message(
+            &[end(1, true, 10)],
+            CpuUtil::default(),
+            Some("bbr".into()),
+            false,
+            None,
+        );
         assert_eq!(m.sender_has_retransmits, 1);
         assert_eq!(m.congestion_used.as_deref(), Some("bbr"));
     }

@@ -42,8 +42,12 @@ pub fn parse_dscp(text: &str) -> Option<u8> {
                 if b.len() != 2 {
                     return None;
                 }
-                let class = (b[0] as char).to_digit(10).filter(|c| (1..=4).contains(c))?;
-                let drop = (b[1] as char).to_digit(10).filter(|d| (1..=3).contains(d))?;
+                let class = (b[0] as char)
+                    .to_digit(10)
+                    .filter(|c| (1..=4).contains(c))?;
+                let drop = (b[1] as char)
+                    .to_digit(10)
+                    .filter(|d| (1..=3).contains(d))?;
                 (class * 8 + drop * 2) as u8
             } else {
                 return None;

@@ -64,9 +64,12 @@ pub fn render_connected(connected: &[Connected]) -> String {
 /// The column header for intervals of this kind of test.
 pub fn interval_header(protocol: Protocol, tcp_sender: bool, udp_sender: bool) -> String {
     match (protocol, tcp_sender, udp_sender) {
-        (Protocol::Udp, _, true) => "[ ID] Interval           Transfer     Bitrate         Total Datagrams".into(),
+        (Protocol::Udp, _, true) => {
+            "[ ID] Interval           Transfer     Bitrate         Total Datagrams".into()
+        }
         (Protocol::Udp, _, false) => {
-            "[ ID] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams".into()
+            "[ ID] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams"
+                .into()
         }
         (_, true, _) => "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd".into(),
         _ => "[ ID] Interval           Transfer     Bitrate".into(),
@@ -87,7 +90,11 @@ fn interval_line(s: &IntervalStream, tag: &str) -> String {
     } else if let Some(r) = s.retransmits {
         let _ = write!(line, "  {r:3}");
     } else if let (Some(j), Some(lost), Some(p)) = (s.jitter_ms, s.lost_packets, s.packets) {
-        let pct = if p > 0 { 100.0 * lost as f64 / p as f64 } else { 0.0 };
+        let pct = if p > 0 {
+            100.0 * lost as f64 / p as f64
+        } else {
+            0.0
+        };
         let _ = write!(line, "  {j:5.3} ms  {lost}/{p} ({pct:.2}%)");
     } else if let Some(p) = s.packets {
         let _ = write!(line, "  {p}");
@@ -112,7 +119,11 @@ pub fn render_interval(iv: &Interval) -> String {
     for s in &iv.streams {
         let _ = writeln!(out, "{}", interval_line(s, tag(s)));
     }
-    let n_main = iv.streams.iter().filter(|s| s.sender == iv.sum.sender).count();
+    let n_main = iv
+        .streams
+        .iter()
+        .filter(|s| s.sender == iv.sum.sender)
+        .count();
     if n_main > 1 {
         let _ = writeln!(out, "{}", interval_line(&iv.sum, tag(&iv.sum)));
     }
@@ -195,11 +206,27 @@ pub fn render_final(r: &ThroughputResult) -> String {
         let _ = writeln!(out, "{}", end_line(&snd, s.id, "sender", udp, tag));
         let _ = writeln!(out, "{}", end_line(&rcv, s.id, "receiver", udp, tag));
     }
-    let main_streams = r.streams.iter().filter(|s| s.local_sends == r.sum_sent.sender).count();
+    let main_streams = r
+        .streams
+        .iter()
+        .filter(|s| s.local_sends == r.sum_sent.sender)
+        .count();
     if main_streams > 1 {
-        let tag = if bidir { if r.sum_sent.sender { "[TX-C]" } else { "[RX-C]" } } else { "" };
+        let tag = if bidir {
+            if r.sum_sent.sender {
+                "[TX-C]"
+            } else {
+                "[RX-C]"
+            }
+        } else {
+            ""
+        };
         let _ = writeln!(out, "{}", end_line(&r.sum_sent, 0, "sender", udp, tag));
-        let _ = writeln!(out, "{}", end_line(&r.sum_received, 0, "receiver", udp, tag));
+        let _ = writeln!(
+            out,
+            "{}",
+            end_line(&r.sum_received, 0, "receiver", udp, tag)
+        );
     }
     if let (Some(s), Some(rv)) = (&r.sum_sent_bidir_reverse, &r.sum_received_bidir_reverse)
         && main_streams > 1
@@ -209,8 +236,16 @@ pub fn render_final(r: &ThroughputResult) -> String {
         let _ = writeln!(out, "{}", end_line(rv, 0, "receiver", udp, tag));
     }
     let (l, rm) = (r.cpu_local, r.cpu_remote);
-    let local_role = if r.sum_sent.sender { "sender" } else { "receiver" };
-    let remote_role = if r.sum_sent.sender { "receiver" } else { "sender" };
+    let local_role = if r.sum_sent.sender {
+        "sender"
+    } else {
+        "receiver"
+    };
+    let remote_role = if r.sum_sent.sender {
+        "receiver"
+    } else {
+        "sender"
+    };
     let _ = writeln!(
         out,
         "CPU Utilization: local/{local_role} {:.1}% ({:.1}%u/{:.1}%s), remote/{remote_role} {:.1}% ({:.1}%u/{:.1}%s)",

@@ -87,7 +87,10 @@ mod tests {
         let c = Cookie::from_random(&[1; 36]);
         assert!(matches!(b.route(&c), Route::NewTest));
         assert!(b.claim(&c));
-        assert!(!b.claim(&c), "a second control connection with the same cookie");
+        assert!(
+            !b.claim(&c),
+            "a second control connection with the same cookie"
+        );
         assert!(matches!(b.route(&c), Route::Deny));
         let _rx = b.open(&c);
         assert!(matches!(b.route(&c), Route::Stream(_)));

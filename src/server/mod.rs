@@ -63,14 +63,30 @@ impl ServerConfig {
 #[derive(Debug)]
 pub enum ServerEvent<'a> {
     Listening(SocketAddr),
-    TestStarted { peer: SocketAddr },
-    TestDone { peer: SocketAddr, result: &'a ThroughputResult },
-    TestFailed { peer: SocketAddr, error: &'a Iperf3Error },
+    TestStarted {
+        peer: SocketAddr,
+    },
+    TestDone {
+        peer: SocketAddr,
+        result: &'a ThroughputResult,
+    },
+    TestFailed {
+        peer: SocketAddr,
+        error: &'a Iperf3Error,
+    },
     /// A connection refused or dropped, with the reason.
-    Refused { peer: SocketAddr, reason: String },
+    Refused {
+        peer: SocketAddr,
+        reason: String,
+    },
     /// A routerbench-protocol connection handed to the handler (or its error).
-    Handoff { peer: SocketAddr, error: Option<String> },
-    Stopping { reason: &'static str },
+    Handoff {
+        peer: SocketAddr,
+        error: Option<String>,
+    },
+    Stopping {
+        reason: &'static str,
+    },
 }
 
 /// Receives server events.
@@ -128,7 +144,10 @@ impl Server {
         s.bind(&cfg.bind.into()).map_err(|e| {
             std::io::Error::new(
                 e.kind(),
-                format!("cannot listen on {}: {e} (another server on this port? use -p)", cfg.bind),
+                format!(
+                    "cannot listen on {}: {e} (another server on this port? use -p)",
+                    cfg.bind
+                ),
             )
         })?;
         s.listen(128)?;
@@ -196,7 +215,8 @@ impl Server {
     /// for running tests to end.
     pub fn run(&self) -> std::io::Result<ServerSummary> {
         let sh = &self.shared;
-        sh.observer.event(&ServerEvent::Listening(self.listener.local_addr()?));
+        sh.observer
+            .event(&ServerEvent::Listening(self.listener.local_addr()?));
         self.listener.set_nonblocking(true)?;
         let reason = loop {
             if sh.cfg.handle_signals && signals::signalled() {
@@ -277,7 +297,10 @@ fn read_prefix(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> Res
     while got < buf.len() {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(format!("sent {got} of {} first bytes, then nothing: timed out", buf.len()));
+            return Err(format!(
+                "sent {got} of {} first bytes, then nothing: timed out",
+                buf.len()
+            ));
         }
         let _ = stream.set_read_timeout(Some(left));
         match stream.read(&mut buf[got..]) {
@@ -303,7 +326,10 @@ fn handle_connection(sh: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) 
     let mut first = [0u8; 1];
     if let Err(why) = read_prefix(&mut stream, &mut first, deadline) {
         sh.refused.fetch_add(1, Ordering::Relaxed);
-        sh.observer.event(&ServerEvent::Refused { peer, reason: format!("no cookie: {why}") });
+        sh.observer.event(&ServerEvent::Refused {
+            peer,
+            reason: format!("no cookie: {why}"),
+        });
         return;
     }
     if Cookie::is_routerbench(first[0]) {
@@ -314,7 +340,9 @@ fn handle_connection(sh: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) 
         prefix.extend_from_slice(&rest);
         let error = match (r, &sh.handler) {
             (Err(why), _) => Some(format!("routerbench magic: {why}")),
-            (Ok(()), _) if prefix != magic => Some("first byte 0xFF but not the routerbench magic".into()),
+            (Ok(()), _) if prefix != magic => {
+                Some("first byte 0xFF but not the routerbench magic".into())
+            }
             (Ok(()), None) => Some("routerbench protocol not enabled on this server".into()),
             (Ok(()), Some(h)) => {
                 let _ = stream.set_read_timeout(None);
@@ -328,17 +356,30 @@ fn handle_connection(sh: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) 
     cookie_buf[0] = first[0];
     if let Err(why) = read_prefix(&mut stream, &mut cookie_buf[1..], deadline) {
         sh.refused.fetch_add(1, Ordering::Relaxed);
-        sh.observer.event(&ServerEvent::Refused { peer, reason: format!("incomplete cookie: {why}") });
+        sh.observer.event(&ServerEvent::Refused {
+            peer,
+            reason: format!("incomplete cookie: {why}"),
+        });
         return;
     }
     let cookie = Cookie(cookie_buf);
     match sh.broker.route(&cookie) {
         Route::Stream(tx) => {
             if let Err(e) = tx.send(stream) {
-                deny(sh, e.0, peer, "data stream for a test that stopped accepting".into());
+                deny(
+                    sh,
+                    e.0,
+                    peer,
+                    "data stream for a test that stopped accepting".into(),
+                );
             }
         }
-        Route::Deny => deny(sh, stream, peer, "data connection for a running test (or a duplicate cookie)".into()),
+        Route::Deny => deny(
+            sh,
+            stream,
+            peer,
+            "data connection for a running test (or a duplicate cookie)".into(),
+        ),
         Route::NewTest => run_test(sh, stream, peer, cookie),
     }
 }
@@ -346,7 +387,12 @@ fn handle_connection(sh: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) 
 fn run_test(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, cookie: Cookie) {
     let started = sh.started_tests.load(Ordering::Relaxed);
     if sh.cfg.max_tests.is_some_and(|m| started >= m) || sh.stop.load(Ordering::Relaxed) {
-        return deny(sh, stream, peer, "server is stopping (test limit reached)".into());
+        return deny(
+            sh,
+            stream,
+            peer,
+            "server is stopping (test limit reached)".into(),
+        );
     }
     let active = sh.active_tests.fetch_add(1, Ordering::Relaxed);
     if active >= sh.cfg.max_concurrent_tests {
@@ -355,7 +401,10 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, cookie: Cooki
             sh,
             stream,
             peer,
-            format!("busy: {active} tests running (limit {})", sh.cfg.max_concurrent_tests),
+            format!(
+                "busy: {active} tests running (limit {})",
+                sh.cfg.max_concurrent_tests
+            ),
         );
     }
     if !sh.broker.claim(&cookie) {
@@ -378,7 +427,10 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, cookie: Cooki
     match outcome {
         Ok(result) => {
             sh.done.fetch_add(1, Ordering::Relaxed);
-            sh.observer.event(&ServerEvent::TestDone { peer, result: &result });
+            sh.observer.event(&ServerEvent::TestDone {
+                peer,
+                result: &result,
+            });
             if sh.keep_results
                 && let Ok(mut r) = sh.results.lock()
             {
@@ -388,7 +440,10 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, cookie: Cooki
         Err(error) => {
             sh.broker.close(&cookie);
             sh.failed.fetch_add(1, Ordering::Relaxed);
-            sh.observer.event(&ServerEvent::TestFailed { peer, error: &error });
+            sh.observer.event(&ServerEvent::TestFailed {
+                peer,
+                error: &error,
+            });
         }
     }
     sh.active_tests.fetch_sub(1, Ordering::Relaxed);

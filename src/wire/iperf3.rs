@@ -186,7 +186,11 @@ impl Cookie {
 
 impl std::fmt::Debug for Cookie {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Cookie({:?})", String::from_utf8_lossy(self.text_bytes()))
+        write!(
+            f,
+            "Cookie({:?})",
+            String::from_utf8_lossy(self.text_bytes())
+        )
     }
 }
 
@@ -197,14 +201,14 @@ pub fn json_len_header(len: usize) -> [u8; 4] {
 
 /// Parses a JSON length header, refusing 0 (iperf3 does too) and anything above `max`.
 pub fn parse_json_len(buf: &[u8], max: usize) -> Result<usize, WireError> {
-    let b: [u8; 4] =
-        buf.get(..4)
-            .and_then(|b| b.try_into().ok())
-            .ok_or(WireError::Truncated {
-                what: "JSON length",
-                needed: 4,
-                got: buf.len(),
-            })?;
+    let b: [u8; 4] = buf
+        .get(..4)
+        .and_then(|b| b.try_into().ok())
+        .ok_or(WireError::Truncated {
+            what: "JSON length",
+            needed: 4,
+            got: buf.len(),
+        })?;
     let len = u32::from_be_bytes(b) as u64;
     if len == 0 {
         return Err(WireError::BadJsonLength {

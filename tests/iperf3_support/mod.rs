@@ -37,7 +37,11 @@ impl Proc {
             .stderr(std::fs::File::create(&stderr).expect("temp file"))
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
-        Proc { child, stdout, stderr }
+        Proc {
+            child,
+            stdout,
+            stderr,
+        }
     }
 
     /// Waits at most `limit` for the process to exit.
@@ -62,9 +66,8 @@ impl Proc {
 
     pub fn json(&self) -> serde_json::Value {
         let text = self.stdout_text();
-        serde_json::from_str(&text).unwrap_or_else(|e| {
-            panic!("not JSON ({e}):\n{text}\nstderr:\n{}", self.stderr_text())
-        })
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}\nstderr:\n{}", self.stderr_text()))
     }
 }
 
@@ -83,10 +86,13 @@ impl Drop for Proc {
 pub fn listening(port: u16) -> bool {
     let needle = format!(":{port:04X} ");
     ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
-        std::fs::read_to_string(f).unwrap_or_default().lines().any(|l| {
-            let cols: Vec<&str> = l.split_whitespace().collect();
-            cols.len() > 3 && format!("{} ", cols[1]).ends_with(&needle) && cols[3] == "0A"
-        })
+        std::fs::read_to_string(f)
+            .unwrap_or_default()
+            .lines()
+            .any(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                cols.len() > 3 && format!("{} ", cols[1]).ends_with(&needle) && cols[3] == "0A"
+            })
     })
 }
 

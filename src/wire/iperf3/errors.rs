@@ -42,14 +42,14 @@ pub struct ErrorPayload {
 impl ErrorPayload {
     /// Parses the 4 or 8 bytes after `0xfe`.
     pub fn parse(buf: &[u8]) -> Result<ErrorPayload, WireError> {
-        let first: [u8; 4] = buf
-            .get(..4)
-            .and_then(|b| b.try_into().ok())
-            .ok_or(WireError::Truncated {
-                what: "SERVER_ERROR i_errno",
-                needed: 4,
-                got: buf.len(),
-            })?;
+        let first: [u8; 4] =
+            buf.get(..4)
+                .and_then(|b| b.try_into().ok())
+                .ok_or(WireError::Truncated {
+                    what: "SERVER_ERROR i_errno",
+                    needed: 4,
+                    got: buf.len(),
+                })?;
         let errno = buf
             .get(4..8)
             .and_then(|b| <[u8; 4]>::try_from(b).ok())
@@ -101,7 +101,9 @@ pub fn strerror(i_errno: i32) -> String {
         IECLIENTTERM => "the client has terminated",
         IESERVERTERM => "the server has terminated",
         IEACCESSDENIED => "the server is busy running a test. try again later",
-        IESETCONGESTION => "unable to set TCP_CONGESTION: supplied congestion control algorithm not supported on this host",
+        IESETCONGESTION => {
+            "unable to set TCP_CONGESTION: supplied congestion control algorithm not supported on this host"
+        }
         142 => "test authorization failed",
         IENOMSG => "idle timeout for receiving data",
         IESERVERTESTDURATIONEXPIRED => "server test duration expired",

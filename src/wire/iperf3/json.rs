@@ -27,9 +27,13 @@ pub fn lenient_i64(v: &Value) -> Option<i64> {
     if !f.is_finite() {
         return None;
     }
-    if f >= 9.223_372_036_854_775_807e18 {
+    if f >= 9.223_372_036_854_776e18 {
         // strtod of 18446744073709551615 and friends: saturate, then wrap like C.
-        return Some(if f >= 1.844_674_407_370_955_2e19 { -1 } else { i64::MAX });
+        return Some(if f >= 1.844_674_407_370_955e19 {
+            -1
+        } else {
+            i64::MAX
+        });
     }
     Some(f.max(i64::MIN as f64) as i64)
 }
@@ -134,7 +138,7 @@ mod tests {
             .int("omit", 0)
             .float("end_time", 2.000331)
             .float("jitter", 0.0)
-            .float("j2", 5.5322436889924862e-05)
+            .float("j2", 5.532_243_688_992_486e-5)
             .string("title", "a\"b")
             .finish();
         assert_eq!(

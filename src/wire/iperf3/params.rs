@@ -344,8 +344,8 @@ mod tests {
 
     #[test]
     fn test_presence_semantics() {
-        let p = TestParams::parse(br#"{"TCP":true,"Reverse":false,"udp_counters_64bit":0}"#)
-            .unwrap();
+        let p =
+            TestParams::parse(br#"{"TCP":true,"Reverse":false,"udp_counters_64bit":0}"#).unwrap();
         assert!(p.reverse, "presence, not value, turns reverse on");
         assert!(p.udp_counters_64bit);
         assert_eq!(p.time, 10, "absent time means iperf3's default");
