@@ -93,6 +93,8 @@ pub struct Meter {
     start: Instant,
     omit: f64,
     omit_done: bool,
+    /// Seconds since the start when the omit period ended (stream times restart there).
+    omit_end_t: f64,
     interval: f64,
     last_t: f64,
     /// Streams whose `sender` equals this go into `sum`; the others into `sum_bidir_reverse`.
@@ -108,6 +110,7 @@ impl Meter {
             start: Instant::now(),
             omit: omit as f64,
             omit_done: omit == 0,
+            omit_end_t: 0.0,
             interval,
             last_t: 0.0,
             main_sender,
@@ -128,25 +131,32 @@ impl Meter {
 
     /// Time until the next interval sample is due.
     pub fn until_next(&self) -> Duration {
-        if self.interval <= 0.0 {
+        let mut next = if self.interval > 0.0 {
+            self.last_t + self.interval
+        } else {
+            f64::INFINITY
+        };
+        if !self.omit_done {
+            next = next.min(self.omit);
+        }
+        if !next.is_finite() {
             return Duration::from_secs(3600);
         }
-        let next = self.last_t + self.interval;
-        let next = if !self.omit_done {
-            next.min(self.omit)
-        } else {
-            next
-        };
         Duration::from_secs_f64((next - self.elapsed()).max(0.0))
     }
 
     /// Takes an interval sample if one is due; returns it.
     pub fn tick(&mut self) -> Option<&Interval> {
-        if self.interval <= 0.0 {
-            return None;
-        }
         let now = self.elapsed();
         let omit_edge = !self.omit_done && now >= self.omit;
+        if self.interval <= 0.0 {
+            // No reports, but the omit period still ends on time.
+            if omit_edge {
+                self.last_t = now;
+                self.end_omit(now);
+            }
+            return None;
+        }
         if now + 1e-4 < self.last_t + self.interval && !omit_edge {
             return None;
         }
@@ -229,12 +239,13 @@ impl Meter {
         self.intervals.push(iv);
         self.last_t = now;
         if !self.omit_done && now + 1e-4 >= self.omit {
-            self.end_omit();
+            self.end_omit(now);
         }
     }
 
-    fn end_omit(&mut self) {
+    fn end_omit(&mut self, now: f64) {
         self.omit_done = true;
+        self.omit_end_t = now;
         for s in &mut self.streams {
             s.base_bytes = s.counters.bytes.load(Ordering::Relaxed);
             s.base_blocks = s.counters.blocks.load(Ordering::Relaxed);
@@ -254,9 +265,10 @@ impl Meter {
             self.sample(now);
         }
         if !self.omit_done {
-            self.end_omit();
+            self.end_omit(now);
         }
-        let end_time = now;
+        // Like iperf3, which resets the stream start when the omit period ends.
+        let end_time = (now - self.omit_end_t).max(0.0);
         self.streams
             .iter()
             .map(|s| {

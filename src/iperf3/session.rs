@@ -18,8 +18,10 @@ use std::time::{Duration, Instant};
 
 /// Routes TCP data connections (by cookie) from the server's listener to their test.
 pub trait StreamBroker: Send + Sync {
-    /// Connections with this cookie go to the returned receiver until `running` or `close`.
-    fn open(&self, cookie: &Cookie) -> Receiver<TcpStream>;
+    /// Connections with this cookie go to the returned receiver until `running` or `close`,
+    /// each with its accept sequence number: connections are handed over by parallel
+    /// threads, and iperf3 pairs stream ids by the order the client opened them.
+    fn open(&self, cookie: &Cookie) -> Receiver<(u64, TcpStream)>;
     /// All streams are in: further connections with this cookie are refused (ACCESS_DENIED).
     fn running(&self, cookie: &Cookie);
     /// The test is over.
@@ -321,11 +323,11 @@ fn accept_tcp(
     let rx = env.broker.open(cookie);
     ctl.send_state(State::CreateStreams)?;
     let deadline = Instant::now() + env.cfg.control_timeout;
-    let mut socks = Vec::with_capacity(total);
+    let mut socks: Vec<(u64, TcpStream)> = Vec::with_capacity(total);
     while socks.len() < total {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
-            Ok(s) => socks.push(DataSock::Tcp(s)),
+            Ok(s) => socks.push(s),
             Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {
                 return Err(refuse(
                     ctl,
@@ -340,7 +342,9 @@ fn accept_tcp(
         }
     }
     env.broker.running(cookie);
-    Ok(socks)
+    // Accept order is the client's creation order (it connects one stream at a time).
+    socks.sort_by_key(|(seq, _)| *seq);
+    Ok(socks.into_iter().map(|(_, s)| DataSock::Tcp(s)).collect())
 }
 
 fn accept_udp(

@@ -386,6 +386,9 @@ fn udp_recv(
     Ok(())
 }
 
+/// Receive buffer asked for on UDP data sockets when the client gave no `-w`.
+pub const UDP_RCVBUF: usize = 1 << 20;
+
 /// Applies the test's socket options to a data socket, as iperf3 does on both ends: TOS,
 /// TCP_CONGESTION, window (SO_SNDBUF/SO_RCVBUF, checked), TCP_NODELAY, SO_MAX_PACING_RATE,
 /// DF. Returns warnings for options that only degrade (an unknown congestion algorithm);
@@ -430,6 +433,10 @@ pub fn apply_options(
             }
             if let Some(w) = p.window {
                 sockopt::set_buffers(s, w as usize).map_err(|e| fail(141, "socket buffer", e))?;
+            } else {
+                // Best effort: a 1 MiB receive buffer rides out scheduling hiccups on a busy
+                // box, so the loss we report is the network's (iperf3 keeps the default).
+                let _ = socket2::SockRef::from(s).set_recv_buffer_size(UDP_RCVBUF);
             }
             if p.fqrate > 0 {
                 sockopt::set_max_pacing_rate(s, p.fqrate / 8)

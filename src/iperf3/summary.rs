@@ -66,8 +66,8 @@ pub fn results_message(
     }
 }
 
-fn side_from_local(e: &LocalEnd, omit: f64, local_sends: bool) -> EndSide {
-    let seconds = (e.end_time - omit).max(1e-9);
+fn side_from_local(e: &LocalEnd, local_sends: bool) -> EndSide {
+    let seconds = e.end_time.max(1e-9);
     EndSide {
         socket: e.id,
         start: 0.0,
@@ -86,8 +86,8 @@ fn side_from_local(e: &LocalEnd, omit: f64, local_sends: bool) -> EndSide {
     }
 }
 
-fn side_from_peer(p: &StreamResults, omit: f64, local_sends: bool, peer_sends: bool) -> EndSide {
-    let seconds = (p.end_time - p.start_time - omit).max(1e-9);
+fn side_from_peer(p: &StreamResults, local_sends: bool, peer_sends: bool) -> EndSide {
+    let seconds = (p.end_time - p.start_time).max(1e-9);
     EndSide {
         socket: p.id,
         start: 0.0,
@@ -103,13 +103,7 @@ fn side_from_peer(p: &StreamResults, omit: f64, local_sends: bool, peer_sends: b
 
 /// Merges this side's ends with the peer's results into one [`StreamEnd`] per stream.
 /// A stream the peer did not report gets an all-zero other side.
-pub fn merge_streams(
-    ends: &[LocalEnd],
-    peer: &TestResults,
-    omit: u32,
-    udp: bool,
-) -> Vec<StreamEnd> {
-    let omit = omit as f64;
+pub fn merge_streams(ends: &[LocalEnd], peer: &TestResults, udp: bool) -> Vec<StreamEnd> {
     ends.iter()
         .map(|e| {
             let missing = StreamResults {
@@ -118,8 +112,8 @@ pub fn merge_streams(
                 ..Default::default()
             };
             let p = peer.stream(e.id).unwrap_or(&missing);
-            let local = side_from_local(e, omit, e.sender);
-            let remote = side_from_peer(p, omit, e.sender, !e.sender);
+            let local = side_from_local(e, e.sender);
+            let remote = side_from_peer(p, e.sender, !e.sender);
             let (sender, receiver) = if e.sender {
                 (local, remote)
             } else {
@@ -241,7 +235,7 @@ pub struct ResultParts<'a> {
 /// Merges both sides into this side's view of the test.
 pub fn build_result(p: ResultParts<'_>) -> ThroughputResult {
     let udp = p.setup.protocol == Protocol::Udp;
-    let streams = merge_streams(p.ends, p.peer, p.setup.omit, udp);
+    let streams = merge_streams(p.ends, p.peer, udp);
     let (sum_sent, sum_received) = sum_direction(&streams, p.main_local_sends, udp);
     let (rs, rr) = if p.setup.bidir {
         let (a, b) = sum_direction(&streams, !p.main_local_sends, udp);
@@ -356,7 +350,7 @@ mod tests {
         // Captured bidir (§13.3) client view: 1 sends, 3 receives.
         let peer = TestResults::parse(br#"{"cpu_util_total":32.5,"cpu_util_user":0.6,"cpu_util_system":31.8,"sender_has_retransmits":1,"streams":[{"id":1,"bytes":1688207360,"retransmits":18446744073709551615,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":2.00694},{"id":3,"bytes":1363148800,"retransmits":12,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":2.006943}]}"#).unwrap();
         let ends = [end(1, true, 1692139520), end(3, false, 1360003072)];
-        let s = merge_streams(&ends, &peer, 0, false);
+        let s = merge_streams(&ends, &peer, false);
         assert_eq!(s[0].receiver.bytes, 1688207360);
         assert_eq!(s[1].sender.bytes, 1363148800);
         assert_eq!(s[1].sender.retransmits, Some(12));

@@ -172,6 +172,12 @@ fn end_line(e: &EndSide, id: i32, role: &str, udp: bool, tag: &str) -> String {
 pub fn render_final(r: &ThroughputResult) -> String {
     let udp = r.setup.protocol == Protocol::Udp;
     let bidir = r.setup.bidir;
+    // iperf3 tags bidir lines from its own side: -C on the client, -S on the server.
+    let (tx, rx) = if r.role == crate::results::throughput::Role::Server {
+        ("[TX-S]", "[RX-S]")
+    } else {
+        ("[TX-C]", "[RX-C]")
+    };
     let mut out = String::from("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
     out.push_str(if udp {
         "[ ID] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams\n"
@@ -180,7 +186,7 @@ pub fn render_final(r: &ThroughputResult) -> String {
     });
     for s in &r.streams {
         let tag = if bidir {
-            if s.local_sends { "[TX-C]" } else { "[RX-C]" }
+            if s.local_sends { tx } else { rx }
         } else {
             ""
         };
@@ -212,14 +218,10 @@ pub fn render_final(r: &ThroughputResult) -> String {
         .filter(|s| s.local_sends == r.sum_sent.sender)
         .count();
     if main_streams > 1 {
-        let tag = if bidir {
-            if r.sum_sent.sender {
-                "[TX-C]"
-            } else {
-                "[RX-C]"
-            }
-        } else {
-            ""
+        let tag = match (bidir, r.sum_sent.sender) {
+            (false, _) => "",
+            (true, true) => tx,
+            (true, false) => rx,
         };
         let _ = writeln!(out, "{}", end_line(&r.sum_sent, 0, "sender", udp, tag));
         let _ = writeln!(
@@ -231,7 +233,7 @@ pub fn render_final(r: &ThroughputResult) -> String {
     if let (Some(s), Some(rv)) = (&r.sum_sent_bidir_reverse, &r.sum_received_bidir_reverse)
         && main_streams > 1
     {
-        let tag = if s.sender { "[TX-C]" } else { "[RX-C]" };
+        let tag = if s.sender { tx } else { rx };
         let _ = writeln!(out, "{}", end_line(s, 0, "sender", udp, tag));
         let _ = writeln!(out, "{}", end_line(rv, 0, "receiver", udp, tag));
     }

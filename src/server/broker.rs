@@ -12,7 +12,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 #[derive(Debug)]
 pub enum Route {
     /// A data stream of a test in CREATE_STREAMS.
-    Stream(Sender<TcpStream>),
+    Stream(Sender<(u64, TcpStream)>),
     /// The test no longer accepts streams: answer ACCESS_DENIED.
     Deny,
     /// Unknown cookie: a new control connection.
@@ -22,7 +22,7 @@ pub enum Route {
 /// The server's cookie → test table.
 #[derive(Debug, Default)]
 pub struct Broker {
-    tests: Mutex<HashMap<Vec<u8>, Option<Sender<TcpStream>>>>,
+    tests: Mutex<HashMap<Vec<u8>, Option<Sender<(u64, TcpStream)>>>>,
 }
 
 impl Broker {
@@ -56,7 +56,7 @@ impl Broker {
 }
 
 impl StreamBroker for Broker {
-    fn open(&self, cookie: &Cookie) -> Receiver<TcpStream> {
+    fn open(&self, cookie: &Cookie) -> Receiver<(u64, TcpStream)> {
         let (tx, rx) = channel();
         if let Ok(mut t) = self.tests.lock() {
             t.insert(cookie.text_bytes().to_vec(), Some(tx));

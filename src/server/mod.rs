@@ -119,6 +119,7 @@ struct Shared {
     active_tests: AtomicUsize,
     connections: AtomicUsize,
     started_tests: AtomicU64,
+    accepted: AtomicU64,
     done: AtomicU64,
     failed: AtomicU64,
     refused: AtomicU64,
@@ -168,6 +169,7 @@ impl Server {
                 active_tests: AtomicUsize::new(0),
                 connections: AtomicUsize::new(0),
                 started_tests: AtomicU64::new(0),
+                accepted: AtomicU64::new(0),
                 done: AtomicU64::new(0),
                 failed: AtomicU64::new(0),
                 refused: AtomicU64::new(0),
@@ -257,11 +259,12 @@ impl Server {
                 continue;
             }
             sh.connections.fetch_add(1, Ordering::Relaxed);
+            let seq = sh.accepted.fetch_add(1, Ordering::Relaxed);
             let shared = sh.clone();
             let spawned = std::thread::Builder::new()
                 .name("rb-conn".into())
                 .spawn(move || {
-                    handle_connection(&shared, stream, peer);
+                    handle_connection(&shared, stream, peer, seq);
                     shared.connections.fetch_sub(1, Ordering::Relaxed);
                 });
             if spawned.is_err() {
@@ -320,7 +323,7 @@ fn deny(sh: &Shared, mut stream: TcpStream, peer: SocketAddr, reason: String) {
     sh.observer.event(&ServerEvent::Refused { peer, reason });
 }
 
-fn handle_connection(sh: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
+fn handle_connection(sh: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr, seq: u64) {
     let _ = stream.set_nonblocking(false);
     let deadline = Instant::now() + sh.cfg.first_bytes_timeout;
     let mut first = [0u8; 1];
@@ -365,10 +368,10 @@ fn handle_connection(sh: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) 
     let cookie = Cookie(cookie_buf);
     match sh.broker.route(&cookie) {
         Route::Stream(tx) => {
-            if let Err(e) = tx.send(stream) {
+            if let Err(e) = tx.send((seq, stream)) {
                 deny(
                     sh,
-                    e.0,
+                    (e.0).1,
                     peer,
                     "data stream for a test that stopped accepting".into(),
                 );
