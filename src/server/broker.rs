@@ -8,11 +8,14 @@ use std::net::TcpStream;
 use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, Sender, channel};
 
+/// A data connection with its accept sequence number.
+pub type Accepted = (u64, TcpStream);
+
 /// Where a connection with a known cookie goes.
 #[derive(Debug)]
 pub enum Route {
     /// A data stream of a test in CREATE_STREAMS.
-    Stream(Sender<(u64, TcpStream)>),
+    Stream(Sender<Accepted>),
     /// The test no longer accepts streams: answer ACCESS_DENIED.
     Deny,
     /// Unknown cookie: a new control connection.
@@ -22,7 +25,7 @@ pub enum Route {
 /// The server's cookie → test table.
 #[derive(Debug, Default)]
 pub struct Broker {
-    tests: Mutex<HashMap<Vec<u8>, Option<Sender<(u64, TcpStream)>>>>,
+    tests: Mutex<HashMap<Vec<u8>, Option<Sender<Accepted>>>>,
 }
 
 impl Broker {
@@ -56,7 +59,7 @@ impl Broker {
 }
 
 impl StreamBroker for Broker {
-    fn open(&self, cookie: &Cookie) -> Receiver<(u64, TcpStream)> {
+    fn open(&self, cookie: &Cookie) -> Receiver<Accepted> {
         let (tx, rx) = channel();
         if let Ok(mut t) = self.tests.lock() {
             t.insert(cookie.text_bytes().to_vec(), Some(tx));
