@@ -299,7 +299,13 @@ fn run_test(
             cpu.add(end.cpu);
         }
     }
+    let before = meter.intervals.len();
     let ends = meter.finish(end_t);
+    if meter.intervals.len() > before
+        && let Some(last) = meter.intervals.last()
+    {
+        sink.interval(last);
+    }
     expect_state(ctl, State::ExchangeResults)?;
     cpu.add(control_cpu.stop());
     let cpu_util = cpu.util();

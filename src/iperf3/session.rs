@@ -231,7 +231,13 @@ fn serve_inner(
             cpu.add(end.cpu);
         }
     }
+    let before = meter.intervals.len();
     let ends = meter.finish(end_t);
+    if meter.intervals.len() > before
+        && let Some(last) = meter.intervals.last()
+    {
+        env.sink.interval(last);
+    }
     outcome?;
     ctl.send_state(State::ExchangeResults)?;
     let body = ctl.read_json(wire::MAX_RESULTS_LEN, "client results")?;
