@@ -139,9 +139,8 @@ pub fn valid_algorithm_list() -> String {
 /// Runs the suite: every requested algorithm at the planned sizes, `threads` at once.
 /// Progress goes to `progress`; nothing is printed.
 pub fn run_suite(cfg: &SuiteConfig, progress: &dyn Progress) -> Result<CryptoResult, CryptoError> {
-    if !(cfg.seconds_bulk.is_finite() && cfg.seconds_bulk > 0.0)
-        || !(cfg.seconds_pkey.is_finite() && cfg.seconds_pkey > 0.0)
-    {
+    let positive = |s: f64| s.is_finite() && s > 0.0;
+    if !positive(cfg.seconds_bulk) || !positive(cfg.seconds_pkey) {
         return Err(CryptoError::Config(format!(
             "seconds must be a positive number, got {} / {}",
             cfg.seconds_bulk, cfg.seconds_pkey
@@ -280,14 +279,20 @@ mod tests {
             ]
         );
         assert_eq!(parse_algorithms("all").unwrap().len(), 11);
-        assert_eq!(parse_algorithms("DES-CBC").unwrap(), vec![Algorithm::DesCbc]);
+        assert_eq!(
+            parse_algorithms("DES-CBC").unwrap(),
+            vec![Algorithm::DesCbc]
+        );
     }
 
     #[test]
     fn unknown_algorithm_lists_the_valid_ones() {
         let e = parse_algorithms("md5,aes-128-gcm").unwrap_err().to_string();
         assert!(e.contains("`aes-128-gcm`"), "{e}");
-        assert!(e.contains("md5, sha1, sha256, sha512, des, des-ede3"), "{e}");
+        assert!(
+            e.contains("md5, sha1, sha256, sha512, des, des-ede3"),
+            "{e}"
+        );
         assert!(e.contains("dsa2048"), "{e}");
         assert!(parse_algorithms(" , ").is_err());
     }

@@ -43,10 +43,7 @@ struct Sample {
 }
 
 /// Calls `batch(n)` (which performs `n` operations) until `seconds` of wall time have passed.
-fn run_for<E>(
-    seconds: f64,
-    mut batch: impl FnMut(u64) -> Result<(), E>,
-) -> Result<Sample, E> {
+fn run_for<E>(seconds: f64, mut batch: impl FnMut(u64) -> Result<(), E>) -> Result<Sample, E> {
     let deadline = Duration::from_secs_f64(seconds);
     let cpu0 = thread_user_cpu();
     let t0 = Instant::now();

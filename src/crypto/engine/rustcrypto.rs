@@ -5,10 +5,10 @@
 use std::hint::black_box;
 
 use cbc::cipher::{self, BlockCipherEncrypt, BlockModeEncrypt, KeyInit, KeyIvInit};
-use sha2::Digest;
 use dsa::signature::hazmat::{PrehashVerifier, RandomizedPrehashSigner};
 use getrandom::SysRng;
 use rsa::pkcs8::DecodePrivateKey;
+use sha2::Digest;
 
 use super::{
     BulkOp, DSA_MESSAGE_LEN, Engine, EngineError, MAX_BLOCK, RSA_MESSAGE_LEN, SignOp, test_buffer,

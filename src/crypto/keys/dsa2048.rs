@@ -14,9 +14,7 @@ pub const P: &[&str] = &[
     "34214a1558310b20c1ee1c32d55732ef4e37d5229798d2412aece99ac85e87f3",
 ];
 /// Subgroup order q (160 bits).
-pub const Q: &[&str] = &[
-    "90a64092b546f2c94ac9e2791101bf335ef6e303",
-];
+pub const Q: &[&str] = &["90a64092b546f2c94ac9e2791101bf335ef6e303"];
 /// Generator g.
 pub const G: &[&str] = &[
     "6da9d8fdb2ae9053d25b3f22f662691ea78d32602eeb702ae37aa6ab653a06e0",
@@ -29,9 +27,7 @@ pub const G: &[&str] = &[
     "5901322c4ca5f8076ebd12cd6dbee4edabc5d05f45e15ab72a59c0d1d327de33",
 ];
 /// Private key x (160 bits).
-pub const X: &[&str] = &[
-    "79762f7ade7a7b1c6d36829aa4c60af8c7ae824e",
-];
+pub const X: &[&str] = &["79762f7ade7a7b1c6d36829aa4c60af8c7ae824e"];
 /// Public key y.
 pub const Y: &[&str] = &[
     "8924dffaacf1d02ffeddad42c465c5fb0e00c1d7b704472ee6102d99bc30b230",
