@@ -40,6 +40,10 @@ pub struct CryptoArgs {
     /// `openssl speed -multi N`).
     #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "import")]
     pub multi: u32,
+    /// Measure only the row's columns (hashes at 1024 B, ciphers at --cipher-block) instead of
+    /// all six block sizes: a quicker row.
+    #[arg(long, conflicts_with = "import")]
+    pub row_only: bool,
     /// Rates per wall-clock second instead of per user-CPU second.
     #[arg(long, conflicts_with = "import")]
     pub elapsed: bool,
@@ -167,7 +171,13 @@ fn measure(args: &CryptoArgs) -> anyhow::Result<CryptoResult> {
     let mut cfg = SuiteConfig {
         engine: args.engine,
         algorithms,
-        sizes: SizePlan::All,
+        sizes: if args.row_only {
+            SizePlan::RowOnly {
+                cipher_block: args.cipher_block,
+            }
+        } else {
+            SizePlan::All
+        },
         threads: args.multi,
         elapsed: args.elapsed,
         ..SuiteConfig::default()
