@@ -105,10 +105,12 @@ pub fn measure(
     let idle = theory::summarize(idle_sent, &idle);
     let loaded = theory::summarize(loaded_sent, &loaded);
     let theory_ms = theory::queue_delay_ms(cfg.buffer_bytes, rate);
-    let ratio = |x: Option<f64>| match (x, idle.median_ms) {
-        (Some(l), Some(i)) if theory_ms > 0.0 => Some((l - i) / theory_ms),
+    let increase = |x: Option<f64>| match (x, idle.median_ms) {
+        (Some(l), Some(i)) => Some(l - i),
         _ => None,
     };
+    let (med_inc, p99_inc) = (increase(loaded.median_ms), increase(loaded.p99_ms));
+    let ratio = |x: Option<f64>| x.filter(|_| theory_ms > 0.0).map(|d| d / theory_ms);
     Ok(AccuracyPoint {
         direction: if plan.download { "down" } else { "up" }.into(),
         flows: plan.flows,
@@ -117,8 +119,11 @@ pub fn measure(
         buffer_bytes: cfg.buffer_bytes,
         goodput_bps: outcome.goodput_bps,
         goodput_ratio: outcome.goodput_bps / rate as f64,
-        median_ratio: ratio(loaded.median_ms),
-        p99_ratio: ratio(loaded.p99_ms),
+        nat: cfg.nat,
+        median_increase_ms: med_inc,
+        p99_increase_ms: p99_inc,
+        median_ratio: ratio(med_inc),
+        p99_ratio: ratio(p99_inc),
         idle,
         loaded,
         theory_ms,

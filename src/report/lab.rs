@@ -2,9 +2,7 @@
 //! accuracy table (markdown, so they paste into docs as they are).
 
 use crate::lab::shape::fmt_rate;
-use crate::results::lab::{
-    AccuracyPoint, CapacityResult, LabConfig, LabStatus, LabTheory, RttSummary,
-};
+use crate::results::lab::{AccuracyPoint, CapacityResult, LabConfig, LabStatus, LabTheory};
 use std::fmt::Write;
 
 fn rate_or_unshaped(r: Option<u64>) -> String {
@@ -199,13 +197,9 @@ pub fn capacity(c: &CapacityResult) -> String {
     s
 }
 
-fn rtt3(r: &RttSummary) -> String {
-    format!("{} / {} / {}", ms(r.median_ms), ms(r.p90_ms), ms(r.p99_ms))
-}
-
 /// Header of the accuracy table.
 pub fn accuracy_header() -> String {
-    "| rate | buffer B | dir | flows | cc | theory ms | idle ms | loaded med / p90 / p99 ms | (med-idle)/theory | (p99-idle)/theory | goodput | goodput/rate | retr | drops | probe loss |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n".into()
+    "| rate | buffer B | dir | flows | cc | NAT | theory ms | idle ms | loaded med / p99 ms | median +ms | p99 +ms | median/theory | p99/theory | goodput | goodput/rate | goodput/(0.957 rate) | retr | drops | probe loss |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n".into()
 }
 
 /// One accuracy row.
@@ -219,26 +213,28 @@ pub fn accuracy_row(p: &AccuracyPoint) -> String {
     } else {
         "n/a".into()
     };
+    let opt = |x: Option<u64>| x.map(|r| r.to_string()).unwrap_or_else(|| "n/a".into());
     format!(
-        "| {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {:.3} | {} | {} | {} |\n",
+        "| {} | {} | {} | {} | {} | {} | {:.1} | {} | {} / {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {} | {} | {} |\n",
         fmt_rate(p.rate_bps as f64),
         p.buffer_bytes,
         p.direction,
         p.flows,
         p.cc,
+        if p.nat { "on" } else { "off" },
         p.theory_ms,
         ms(p.idle.median_ms),
-        rtt3(&p.loaded),
+        ms(p.loaded.median_ms),
+        ms(p.loaded.p99_ms),
+        ms(p.median_increase_ms),
+        ms(p.p99_increase_ms),
         ratio(p.median_ratio),
         ratio(p.p99_ratio),
         fmt_rate(p.goodput_bps),
         p.goodput_ratio,
-        p.retransmits
-            .map(|r| r.to_string())
-            .unwrap_or_else(|| "n/a".into()),
-        p.qdisc_drops
-            .map(|r| r.to_string())
-            .unwrap_or_else(|| "n/a".into()),
+        p.goodput_ratio / crate::lab::theory::goodput_ratio(),
+        opt(p.retransmits),
+        opt(p.qdisc_drops),
         loss
     )
 }

@@ -117,6 +117,9 @@ pub struct AccuracyPoint {
     pub direction: String,
     pub flows: u32,
     pub cc: String,
+    /// The router masqueraded (nftables NAT) during the run.
+    #[serde(default)]
+    pub nat: bool,
     pub rate_bps: u64,
     pub buffer_bytes: u64,
     pub goodput_bps: f64,
@@ -126,6 +129,10 @@ pub struct AccuracyPoint {
     pub loaded: RttSummary,
     /// buffer·8/rate, ms.
     pub theory_ms: f64,
+    /// loaded median − idle median, ms: the queue delay the probes saw.
+    pub median_increase_ms: Option<f64>,
+    /// loaded p99 − idle median, ms.
+    pub p99_increase_ms: Option<f64>,
     /// (loaded median − idle median) / theory.
     pub median_ratio: Option<f64>,
     /// (loaded p99 − idle median) / theory.
