@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 
 pub mod crypto;
 pub mod device;
+pub mod lab;
 pub mod monitor;
 pub mod run;
 
@@ -25,6 +26,8 @@ pub enum Command {
     Crypto(crypto::CryptoArgs),
     /// Sample this machine's CPU, softirq, softnet drops and temperature for a while.
     Monitor(monitor::MonitorArgs),
+    /// The netns router lab (root): up, down, status, measure, capacity.
+    Lab(lab::LabArgs),
 }
 
 /// Runs one command; returns the process exit code.
@@ -34,5 +37,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Device(a) => device::run(a),
         Command::Crypto(a) => crypto::run(a),
         Command::Monitor(a) => monitor::run(a),
+        Command::Lab(a) => lab::run(a),
     }
 }
