@@ -2,3 +2,5 @@
 
 pub mod crypto;
 pub mod device;
+pub mod lab;
+pub mod monitor;
