@@ -349,3 +349,59 @@ fn multi_threads_sum_and_use_wall_time() {
     assert_eq!(v["crypto"]["threads"], 2);
     assert_eq!(v["crypto"]["time_base"], "elapsed");
 }
+
+/// The wiki's summary awk + sed (spec/crypto.md §1.1), applied to `--format openssl` output,
+/// yields the same 13 numbers as `--format openwrt` for either cipher column.
+#[test]
+fn wiki_awk_reads_the_openssl_format_like_the_row() {
+    let awk_prog = r#"$1 ~ /OpenSSL/ {print "| " $2 " |"} $1 ~ /(md5|sha)/ {print " " $5 " |"} $1 ~ /(des|aes)/ {b = b " " $6 " |"} $1 ~ /(rsa|dsa)/ {print b " " $6 " | " $7 " | ";b=""}"#;
+    if Command::new("awk").arg("BEGIN{}").output().is_err() {
+        eprintln!("skipped: no awk on this host");
+        return;
+    }
+    for (name, version) in [
+        ("openssl-1.1.1m-aarch64.txt", "1.1.1m"),
+        ("openssl-3.5.6-rsa4.txt", "3.5.6"),
+    ] {
+        for cb in ["1024", "8192"] {
+            let base = [
+                "crypto",
+                "--import",
+                &fixture(name),
+                "--cipher-block",
+                cb,
+                "-q",
+            ];
+            let text = routerbench(&[&base[..], &["--format", "openssl"]].concat(), None);
+            let row = routerbench(
+                &[&base[..], &["--format", "openwrt", "--no-identity"]].concat(),
+                None,
+            );
+            let mut awk = Command::new("awk")
+                .args(["-v", "ORS=", awk_prog])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            awk.stdin.take().unwrap().write_all(&text.stdout).unwrap();
+            let awk_out = String::from_utf8(awk.wait_with_output().unwrap().stdout).unwrap();
+            // sed -e 's/\.\(..\)k/\10/g': `12345.67k` -> `12345670`.
+            let mut awk_cells: Vec<String> = awk_out
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .filter(|c| !c.is_empty())
+                .map(|c| match c.strip_suffix('k') {
+                    Some(v) => v.replace('.', "") + "0",
+                    None => c,
+                })
+                .collect();
+            assert_eq!(awk_cells.remove(0), version, "{name} {cb}: {awk_out}");
+            let row_cells = cells(&stdout(&row));
+            assert_eq!(
+                awk_cells,
+                row_cells[1..].to_vec(),
+                "{name} cipher block {cb}"
+            );
+        }
+    }
+}
