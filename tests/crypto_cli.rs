@@ -405,3 +405,64 @@ fn wiki_awk_reads_the_openssl_format_like_the_row() {
         }
     }
 }
+
+/// Without the legacy provider, single DES reads 0 with a note (as `openssl speed` prints 0.00);
+/// the other algorithms still run.
+#[test]
+fn openssl_engine_without_legacy_provider_reports_des_as_zero() {
+    if !cfg!(feature = "openssl") {
+        eprintln!("skipped: built without the openssl feature");
+        return;
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_routerbench"))
+        .args([
+            "crypto",
+            "--engine",
+            "openssl",
+            "--algorithms",
+            "des,des-ede3",
+            "--seconds",
+            "0.01",
+            "--row-only",
+            "--format",
+            "openwrt",
+            "--no-identity",
+        ])
+        .env("OPENSSL_MODULES", "/nonexistent-routerbench-test")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let c = cells(&stdout(&o));
+    assert_eq!(c[5], "0", "DES cell: {c:?}");
+    assert!(c[6].parse::<f64>().unwrap() > 0.0, "3DES runs: {c:?}");
+    assert!(stderr(&o).contains("legacy provider"), "{}", stderr(&o));
+}
+
+#[test]
+fn json_file_is_written_next_to_the_table() {
+    let dir = std::env::temp_dir().join(format!("rb-crypto-json-{}", std::process::id()));
+    let path = dir.join("crypto.json");
+    let o = routerbench(
+        &[
+            "crypto",
+            "--import",
+            &fixture("openssl-3.0.19-stdout.txt"),
+            "--json",
+            path.to_str().unwrap(),
+            "-q",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("MB/s"),
+        "the table still goes to stdout"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v["crypto"]["engine"]["version"], "OpenSSL 3.0.19");
+    assert_eq!(v["crypto"]["source"]["kind"], "imported");
+    assert_eq!(v["crypto"]["source"]["layout"], "3.0-3.1");
+    assert_eq!(v["crypto"]["public_key"][0]["sign_per_sec"], 2880.0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
