@@ -25,12 +25,11 @@ pub const ROW_TITLES: [&str; 13] = [
     "DSA Verify",
 ];
 
-/// The identity cells that start a row: the revision (`unknown` when the system has none, as the
-/// wiki awk leaves it empty), then the cpuinfo values the wiki awk picks.
+/// The identity cells that start a row: see [`crate::report::device::row_identity_cells`]
+/// (revision, then the cpuinfo values the wiki awk picks, or CPU model and BogoMIPS where it
+/// picks none).
 pub fn identity_cells(info: &DeviceInfo) -> Vec<String> {
-    let mut cells = vec![info.revision.clone().unwrap_or_else(|| "unknown".into())];
-    cells.extend(info.wiki_cpu_fields.iter().cloned());
-    cells
+    crate::report::device::row_identity_cells(info)
 }
 
 /// The 13 numbers of the row: hashes at 1024 bytes and ciphers at `cipher_block` bytes in

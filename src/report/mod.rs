@@ -4,3 +4,4 @@ pub mod crypto;
 pub mod device;
 pub mod lab;
 pub mod monitor;
+pub mod summary;
