@@ -250,8 +250,18 @@ fn bad_imports_name_the_line_and_what_was_expected() {
         "{e}"
     );
 
-    let e = import_error(b"version: 3.0.19\nDoing md5 for 1s\n");
+    let e = import_error(b"version: 3.0.19\n");
     assert!(e.contains("no `openssl speed` results found"), "{e}");
+
+    // A stderr-only capture (`2> file`): the results went to stdout.
+    let stderr_only: String = std::fs::read_to_string(fixture("openssl-3.0.19-with-stderr.txt"))
+        .unwrap()
+        .lines()
+        .take_while(|l| !l.starts_with("version:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let e = import_error(stderr_only.as_bytes());
+    assert!(e.contains("only the progress (`Doing …`) lines"), "{e}");
 
     let mut mixed = sample.clone();
     mixed.insert_str(

@@ -320,3 +320,20 @@ fn no_panic_on_any_prefix_or_mutation() {
         }
     }
 }
+
+#[test]
+fn single_size_bytes_option_output() {
+    // `openssl speed -bytes 1024 md5 sha256` (3.x): the `type` header has one size.
+    let text = "version: 3.0.19\n\
+                The 'numbers' are in 1000s of bytes per second processed.\n\
+                type           1024 bytes\n\
+                md5             596641.36k\n\
+                sha256         1257400.00k\n";
+    let r = parse(text.as_bytes(), "bytes1024").unwrap();
+    assert_eq!(r.block_sizes, vec![1024]);
+    assert_eq!(r.rate(Algorithm::Md5, 1024), Some(596641360.0));
+    assert_eq!(
+        openwrt_row(&r, &[], 8192),
+        "| OpenSSL 3.0.19 | 596641360 | - | 1257400000 | - | - | - | - | - | - | - | - | - | - |"
+    );
+}

@@ -21,6 +21,13 @@ impl Parser {
                     "the `type` header is not followed by any result row",
                     "rows such as `md5  73980.02k …` after it; the output looks truncated",
                 ),
+                None if self.progress_lines > 0 => (
+                    0,
+                    "only the progress (`Doing …`) lines of `openssl speed` were found: they go \
+                     to stderr, the results to stdout",
+                    "the standard output of `openssl speed` too (`openssl speed … | tee FILE` \
+                     captures it; `2>&1` adds the progress lines, which is fine)",
+                ),
                 None => (
                     0,
                     "no `openssl speed` results found",

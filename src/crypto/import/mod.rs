@@ -94,6 +94,8 @@ struct Parser {
     notes: Vec<String>,
     ignored: BTreeSet<String>,
     lines: usize,
+    /// Progress lines (`Doing …`, `+DT:`) seen: the stderr half of a run.
+    progress_lines: usize,
 }
 
 /// Parses saved `openssl speed` output. `source_name` appears in errors and in the result.
@@ -221,6 +223,9 @@ impl Parser {
             self.version = Some(toks[1].to_string());
             self.section = Section::Preamble;
             return Ok(());
+        }
+        if t.starts_with("Doing ") {
+            self.progress_lines += 1;
         }
         if SKIPPED_PREFIXES.iter().any(|p| t.starts_with(p)) || is_stderr_count(&toks) {
             return Ok(());
