@@ -109,7 +109,7 @@ impl Parser {
                 version: self
                     .version
                     .clone()
-                    .unwrap_or_else(|| "OpenSSL (unknown version)".into()),
+                    .unwrap_or_else(|| "OpenSSL unknown".into()),
             },
             source: CryptoSource::Imported {
                 file: self.source_name.clone(),

@@ -209,11 +209,7 @@ impl Parser {
             return Ok(());
         }
         let toks: Vec<&str> = t.split_whitespace().collect();
-        if matches!(toks[0], "OpenSSL" | "LibreSSL")
-            && toks
-                .get(1)
-                .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
-        {
+        if matches!(toks[0], "OpenSSL" | "LibreSSL") && toks.len() > 1 {
             self.version = Some(format!("{} {}", toks[0], toks[1]));
             self.section = Section::Preamble;
             return Ok(());
