@@ -1,2 +1,4 @@
 //! Socket set-up shared by all tests: DSCP/TOS, congestion control, buffers, kernel timestamps,
 //! TCP_INFO.
+
+pub mod latency_sockopts;
