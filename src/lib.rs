@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod crypto;
 pub mod device;
+pub mod latency;
 pub mod net;
 pub mod report;
 pub mod results;

@@ -19,7 +19,11 @@ pub fn realtime_ns() -> u64 {
 /// Sets the TOS byte (IPv4) or traffic class (IPv6) on a socket.
 pub fn set_tos(sock: &impl AsFd, v6: bool, tos: u8) -> io::Result<()> {
     let s = socket2::SockRef::from(sock);
-    if v6 { s.set_tclass_v6(tos as u32) } else { s.set_tos_v4(tos as u32) }
+    if v6 {
+        s.set_tclass_v6(tos as u32)
+    } else {
+        s.set_tos_v4(tos as u32)
+    }
 }
 
 /// Reads the TOS byte or traffic class back from a socket.
@@ -32,16 +36,18 @@ pub fn tos(sock: &impl AsFd, v6: bool) -> io::Result<u8> {
 /// `net.ipv4.tcp_allowed_congestion_control` (or the process needs CAP_NET_ADMIN) and its module
 /// loaded.
 pub fn set_congestion(sock: &impl AsFd, name: &str) -> io::Result<()> {
-    socket2::SockRef::from(sock).set_tcp_congestion(name.as_bytes()).map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!(
-                "cannot set TCP congestion control {name:?}: {e} (see \
+    socket2::SockRef::from(sock)
+        .set_tcp_congestion(name.as_bytes())
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot set TCP congestion control {name:?}: {e} (see \
                  net.ipv4.tcp_available_congestion_control and tcp_allowed_congestion_control; \
                  `modprobe tcp_{name}` or run as root)"
-            ),
-        )
-    })
+                ),
+            )
+        })
 }
 
 /// Reads the congestion control in use on a TCP socket.
@@ -80,7 +86,11 @@ fn setsockopt_int(fd: RawFd, level: i32, name: i32, value: libc::c_int) -> io::R
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
-    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// Which kernel timestamps a socket delivers.
@@ -100,13 +110,33 @@ pub fn enable_timestamps(sock: &impl AsFd) -> io::Result<TimestampMode> {
         | libc::SOF_TIMESTAMPING_SOFTWARE
         | libc::SOF_TIMESTAMPING_OPT_ID
         | libc::SOF_TIMESTAMPING_OPT_TSONLY;
-    if setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPING, flags as libc::c_int).is_ok() {
+    if setsockopt_int(
+        fd,
+        libc::SOL_SOCKET,
+        libc::SO_TIMESTAMPING,
+        flags as libc::c_int,
+    )
+    .is_ok()
+    {
         return Ok(TimestampMode::RxTx);
     }
     setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).map_err(|e| {
-        io::Error::new(e.kind(), format!("kernel receive timestamps (SO_TIMESTAMPNS) unavailable: {e}"))
+        io::Error::new(
+            e.kind(),
+            format!("kernel receive timestamps (SO_TIMESTAMPNS) unavailable: {e}"),
+        )
     })?;
     Ok(TimestampMode::RxOnly)
+}
+
+/// Asks the kernel to report each datagram's TOS byte (IPv4) and traffic class (IPv6).
+pub fn enable_recv_tos(sock: &impl AsFd, v6: bool) -> io::Result<()> {
+    let fd = sock.as_fd().as_raw_fd();
+    if v6 {
+        setsockopt_int(fd, libc::SOL_IPV6, libc::IPV6_RECVTCLASS, 1)
+    } else {
+        setsockopt_int(fd, libc::SOL_IP, libc::IP_RECVTOS, 1)
+    }
 }
 
 /// One datagram received with `recvmsg`.
@@ -120,6 +150,8 @@ pub struct Received {
     pub user_ns: u64,
     /// The datagram was longer than the buffer.
     pub truncated: bool,
+    /// TOS byte / traffic class of the datagram (after [`enable_recv_tos`]).
+    pub tos: Option<u8>,
 }
 
 fn ts_ns(ts: &libc::timespec) -> Option<u64> {
@@ -133,11 +165,15 @@ fn sockaddr_to_std(ss: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<
             // SAFETY: family says sockaddr_in and the length covers it.
             let sin: &libc::sockaddr_in = unsafe { &*(ss as *const _ as *const libc::sockaddr_in) };
             let ip = Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
-            Some(SocketAddr::V4(SocketAddrV4::new(ip, u16::from_be(sin.sin_port))))
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                ip,
+                u16::from_be(sin.sin_port),
+            )))
         }
         libc::AF_INET6 if len as usize >= std::mem::size_of::<libc::sockaddr_in6>() => {
             // SAFETY: as above for sockaddr_in6.
-            let sin6: &libc::sockaddr_in6 = unsafe { &*(ss as *const _ as *const libc::sockaddr_in6) };
+            let sin6: &libc::sockaddr_in6 =
+                unsafe { &*(ss as *const _ as *const libc::sockaddr_in6) };
             let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
             Some(SocketAddr::V6(SocketAddrV6::new(
                 ip,
@@ -155,6 +191,7 @@ fn sockaddr_to_std(ss: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<
 struct Cmsgs {
     kernel_ns: Option<u64>,
     tx_id: Option<u32>,
+    tos: Option<u8>,
 }
 
 fn parse_cmsgs(msg: &libc::msghdr) -> Cmsgs {
@@ -172,11 +209,18 @@ fn parse_cmsgs(msg: &libc::msghdr) -> Cmsgs {
             } else if h.cmsg_level == libc::SOL_SOCKET && h.cmsg_type == libc::SCM_TIMESTAMPNS {
                 let ts: libc::timespec = std::ptr::read_unaligned(data.cast());
                 out.kernel_ns = ts_ns(&ts);
+            } else if h.cmsg_level == libc::SOL_IP && h.cmsg_type == libc::IP_TOS {
+                out.tos = Some(*data);
+            } else if h.cmsg_level == libc::SOL_IPV6 && h.cmsg_type == libc::IPV6_TCLASS {
+                let v: libc::c_int = std::ptr::read_unaligned(data.cast());
+                out.tos = Some(v as u8);
             } else if (h.cmsg_level == libc::SOL_IP && h.cmsg_type == libc::IP_RECVERR)
                 || (h.cmsg_level == libc::SOL_IPV6 && h.cmsg_type == libc::IPV6_RECVERR)
             {
                 let ee: libc::sock_extended_err = std::ptr::read_unaligned(data.cast());
-                if ee.ee_errno == libc::ENOMSG as u32 && ee.ee_origin == libc::SO_EE_ORIGIN_TIMESTAMPING {
+                if ee.ee_errno == libc::ENOMSG as u32
+                    && ee.ee_origin == libc::SO_EE_ORIGIN_TIMESTAMPING
+                {
                     out.tx_id = Some(ee.ee_data);
                 }
             }
@@ -186,8 +230,15 @@ fn parse_cmsgs(msg: &libc::msghdr) -> Cmsgs {
     out
 }
 
-fn recvmsg_raw(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<(usize, Option<SocketAddr>, Cmsgs, bool)> {
-    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+fn recvmsg_raw(
+    fd: RawFd,
+    buf: &mut [u8],
+    flags: i32,
+) -> io::Result<(usize, Option<SocketAddr>, Cmsgs, bool)> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
     // SAFETY: zeroed sockaddr_storage is valid; the buffers outlive the call.
     let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let mut control = [0u64; 64]; // 512 bytes, 8-aligned
@@ -211,7 +262,14 @@ fn recvmsg_raw(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<(usize, Opti
 /// Receives one datagram with its kernel timestamp. Honors the socket's read timeout.
 pub fn recv_timestamped(sock: &impl AsFd, buf: &mut [u8]) -> io::Result<Received> {
     let (len, from, c, truncated) = recvmsg_raw(sock.as_fd().as_raw_fd(), buf, 0)?;
-    Ok(Received { len, from, kernel_ns: c.kernel_ns, user_ns: realtime_ns(), truncated })
+    Ok(Received {
+        len,
+        from,
+        kernel_ns: c.kernel_ns,
+        user_ns: realtime_ns(),
+        truncated,
+        tos: c.tos,
+    })
 }
 
 /// Drains the error queue without blocking: `(packet id, kernel send time ns)` for each sent
@@ -238,7 +296,11 @@ pub fn read_tx_timestamps(sock: &impl AsFd) -> Vec<(u32, u64)> {
 pub fn poll_readable(fds: &[RawFd], timeout_ms: i32) -> io::Result<Vec<i16>> {
     let mut pfds: Vec<libc::pollfd> = fds
         .iter()
-        .map(|&fd| libc::pollfd { fd, events: libc::POLLIN | libc::POLLERR, revents: 0 })
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN | libc::POLLERR,
+            revents: 0,
+        })
         .collect();
     // SAFETY: pfds is a valid array of pollfd of the given length.
     let rc = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
@@ -260,7 +322,10 @@ pub fn is_v6(ip: &IpAddr) -> bool {
 /// Compares two addresses for "same peer", treating v4-mapped IPv6 as IPv4.
 pub fn same_ip(a: IpAddr, b: IpAddr) -> bool {
     let canon = |ip: IpAddr| match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map(IpAddr::V4)
+            .unwrap_or(IpAddr::V6(v6)),
         v4 => v4,
     };
     canon(a) == canon(b)
@@ -275,9 +340,11 @@ mod tests {
     fn udp_loopback_has_kernel_rx_and_tx_timestamps() {
         let a = UdpSocket::bind("127.0.0.1:0").unwrap();
         let b = UdpSocket::bind("127.0.0.1:0").unwrap();
-        b.set_read_timeout(Some(std::time::Duration::from_secs(2))).unwrap();
+        b.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .unwrap();
         let mode_a = enable_timestamps(&a).unwrap();
         enable_timestamps(&b).unwrap();
+        enable_recv_tos(&b, false).unwrap();
         set_tos(&a, false, 0xb8).unwrap();
         assert_eq!(tos(&a, false).unwrap(), 0xb8);
         let before = realtime_ns();
@@ -286,8 +353,13 @@ mod tests {
         let r = recv_timestamped(&b, &mut buf).unwrap();
         assert_eq!(r.len, 5);
         assert_eq!(r.from, Some(a.local_addr().unwrap()));
+        assert_eq!(r.tos, Some(0xb8), "TOS reported by IP_RECVTOS");
         let k = r.kernel_ns.expect("kernel rx timestamp");
-        assert!(k >= before && k <= r.user_ns, "{before} <= {k} <= {}", r.user_ns);
+        assert!(
+            k >= before && k <= r.user_ns,
+            "{before} <= {k} <= {}",
+            r.user_ns
+        );
         if mode_a == TimestampMode::RxTx {
             let tx = read_tx_timestamps(&a);
             assert_eq!(tx.len(), 1, "one tx timestamp for one send");

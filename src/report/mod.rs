@@ -1,3 +1,4 @@
 //! Rendering of the result model: text summaries, tables, rows. Nothing here measures.
 
 pub mod device;
+pub mod latency;

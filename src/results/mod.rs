@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 pub mod crypto;
 pub mod device;
+pub mod flent;
+pub mod latency;
 
 /// Bumped on any incompatible change of the JSON layout; readers refuse a newer major.
 pub const SCHEMA: &str = "routerbench.run/1";
@@ -41,6 +43,9 @@ pub struct RunResult {
     pub device: Option<device::DeviceInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crypto: Option<crypto::CryptoResult>,
+    /// Latency under load (rrul & co.), when run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<latency::LatencyResult>,
     /// Things a reader must know to trust the numbers (missing sources, skipped parts).
     #[serde(default)]
     pub notes: Vec<String>,
@@ -55,6 +60,7 @@ impl RunResult {
             started_at,
             device: None,
             crypto: None,
+            latency: None,
             notes: Vec::new(),
         }
     }

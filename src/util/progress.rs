@@ -35,7 +35,8 @@ impl Default for BarProgress {
 
 impl BarProgress {
     pub fn new() -> Self {
-        let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+        let bar =
+            indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
         bar.enable_steady_tick(Duration::from_millis(200));
         Self { bar }
     }

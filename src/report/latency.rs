@@ -1,0 +1,148 @@
+//! Text rendering of a latency test: the headline (idle vs loaded latency, increase, grade,
+//! RPM, throughput), then one table row per series. Nothing here measures.
+
+use crate::results::latency::{LatencyResult, SeriesStats};
+use std::fmt::Write;
+
+fn f(v: Option<f64>, prec: usize) -> String {
+    v.map(|x| format!("{x:.prec$}"))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn row(out: &mut String, name: &str, s: &SeriesStats, prec: usize, extra: &str) {
+    let _ = writeln!(
+        out,
+        "  {name:<24} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6}  {extra}",
+        f(s.mean, prec),
+        f(s.median, prec),
+        f(s.p90, prec),
+        f(s.p99, prec),
+        f(s.max, prec),
+        s.n
+    );
+}
+
+/// The human summary printed after a test.
+pub fn render_text(r: &LatencyResult) -> String {
+    let mut out = String::new();
+    let s = &r.summary;
+    let _ = writeln!(
+        out,
+        "{} to {} port {} (IPv{}), {} s load, {} s idle before and after, step {} s, probes every {} ms",
+        r.test,
+        r.host,
+        r.port,
+        r.ip_version,
+        r.length_s,
+        r.delay_s,
+        r.step_s,
+        r.probe_interval_s * 1e3
+    );
+    if let Some(cc) = &r.congestion_control {
+        let _ = writeln!(out, "congestion control: {cc} (set on both ends)");
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  idle latency    {} ms (median {} ms)",
+        f(s.idle_rtt_ms.mean, 3),
+        f(s.idle_rtt_ms.median, 3)
+    );
+    if s.loaded_rtt_ms.n > 0 {
+        let _ = writeln!(
+            out,
+            "  loaded latency  {} ms (median {}, p99 {} ms)",
+            f(s.loaded_rtt_ms.mean, 3),
+            f(s.loaded_rtt_ms.median, 3),
+            f(s.loaded_rtt_ms.p99, 3)
+        );
+        let _ = writeln!(
+            out,
+            "  increase        {} ms   grade {}   RPM {} loaded ({} idle)",
+            f(s.increase_ms, 3),
+            s.grade.as_deref().unwrap_or("-"),
+            f(s.rpm_loaded, 0),
+            f(s.rpm_idle, 0)
+        );
+    }
+    if s.upload_mbps.is_some() || s.download_mbps.is_some() {
+        let _ = writeln!(
+            out,
+            "  throughput      up {} Mbit/s, down {} Mbit/s",
+            f(s.upload_mbps, 1),
+            f(s.download_mbps, 1)
+        );
+    }
+    if s.loaded_owd_up_ms.n > 0 {
+        let _ = writeln!(
+            out,
+            "  one-way (load)  up {} ms, down {} ms (median, clock-corrected)",
+            f(s.loaded_owd_up_ms.median, 3),
+            f(s.loaded_owd_down_ms.median, 3)
+        );
+    }
+    if s.user_delay_ms.n > 0 {
+        let _ = writeln!(
+            out,
+            "  user-space      delay p99 {} ms, max {} ms (kept out of the RTT by kernel timestamps); user-space RTT under load p99 {} ms",
+            f(s.user_delay_ms.p99, 3),
+            f(s.user_delay_ms.max, 3),
+            f(s.loaded_rtt_user_ms.p99, 3)
+        );
+    }
+    if let Some(c) = &r.clock {
+        let _ = writeln!(
+            out,
+            "  clock offset    {:.3} ms (end {}, drift {} ppm, from {} probes)",
+            c.offset_ms,
+            f(c.offset_end_ms, 3),
+            f(c.drift_ppm, 1),
+            c.samples
+        );
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  {:<24} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6}",
+        "series", "mean", "median", "p90", "p99", "max", "n"
+    );
+    for fl in &r.flows {
+        let marks = format!(
+            "Mbit/s  tos {:#04x} (client {}, server {})  cc {}/{}",
+            fl.tos,
+            fl.tos_client
+                .map(|t| format!("{t:#04x}"))
+                .unwrap_or("-".into()),
+            fl.tos_server
+                .map(|t| format!("{t:#04x}"))
+                .unwrap_or("-".into()),
+            fl.cc_client.as_deref().unwrap_or("-"),
+            fl.cc_server.as_deref().unwrap_or("-"),
+        );
+        row(&mut out, &fl.name, &fl.mbps, 2, &marks);
+    }
+    for p in &r.probes {
+        let loss = match (p.lost_up, p.lost_down) {
+            (Some(u), Some(d)) => format!("lost {} up / {} down", u, d),
+            _ => format!("lost {}", p.sent.saturating_sub(p.received)),
+        };
+        row(
+            &mut out,
+            &p.name,
+            &p.rtt_ms,
+            3,
+            &format!("ms  {loss}, {} timestamps", p.timestamps),
+        );
+    }
+    for n in r
+        .probes
+        .iter()
+        .filter_map(|p| p.note.as_ref().map(|n| (p, n)))
+    {
+        let _ = writeln!(out, "  note: {}: {}", n.0.name, n.1);
+    }
+    for n in &r.notes {
+        let _ = writeln!(out, "  note: {n}");
+    }
+    out
+}
