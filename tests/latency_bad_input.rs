@@ -382,3 +382,21 @@ fn busy_server_says_so() {
     }
     svc.shutdown();
 }
+
+#[test]
+fn reflector_mirrors_the_probe_dscp() {
+    use routerbench::net::latency_sockopts as so;
+    let (addr, svc) = server(Bounds::default());
+    let (_ctl, id, port) = session(addr);
+    for tos in [0xb8u8, 0x20, 0x00] {
+        let s = udp_from("127.0.0.1", port);
+        so::set_tos(&s, false, tos).unwrap();
+        so::enable_recv_tos(&s, false).unwrap();
+        s.send(&probe(id, tos as u32, 64)).unwrap();
+        let mut buf = [0u8; 256];
+        let r = so::recv_timestamped(&s, &mut buf).expect("reply");
+        assert_eq!(r.len, 64);
+        assert_eq!(r.tos, Some(tos), "reply carries the probe's mark");
+    }
+    svc.shutdown();
+}

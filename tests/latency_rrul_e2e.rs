@@ -210,3 +210,47 @@ fn rrul_over_loopback_writes_json_and_flent() {
     service.shutdown();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn tcp_ndown_over_ipv6_with_cubic() {
+    let Ok((addr, service)) = spawn_in_process("[::1]:0".parse().unwrap(), Bounds::default())
+    else {
+        eprintln!("skipping: no IPv6 loopback here");
+        return;
+    };
+    let cfg = routerbench::latency::TestConfig {
+        kind: routerbench::latency::TestKind::TcpNdown,
+        host: "::1".into(),
+        port: addr.port(),
+        streams: 3,
+        length: std::time::Duration::from_secs(1),
+        delay: std::time::Duration::from_millis(600),
+        cc: Some("cubic".into()),
+        ..Default::default()
+    };
+    let r = match routerbench::latency::run_test(&cfg, &routerbench::util::progress::NoProgress) {
+        Ok(r) => r,
+        Err(e) if e.to_string().contains("congestion control") => {
+            eprintln!("skipping: cubic not allowed here ({e})");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(r.ip_version, 6);
+    assert_eq!(r.flows.len(), 3);
+    for f in &r.flows {
+        assert_eq!(f.direction, "download");
+        assert!(f.bytes > 0, "{} moved no data", f.name);
+        assert_eq!(f.cc_client.as_deref(), Some("cubic"));
+        assert_eq!(f.cc_server.as_deref(), Some("cubic"));
+        assert!(
+            f.tcp_rtt_ms.n > 0,
+            "server-side TCP RTT reported for downloads"
+        );
+    }
+    assert_eq!(r.flows[2].name, "TCP download::3");
+    assert_eq!(r.probes[0].name, "Ping (ms) ICMP");
+    assert!(r.summary.download_mbps.unwrap() > 0.0);
+    assert_eq!(r.summary.upload_mbps, None);
+    service.shutdown();
+}

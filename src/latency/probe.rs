@@ -159,6 +159,9 @@ pub fn run(
         );
     }
     let mut streams = open_streams(cfg, plans)?;
+    // The kernel enables RX timestamping through deferred work after a socket asks for it;
+    // a short pause keeps the first probes from going out before stamps are on.
+    std::thread::sleep(Duration::from_millis(20));
     let fds: Vec<(usize, i32)> = streams
         .iter()
         .enumerate()

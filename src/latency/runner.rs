@@ -70,6 +70,17 @@ impl Default for TestConfig {
     }
 }
 
+impl TestConfig {
+    /// A short loopback RRUL for `routerbench run`: 2 s idle, 5 s load, 2 s idle.
+    pub fn quick_loopback() -> Self {
+        Self {
+            length: Duration::from_secs(5),
+            delay: Duration::from_secs(2),
+            ..Self::default()
+        }
+    }
+}
+
 /// Why a test could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum LatencyError {

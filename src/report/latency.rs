@@ -84,11 +84,18 @@ pub fn render_text(r: &LatencyResult) -> String {
     if s.user_delay_ms.n > 0 {
         let _ = writeln!(
             out,
-            "  user-space      delay p99 {} ms, max {} ms (kept out of the RTT by kernel timestamps); user-space RTT under load p99 {} ms",
+            "  user-space      delay p99 {} ms, max {} ms (kept out of the RTTs above by kernel timestamps)",
             f(s.user_delay_ms.p99, 3),
             f(s.user_delay_ms.max, 3),
-            f(s.loaded_rtt_user_ms.p99, 3)
         );
+        if s.loaded_rtt_user_ms.n > 0 {
+            let _ = writeln!(
+                out,
+                "                  user-space RTT under load: median {} ms, p99 {} ms (what a user-space tool would report)",
+                f(s.loaded_rtt_user_ms.median, 3),
+                f(s.loaded_rtt_user_ms.p99, 3)
+            );
+        }
     }
     if let Some(c) = &r.clock {
         let _ = writeln!(
