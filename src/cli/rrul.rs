@@ -128,6 +128,7 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
     if let Some(path) = &a.json {
         let mut run = crate::results::RunResult::new(result.started_at.clone());
         run.finished_at = crate::util::time::now_rfc3339();
+        run.device = Some(crate::device::detect());
         run.latency = Some(result.clone());
         crate::results::save(&run, path)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;

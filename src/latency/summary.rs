@@ -44,6 +44,9 @@ pub struct RawRun {
     pub notes: Vec<String>,
 }
 
+/// Drift beyond this (µs per s) earns a note: quartz drifts tens of ppm, not hundreds.
+pub const DRIFT_WARN_PPM: f64 = 200.0;
+
 fn ms(ns: i64) -> f64 {
     ns as f64 / 1e6
 }
@@ -61,6 +64,11 @@ fn exchange(p: &RawProbe) -> Option<Exchange> {
 impl RawRun {
     fn t_of(&self, ns: u64) -> f64 {
         (ns as i64 - self.t0_ns as i64) as f64 / 1e9
+    }
+    /// The idle baseline: the lead-in before the load (the tail is still draining queues, so it
+    /// serves the drift check only); the whole run for `ping`.
+    fn is_idle(&self, t: f64) -> bool {
+        !self.has_load || t < self.delay_s
     }
     fn is_loaded(&self, t: f64) -> bool {
         self.has_load && t >= self.delay_s && t < self.delay_s + self.length_s
@@ -111,8 +119,18 @@ impl RawRun {
     }
 
     /// Builds the result.
-    pub fn summarise(self) -> LatencyResult {
+    pub fn summarise(mut self) -> LatencyResult {
         let clock = self.clock();
+        if let Some(d) = clock
+            .as_ref()
+            .and_then(|c| c.0.drift_ppm)
+            .filter(|d| d.abs() > DRIFT_WARN_PPM)
+        {
+            self.notes.push(format!(
+                "clock offset moved {d:.0} ppm between the idle lead-in and tail: one-way delays \
+                 are corrected linearly but less certain (NTP stepping the clock during the test?)"
+            ));
+        }
         // Offset (ns) at time t: linear between the head and tail estimates (drift correction).
         let offset_at = |t: f64| -> Option<f64> {
             let (c, th, tt) = clock.as_ref()?;
@@ -171,7 +189,7 @@ impl RawRun {
                         loaded_user.extend(pt.rtt_user_ms);
                         up_l.extend(pt.owd_up_ms);
                         down_l.extend(pt.owd_down_ms);
-                    } else {
+                    } else if self.is_idle(t) {
                         idle_all.push(r);
                     }
                 }
@@ -195,7 +213,13 @@ impl RawRun {
                 stats::series_stats(
                     points
                         .iter()
-                        .filter(|p| self.is_loaded(p.t) == loaded)
+                        .filter(|p| {
+                            if loaded {
+                                self.is_loaded(p.t)
+                            } else {
+                                self.is_idle(p.t)
+                            }
+                        })
                         .filter_map(|p| p.rtt_ms),
                 )
             };
@@ -246,6 +270,13 @@ impl RawRun {
                 }
             })
             .collect();
+        for f in flows.iter().filter(|f| f.bytes == 0) {
+            self.notes.push(format!(
+                "{} moved no data: the path dropped or blocked it (a firewall, or a shaper whose \
+                 burst is smaller than the packets?)",
+                f.name
+            ));
+        }
         let dir_mbps = |d: Direction| {
             let fl: Vec<&RawFlow> = self
                 .flows

@@ -108,7 +108,7 @@ fn rtt_owd_loss_grade_throughput() {
     assert!(close(p.samples[15].user_delay_ms, 0.5));
     assert!(close(p.samples[15].server_ms, 0.05));
     let s = &r.summary;
-    assert_eq!(s.idle_rtt_ms.n, 20);
+    assert_eq!(s.idle_rtt_ms.n, 10, "lead-in only; the tail drains queues");
     assert_eq!(s.loaded_rtt_ms.n, 19);
     assert!(close(s.increase_ms, 29.8));
     assert_eq!(s.grade.as_deref(), Some("A"));

@@ -102,11 +102,17 @@ pub enum TimestampMode {
     RxOnly,
 }
 
-/// Asks the kernel for software receive and send timestamps; falls back to receive only.
+/// Asks the kernel for software receive timestamps and send timestamps at qdisc entry; falls
+/// back to receive only.
 pub fn enable_timestamps(sock: &impl AsFd) -> io::Result<TimestampMode> {
     let fd = sock.as_fd().as_raw_fd();
     let flags = libc::SOF_TIMESTAMPING_RX_SOFTWARE
-        | libc::SOF_TIMESTAMPING_TX_SOFTWARE
+        // TX_SCHED, not TX_SOFTWARE: the send stamp is taken as the packet enters the qdisc,
+        // so time queued in this host's own qdisc counts as path delay (it is bloat the user
+        // feels), while the time before the send call (user-space scheduling) stays out.
+        // TX_SOFTWARE stamps in the driver, after the qdisc: measured in a netns with a tbf
+        // bottleneck on lo, it hid a 48 ms queue entirely.
+        | libc::SOF_TIMESTAMPING_TX_SCHED
         | libc::SOF_TIMESTAMPING_SOFTWARE
         | libc::SOF_TIMESTAMPING_OPT_ID
         | libc::SOF_TIMESTAMPING_OPT_TSONLY;

@@ -101,7 +101,7 @@ pub struct ProbeResult {
     pub rtt_ms: SeriesStats,
     /// User-space RTT over the whole test.
     pub rtt_user_ms: SeriesStats,
-    /// RTT while idle (before and after the load).
+    /// RTT while idle: the lead-in before the load (the whole run for `ping`).
     pub idle_rtt_ms: SeriesStats,
     /// RTT under load (DELAY … TOTAL_LENGTH − DELAY).
     pub loaded_rtt_ms: SeriesStats,
@@ -125,7 +125,7 @@ pub struct ClockSync {
 /// The numbers a user asks for first.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencySummary {
-    /// Kernel-timestamped RTT of all probes while idle, ms.
+    /// Kernel-timestamped RTT of all probes in the idle lead-in (the whole run for `ping`), ms.
     pub idle_rtt_ms: SeriesStats,
     /// The same under load.
     pub loaded_rtt_ms: SeriesStats,
