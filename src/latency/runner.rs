@@ -194,6 +194,8 @@ fn control_reader(mut ctl: TcpStream, data: Arc<Mutex<ControlData>>, upload_live
         match conn::read_msg(&mut ctl) {
             Ok(Message::StepReport { step, flows }) => {
                 let Ok(mut d) = data.lock() else { return };
+                // The live line shows the latest whole step (reports arrive just after it ends).
+                upload_live.store(flows.iter().map(|f| f.bytes).sum(), Ordering::Relaxed);
                 for f in flows {
                     let v = d.steps.entry(f.flow).or_default();
                     let idx = step as usize;
@@ -203,7 +205,6 @@ fn control_reader(mut ctl: TcpStream, data: Arc<Mutex<ControlData>>, upload_live
                         }
                         v[idx] = (f.bytes, f.tcp_rtt_us);
                     }
-                    upload_live.fetch_add(f.bytes, Ordering::Relaxed);
                 }
             }
             Ok(Message::Finished { streams }) => {
@@ -313,7 +314,7 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
     progress.phase(cfg.kind.flent_name(), steps_total);
     let lead = Duration::from_millis(100).min(delay);
     let mut start_sent = !has_load;
-    let (mut last_up, mut last_down, mut k) = (0u64, 0u64, 0u64);
+    let (mut last_down, mut k) = (0u64, 0u64);
     let mut failure = None;
     while k < steps_total {
         let now = Instant::now();
@@ -356,11 +357,15 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
             &format!(
                 "{:5.1} s  up {:8.1} Mbit/s  down {:8.1} Mbit/s  latency {rtt:.2} ms",
                 t0.elapsed().as_secs_f64(),
-                mbps(up - last_up.min(up)),
+                if has_load && t0.elapsed() < delay + cfg.length + cfg.step {
+                    mbps(up)
+                } else {
+                    0.0
+                },
                 mbps(down - last_down.min(down))
             ),
         );
-        (last_up, last_down) = (up, down);
+        last_down = down;
         if let Ok(d) = control.lock()
             && let Some(e) = &d.error
         {

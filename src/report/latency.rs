@@ -26,15 +26,21 @@ fn row(out: &mut String, name: &str, s: &SeriesStats, prec: usize, extra: &str) 
 pub fn render_text(r: &LatencyResult) -> String {
     let mut out = String::new();
     let s = &r.summary;
+    let timeline = if r.flows.is_empty() {
+        format!("{} s of idle probing", r.length_s)
+    } else {
+        format!(
+            "{} s load, {} s idle before and after",
+            r.length_s, r.delay_s
+        )
+    };
     let _ = writeln!(
         out,
-        "{} to {} port {} (IPv{}), {} s load, {} s idle before and after, step {} s, probes every {} ms",
+        "{} to {} port {} (IPv{}), {timeline}, step {} s, probes every {} ms",
         r.test,
         r.host,
         r.port,
         r.ip_version,
-        r.length_s,
-        r.delay_s,
         r.step_s,
         r.probe_interval_s * 1e3
     );
@@ -152,4 +158,78 @@ pub fn render_text(r: &LatencyResult) -> String {
         let _ = writeln!(out, "  note: {n}");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::latency::*;
+
+    fn stats(mean: f64) -> SeriesStats {
+        SeriesStats {
+            n: 10,
+            mean: Some(mean),
+            median: Some(mean),
+            p90: Some(mean),
+            p99: Some(mean),
+            min: Some(mean),
+            max: Some(mean),
+        }
+    }
+
+    #[test]
+    fn headline_shows_grade_rpm_and_loss() {
+        let r = LatencyResult {
+            test: "rrul".into(),
+            host: "192.0.2.1".into(),
+            port: 5201,
+            ip_version: 4,
+            started_at: String::new(),
+            t0_unix: 0.0,
+            length_s: 60.0,
+            delay_s: 5.0,
+            step_s: 0.2,
+            total_length_s: 70.0,
+            probe_interval_s: 0.2,
+            probe_size: 64,
+            congestion_control: Some("cubic".into()),
+            flows: vec![],
+            probes: vec![ProbeResult {
+                name: "Ping (ms) UDP EF".into(),
+                kind: "udp".into(),
+                tos: 0xb8,
+                timestamps: "kernel".into(),
+                sent: 350,
+                received: 347,
+                lost_up: Some(1),
+                lost_down: Some(2),
+                samples: vec![],
+                rtt_ms: stats(20.0),
+                rtt_user_ms: stats(21.0),
+                idle_rtt_ms: stats(10.0),
+                loaded_rtt_ms: stats(45.0),
+                note: None,
+            }],
+            clock: None,
+            summary: LatencySummary {
+                idle_rtt_ms: stats(10.0),
+                loaded_rtt_ms: stats(45.0),
+                increase_ms: Some(35.0),
+                grade: Some("B".into()),
+                rpm_loaded: Some(1333.0),
+                rpm_idle: Some(6000.0),
+                upload_mbps: Some(9.5),
+                download_mbps: Some(95.0),
+                ..Default::default()
+            },
+            notes: vec!["a note".into()],
+        };
+        let text = render_text(&r);
+        assert!(text.contains("grade B"), "{text}");
+        assert!(text.contains("RPM 1333 loaded (6000 idle)"), "{text}");
+        assert!(text.contains("up 9.5 Mbit/s, down 95.0 Mbit/s"), "{text}");
+        assert!(text.contains("lost 1 up / 2 down"), "{text}");
+        assert!(text.contains("congestion control: cubic"), "{text}");
+        assert!(text.contains("note: a note"), "{text}");
+    }
 }
