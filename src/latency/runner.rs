@@ -87,11 +87,11 @@ pub enum LatencyError {
     #[error("cannot resolve {host}: {why}")]
     Resolve { host: String, why: String },
     #[error(
-        "cannot connect to {addr}: {source} (is `routerbench latency-server` running there, and the port open?)"
+        "cannot connect to {addr}: {error} (is `routerbench latency-server` running there, and the port open?)"
     )]
     Connect {
         addr: SocketAddr,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("server {addr} refused the test: {message}")]
     Refused { addr: SocketAddr, message: String },
@@ -151,7 +151,7 @@ fn handshake(
     timeout: Duration,
 ) -> Result<(TcpStream, u64, u16, Duration), LatencyError> {
     let mut ctl = TcpStream::connect_timeout(&addr, timeout)
-        .map_err(|source| LatencyError::Connect { addr, source })?;
+        .map_err(|error| LatencyError::Connect { addr, error })?;
     ctl.set_nodelay(true).map_err(anyhow::Error::from)?;
     ctl.set_read_timeout(Some(timeout))
         .map_err(anyhow::Error::from)?;
@@ -173,6 +173,13 @@ fn handshake(
         Err(ConnError::Closed) => Err(LatencyError::Refused {
             addr,
             message: "connection closed during the handshake (an iperf3-only server, or an older routerbench?)".into(),
+        }),
+        Err(ConnError::Timeout) => Err(LatencyError::Refused {
+            addr,
+            message: format!(
+                "no answer to Hello within {timeout:?}: is this an iperf3-only server (iperf3 -s \
+                 waits for its own cookie), or another service on that port?"
+            ),
         }),
         Err(e) => Err(LatencyError::Refused { addr, message: format!("no valid Welcome: {e}") }),
     }
