@@ -121,7 +121,8 @@ pub fn render_text(r: &LatencyResult) -> String {
     );
     for fl in &r.flows {
         let marks = format!(
-            "Mbit/s  tos {:#04x} (client {}, server {})  cc {}/{}",
+            "Mbit/s  tcp rtt {} ms  tos {:#04x} (client {}, server {})  cc {}/{}",
+            f(fl.tcp_rtt_ms.median, 2),
             fl.tos,
             fl.tos_client
                 .map(|t| format!("{t:#04x}"))
