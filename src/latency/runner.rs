@@ -97,7 +97,7 @@ pub enum LatencyError {
     Refused { addr: SocketAddr, message: String },
     #[error("invalid settings: {0}")]
     Config(String),
-    #[error("{0:#}")]
+    #[error(transparent)]
     Other(#[from] anyhow::Error),
 }
 

@@ -136,6 +136,10 @@ pub fn render_text(r: &LatencyResult) -> String {
         row(&mut out, &fl.name, &fl.mbps, 2, &marks);
     }
     for p in &r.probes {
+        if p.sent == 0 {
+            let _ = writeln!(out, "  {:<24} not run (see the note below)", p.name);
+            continue;
+        }
         let loss = match (p.lost_up, p.lost_down) {
             (Some(u), Some(d)) => format!("lost {} up / {} down", u, d),
             _ => format!("lost {}", p.sent.saturating_sub(p.received)),
