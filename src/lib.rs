@@ -6,7 +6,9 @@
 pub mod cli;
 pub mod crypto;
 pub mod device;
+pub mod lab;
 pub mod latency;
+pub mod monitor;
 pub mod net;
 pub mod report;
 pub mod results;

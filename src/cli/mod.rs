@@ -4,6 +4,8 @@ use clap::{Parser, Subcommand};
 
 pub mod crypto;
 pub mod device;
+pub mod lab;
+pub mod monitor;
 pub mod rrul;
 pub mod run;
 
@@ -39,6 +41,10 @@ pub enum Command {
     Ping(rrul::LatencyArgs),
     /// A standalone server for the latency tests (routerbench protocol only).
     LatencyServer(rrul::ServerArgs),
+    /// Sample this machine's CPU, softirq, softnet drops and temperature for a while.
+    Monitor(monitor::MonitorArgs),
+    /// The netns router lab (root): up, down, status, measure, capacity.
+    Lab(lab::LabArgs),
 }
 
 /// Runs one command; returns the process exit code.
@@ -53,5 +59,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::TcpNdown(a) => rrul::run(crate::latency::TestKind::TcpNdown, a.streams, a.common),
         Command::Ping(a) => rrul::run(crate::latency::TestKind::Ping, 1, a),
         Command::LatencyServer(a) => rrul::serve(a),
+        Command::Monitor(a) => monitor::run(a),
+        Command::Lab(a) => lab::run(a),
     }
 }

@@ -1,4 +1,8 @@
 //! Rendering of the result model: text summaries, tables, rows. Nothing here measures.
 
+pub mod crypto;
 pub mod device;
+pub mod lab;
 pub mod latency;
+pub mod monitor;
+pub mod summary;

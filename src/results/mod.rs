@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 pub mod crypto;
 pub mod device;
 pub mod flent;
+pub mod lab;
 pub mod latency;
+pub mod monitor;
 
 /// Bumped on any incompatible change of the JSON layout; readers refuse a newer major.
 pub const SCHEMA: &str = "routerbench.run/1";
@@ -46,6 +48,12 @@ pub struct RunResult {
     /// Latency under load (rrul & co.), when run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<latency::LatencyResult>,
+    /// The machine's own view (CPU, softirq, softnet, temperature) during the run's tests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<monitor::MonitorResult>,
+    /// The netns lab the run went through: configuration, theory, capacity, accuracy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab: Option<lab::LabResult>,
     /// Things a reader must know to trust the numbers (missing sources, skipped parts).
     #[serde(default)]
     pub notes: Vec<String>,
@@ -61,6 +69,8 @@ impl RunResult {
             device: None,
             crypto: None,
             latency: None,
+            monitor: None,
+            lab: None,
             notes: Vec::new(),
         }
     }
