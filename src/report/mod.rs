@@ -1,4 +1,9 @@
 //! Rendering of the result model: text summaries, tables, rows. Nothing here measures.
 
+pub mod crypto;
 pub mod device;
 pub mod iperf3;
+pub mod lab;
+pub mod latency;
+pub mod monitor;
+pub mod summary;

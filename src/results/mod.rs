@@ -8,6 +8,10 @@ use serde::{Deserialize, Serialize};
 
 pub mod crypto;
 pub mod device;
+pub mod flent;
+pub mod lab;
+pub mod latency;
+pub mod monitor;
 pub mod throughput;
 
 /// Bumped on any incompatible change of the JSON layout; readers refuse a newer major.
@@ -42,6 +46,15 @@ pub struct RunResult {
     pub device: Option<device::DeviceInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crypto: Option<crypto::CryptoResult>,
+    /// Latency under load (rrul & co.), when run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<latency::LatencyResult>,
+    /// The machine's own view (CPU, softirq, softnet, temperature) during the run's tests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<monitor::MonitorResult>,
+    /// The netns lab the run went through: configuration, theory, capacity, accuracy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab: Option<lab::LabResult>,
     /// Loopback (or client) throughput test in iperf3's terms, with both ends' CPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput: Option<throughput::ThroughputResult>,
@@ -59,6 +72,9 @@ impl RunResult {
             started_at,
             device: None,
             crypto: None,
+            latency: None,
+            monitor: None,
+            lab: None,
             throughput: None,
             notes: Vec::new(),
         }

@@ -1,0 +1,294 @@
+//! `routerbench lab`: build, inspect and remove the netns router lab, and measure through it.
+
+use crate::lab::{self, LabGuard, LabSpec, load::ExternalIperf3, load::LoadGenerator, shape};
+use crate::results::RunResult;
+use crate::results::lab::{LabResult, Shaper};
+use clap::{Args, Subcommand, ValueEnum};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    #[command(subcommand)]
+    pub command: LabCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// Create or reconfigure the lab (idempotent): namespaces, veths, shaping, NAT, offloads, cc.
+    Up(UpArgs),
+    /// Stop processes inside the lab's namespaces and delete them (safe to run twice).
+    Down(NameArg),
+    /// Show the lab: addresses, routes, qdisc counters, NAT rules, reachability. Exit 1 if down.
+    Status(StatusArgs),
+    /// One bulk TCP run through the bottleneck with UDP probes: measured queue delay vs theory.
+    Measure(MeasureArgs),
+    /// Unshaped forwarding capacity through the router namespace, NAT off/on, 1 and 4 flows.
+    Capacity(CapacityArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct NameArg {
+    /// Lab name: namespaces are <name>-lan, <name>-rtr, <name>-wan.
+    #[arg(long, default_value = lab::DEFAULT_NAME)]
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ShaperArg {
+    Tbf,
+    Htb,
+}
+
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    #[command(flatten)]
+    pub name: NameArg,
+    /// Upload bottleneck (router -> WAN), e.g. 20mbit, 50M, 1gbit; none = unshaped.
+    #[arg(long, default_value = "50mbit")]
+    pub rate: String,
+    /// Download bottleneck (router -> LAN); default: same as --rate.
+    #[arg(long)]
+    pub down_rate: Option<String>,
+    /// Queue limit of each bottleneck in bytes (k = 1000, m = 1000000).
+    #[arg(long, default_value = "300000")]
+    pub buffer: String,
+    /// Token bucket depth in bytes.
+    #[arg(long, default_value = "15360")]
+    pub burst: String,
+    #[arg(long, value_enum, default_value = "tbf")]
+    pub shaper: ShaperArg,
+    /// Masquerade on the router's WAN side (nftables); the WAN host gets no route to the LAN.
+    #[arg(long)]
+    pub nat: bool,
+    /// GSO/TSO on the lab's veths (GRO stays off).
+    #[arg(long, value_enum, default_value = "off")]
+    pub offloads: OnOff,
+    /// TCP congestion control for the lab (loss-based cubic/reno fill the queue; bbr does not).
+    #[arg(long, default_value = "cubic")]
+    pub cc: String,
+    /// Print the configuration as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub name: NameArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Direction {
+    Up,
+    Down,
+}
+
+#[derive(Debug, Args)]
+pub struct MeasureArgs {
+    #[command(flatten)]
+    pub name: NameArg,
+    #[arg(long, value_enum, default_value = "up")]
+    pub dir: Direction,
+    #[arg(long, default_value_t = 1)]
+    pub flows: u32,
+    /// Seconds of load.
+    #[arg(long, default_value_t = 10)]
+    pub length: u32,
+    /// Seconds before the loaded probes start.
+    #[arg(long, default_value_t = 2.0)]
+    pub warmup: f64,
+    /// Congestion control of the load (default: the lab's --cc).
+    #[arg(long)]
+    pub cc: Option<String>,
+    /// Print only the markdown table row (for bench scripts).
+    #[arg(long)]
+    pub row: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CapacityArgs {
+    /// Lab name to build for the measurement (deleted afterwards unless --keep).
+    #[arg(long, default_value = "rbcap")]
+    pub name: String,
+    #[arg(long, value_enum, default_value = "off")]
+    pub offloads: OnOff,
+    /// Seconds per point.
+    #[arg(long, default_value_t = 5)]
+    pub length: u32,
+    /// Flow counts to measure.
+    #[arg(long, value_delimiter = ',', default_value = "1,4")]
+    pub flows: Vec<u32>,
+    #[arg(long, default_value = "cubic")]
+    pub cc: String,
+    /// Leave the lab up afterwards.
+    #[arg(long)]
+    pub keep: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: LabArgs) -> anyhow::Result<i32> {
+    match args.command {
+        LabCommand::Up(a) => cmd_up(a),
+        LabCommand::Down(a) => cmd_down(a),
+        LabCommand::Status(a) => cmd_status(a),
+        LabCommand::Measure(a) => cmd_measure(a),
+        LabCommand::Capacity(a) => cmd_capacity(a),
+    }
+}
+
+fn spec_from(a: &UpArgs) -> anyhow::Result<LabSpec> {
+    let up_rate = shape::parse_rate(&a.rate)?;
+    let down_rate = match &a.down_rate {
+        Some(r) => shape::parse_rate(r)?,
+        None => up_rate,
+    };
+    Ok(LabSpec {
+        name: a.name.name.clone(),
+        up_rate_bps: up_rate,
+        down_rate_bps: down_rate,
+        buffer_bytes: shape::parse_bytes(&a.buffer)?,
+        burst_bytes: shape::parse_bytes(&a.burst)?,
+        shaper: match a.shaper {
+            ShaperArg::Tbf => Shaper::Tbf,
+            ShaperArg::Htb => Shaper::Htb,
+        },
+        nat: a.nat,
+        offloads: matches!(a.offloads, OnOff::On),
+        cc: a.cc.clone(),
+    })
+}
+
+fn cmd_up(a: UpArgs) -> anyhow::Result<i32> {
+    let spec = spec_from(&a)?;
+    let cfg = lab::up(&spec)?;
+    let th = lab::theory::theory(&cfg);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&(cfg, th))?);
+    } else {
+        print!("{}", crate::report::lab::config(&cfg, &th));
+    }
+    Ok(0)
+}
+
+fn cmd_down(a: NameArg) -> anyhow::Result<i32> {
+    let r = lab::down(&a.name)?;
+    if r.removed.is_empty() {
+        println!("lab {}: nothing to remove (already down)", a.name);
+    } else {
+        println!(
+            "lab {}: removed {} (veth pairs go with them){}",
+            a.name,
+            r.removed.join(", "),
+            if r.killed.is_empty() {
+                String::new()
+            } else {
+                format!("; stopped PIDs {:?}", r.killed)
+            }
+        );
+    }
+    Ok(0)
+}
+
+fn cmd_status(a: StatusArgs) -> anyhow::Result<i32> {
+    let st = lab::status(&a.name.name)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&st)?);
+    } else {
+        print!("{}", crate::report::lab::status(&st));
+    }
+    Ok(if st.up && st.reachable == Some(true) {
+        0
+    } else {
+        1
+    })
+}
+
+fn envelope(lab: LabResult, started: String) -> RunResult {
+    let mut r = RunResult::new(started);
+    r.lab = Some(lab);
+    r.finished_at = crate::util::time::now_rfc3339();
+    r
+}
+
+fn cmd_measure(a: MeasureArgs) -> anyhow::Result<i32> {
+    lab::sys::require_root()?;
+    let started = crate::util::time::now_rfc3339();
+    let cfg = lab::load_config(&a.name.name)?;
+    if !(0.0..=60.0).contains(&a.warmup) {
+        anyhow::bail!("--warmup must be 0-60 s");
+    }
+    let plan = lab::accuracy::MeasurePlan {
+        download: matches!(a.dir, Direction::Down),
+        flows: a.flows,
+        seconds: a.length,
+        warmup: Duration::from_secs_f64(a.warmup),
+        cc: a.cc.clone().unwrap_or_else(|| cfg.cc.clone()),
+        ..Default::default()
+    };
+    let generator: Arc<dyn LoadGenerator> = Arc::new(ExternalIperf3::default());
+    let point = lab::accuracy::measure(&cfg, &plan, generator)?;
+    if a.row {
+        print!("{}", crate::report::lab::accuracy_row(&point));
+    } else if !a.json {
+        print!(
+            "{}",
+            crate::report::lab::accuracy(std::slice::from_ref(&point))
+        );
+    }
+    if a.json {
+        let lab = LabResult {
+            theory: lab::theory::theory(&cfg),
+            config: cfg,
+            capacity: None,
+            accuracy: vec![point],
+            test: None,
+        };
+        println!("{}", serde_json::to_string_pretty(&envelope(lab, started))?);
+    }
+    Ok(0)
+}
+
+fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
+    lab::sys::require_root()?;
+    let started = crate::util::time::now_rfc3339();
+    if a.flows.is_empty() || a.flows.iter().any(|&f| f == 0 || f > 64) {
+        anyhow::bail!("--flows takes 1-64 per point, e.g. --flows 1,4");
+    }
+    let guard = (!a.keep).then(|| LabGuard::new(&a.name));
+    let plan = lab::capacity::CapacityPlan {
+        name: a.name.clone(),
+        offloads: matches!(a.offloads, OnOff::On),
+        seconds: a.length,
+        flows: a.flows.clone(),
+        cc: a.cc.clone(),
+    };
+    let generator = ExternalIperf3::default();
+    let cap = lab::capacity::run(&plan, &generator)?;
+    let cfg = lab::load_config(&a.name)?;
+    drop(guard);
+    if a.json {
+        let lab = LabResult {
+            theory: lab::theory::theory(&cfg),
+            config: cfg,
+            capacity: Some(cap),
+            accuracy: Vec::new(),
+            test: None,
+        };
+        println!("{}", serde_json::to_string_pretty(&envelope(lab, started))?);
+    } else {
+        print!("{}", crate::report::lab::capacity(&cap));
+    }
+    Ok(0)
+}

@@ -1,0 +1,59 @@
+//! `lab capacity`: forwarding capacity through the router namespace with nothing shaping it,
+//! without and with NAT, with 1 and 4 flows.
+
+use super::load::{LoadGenerator, LoadSpec};
+use super::topology::{LabSpec, up};
+use crate::results::lab::{CapacityPoint, CapacityResult};
+use anyhow::{Context, Result};
+
+/// How to measure capacity.
+#[derive(Debug, Clone)]
+pub struct CapacityPlan {
+    /// The lab to (re)configure; it is left up, unshaped, in its last (NAT) configuration.
+    pub name: String,
+    pub offloads: bool,
+    pub seconds: u32,
+    pub flows: Vec<u32>,
+    pub cc: String,
+}
+
+/// Runs the matrix NAT off/on × flows, reconfiguring lab `plan.name` unshaped for each NAT state.
+pub fn run(plan: &CapacityPlan, generator: &dyn LoadGenerator) -> Result<CapacityResult> {
+    let mut points = Vec::new();
+    for nat in [false, true] {
+        let spec = LabSpec {
+            name: plan.name.clone(),
+            up_rate_bps: None,
+            down_rate_bps: None,
+            nat,
+            offloads: plan.offloads,
+            cc: plan.cc.clone(),
+            ..LabSpec::default()
+        };
+        let cfg = up(&spec)?;
+        for &flows in &plan.flows {
+            let load = LoadSpec {
+                flows,
+                download: false,
+                seconds: plan.seconds,
+                cc: plan.cc.clone(),
+                port: 5201,
+            };
+            let out = generator
+                .run(&cfg, &load)
+                .with_context(|| format!("capacity run (nat {nat}, {flows} flows) failed"))?;
+            points.push(CapacityPoint {
+                nat,
+                flows,
+                offloads: plan.offloads,
+                goodput_bps: out.goodput_bps,
+                seconds: out.seconds,
+                retransmits: out.retransmits,
+            });
+        }
+    }
+    Ok(CapacityResult {
+        generator: generator.describe(),
+        points,
+    })
+}

@@ -1,0 +1,217 @@
+//! The bottleneck: rate and size parsing, the `tc` command lines for tbf and htb+bfifo, and the
+//! qdisc counters read back from `tc -s -j qdisc show`.
+
+use crate::results::lab::{QdiscStats, Shaper};
+use anyhow::{Result, bail};
+
+/// Parses a rate in tc's units (`20mbit`, `500kbit`, `1gbit`, `64000bit`, `10mbps` = bytes/s)
+/// or with SI suffixes (`20M`, `1.5G`); `none`/`0` = unshaped (`None`).
+pub fn parse_rate(s: &str) -> Result<Option<u64>> {
+    let t = s.trim().to_ascii_lowercase();
+    if t == "none" || t == "0" || t == "off" {
+        return Ok(None);
+    }
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| {
+        anyhow::anyhow!("bad rate {s:?}: expected e.g. 20mbit, 500kbit, 1gbit, 20M or none")
+    })?;
+    let mult = match unit {
+        "" | "bit" => 1.0,
+        "kbit" | "k" => 1e3,
+        "mbit" | "m" => 1e6,
+        "gbit" | "g" => 1e9,
+        "bps" => 8.0,
+        "kbps" => 8e3,
+        "mbps" => 8e6,
+        "gbps" => 8e9,
+        _ => bail!(
+            "bad rate unit {unit:?} in {s:?}: use bit, kbit, mbit, gbit (or kbps/mbps = bytes/s)"
+        ),
+    };
+    let bps = (n * mult).round();
+    if !(bps.is_finite() && (8_000.0..=400e9).contains(&bps)) {
+        bail!("rate {s:?} out of range: use 8kbit to 400gbit, or none for unshaped");
+    }
+    Ok(Some(bps as u64))
+}
+
+/// Parses a byte count: plain bytes (`300000`), or `k`/`kb`/`m`/`mb` meaning 1000/1000000 (we do
+/// not follow tc's 1024 for `k`, to keep `--buffer 64k` = 64000 bytes as written in the spec).
+pub fn parse_bytes(s: &str) -> Result<u64> {
+    let t = s.trim().to_ascii_lowercase();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| anyhow::anyhow!("bad byte count {s:?}: expected e.g. 64000, 64k or 1m"))?;
+    let mult = match unit {
+        "" | "b" => 1,
+        "k" | "kb" => 1_000,
+        "m" | "mb" => 1_000_000,
+        _ => bail!("bad byte unit {unit:?} in {s:?}: use plain bytes, k (1000) or m (1000000)"),
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| anyhow::anyhow!("byte count {s:?} too large"))
+}
+
+/// Formats bit/s for people: `20 Mbit/s`, `1.5 Gbit/s`.
+pub fn fmt_rate(bps: f64) -> String {
+    if bps >= 1e9 {
+        format!("{:.2} Gbit/s", bps / 1e9)
+    } else if bps >= 1e6 {
+        format!("{:.1} Mbit/s", bps / 1e6)
+    } else {
+        format!("{:.0} kbit/s", bps / 1e3)
+    }
+}
+
+/// The `tc` invocations (argument lists, after `tc -n NS`) that install the bottleneck on `dev`.
+/// Sizes are given in plain bytes, so tc's "k = 1024" never applies.
+pub fn tc_commands(
+    dev: &str,
+    shaper: Shaper,
+    rate_bps: u64,
+    buffer: u64,
+    burst: u64,
+) -> Vec<Vec<String>> {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let (rate, buffer, burst) = (
+        format!("{rate_bps}bit"),
+        buffer.to_string(),
+        burst.to_string(),
+    );
+    match shaper {
+        Shaper::Tbf => vec![s(&[
+            "qdisc", "add", "dev", dev, "root", "handle", "1:", "tbf", "rate", &rate, "burst",
+            &burst, "limit", &buffer,
+        ])],
+        Shaper::Htb => vec![
+            s(&[
+                "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "10",
+            ]),
+            s(&[
+                "class", "add", "dev", dev, "parent", "1:", "classid", "1:10", "htb", "rate",
+                &rate, "ceil", &rate, "burst", &burst, "cburst", &burst, "quantum", "1514",
+            ]),
+            s(&[
+                "qdisc", "add", "dev", dev, "parent", "1:10", "handle", "10:", "bfifo", "limit",
+                &buffer,
+            ]),
+        ],
+    }
+}
+
+/// Parses `tc -s -j qdisc show dev DEV` output into counters.
+pub fn parse_qdisc_json(dev: &str, text: &str) -> Result<Vec<QdiscStats>> {
+    let v: serde_json::Value = serde_json::from_str(text.trim())
+        .map_err(|e| anyhow::anyhow!("cannot parse `tc -s -j qdisc show dev {dev}` output: {e}"))?;
+    let Some(list) = v.as_array() else {
+        bail!("`tc -s -j qdisc show dev {dev}` did not print a JSON array");
+    };
+    let num = |q: &serde_json::Value, k: &str| q.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
+    Ok(list
+        .iter()
+        .map(|q| QdiscStats {
+            dev: dev.to_string(),
+            kind: q
+                .get("kind")
+                .and_then(|x| x.as_str())
+                .unwrap_or("?")
+                .to_string(),
+            handle: q
+                .get("handle")
+                .and_then(|x| x.as_str())
+                .unwrap_or("")
+                .to_string(),
+            root: q.get("root").and_then(|x| x.as_bool()).unwrap_or(false),
+            bytes: num(q, "bytes"),
+            packets: num(q, "packets"),
+            drops: num(q, "drops"),
+            overlimits: num(q, "overlimits"),
+            backlog_bytes: num(q, "backlog"),
+            qlen: num(q, "qlen"),
+        })
+        .collect())
+}
+
+/// Total drops of all qdiscs on a device (tbf root, or htb root + bfifo leaf).
+pub fn total_drops(qdiscs: &[QdiscStats]) -> u64 {
+    qdiscs.iter().map(|q| q.drops).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("20mbit").unwrap(), Some(20_000_000));
+        assert_eq!(parse_rate("50M").unwrap(), Some(50_000_000));
+        assert_eq!(parse_rate("1.5gbit").unwrap(), Some(1_500_000_000));
+        assert_eq!(parse_rate("500kbit").unwrap(), Some(500_000));
+        assert_eq!(parse_rate("64000bit").unwrap(), Some(64_000));
+        assert_eq!(parse_rate("64000").unwrap(), Some(64_000));
+        assert_eq!(parse_rate("10mbps").unwrap(), Some(80_000_000));
+        assert_eq!(parse_rate("none").unwrap(), None);
+        assert_eq!(parse_rate("0").unwrap(), None);
+        assert!(parse_rate("fast").is_err());
+        assert!(parse_rate("20xbit").is_err());
+        assert!(parse_rate("1bit").is_err());
+        assert!(parse_rate("").is_err());
+    }
+
+    #[test]
+    fn bytes() {
+        assert_eq!(parse_bytes("300000").unwrap(), 300_000);
+        assert_eq!(parse_bytes("64k").unwrap(), 64_000);
+        assert_eq!(parse_bytes("1m").unwrap(), 1_000_000);
+        assert!(parse_bytes("-5").is_err());
+        assert!(parse_bytes("12q").is_err());
+        assert!(parse_bytes("99999999999999999999k").is_err());
+    }
+
+    #[test]
+    fn tbf_line() {
+        let c = tc_commands("rtr-wan", Shaper::Tbf, 20_000_000, 64_000, 15_360);
+        assert_eq!(
+            c[0].join(" "),
+            "qdisc add dev rtr-wan root handle 1: tbf rate 20000000bit burst 15360 limit 64000"
+        );
+    }
+
+    #[test]
+    fn htb_lines() {
+        let c = tc_commands("rtr-lan", Shaper::Htb, 50_000_000, 300_000, 15_360);
+        assert_eq!(c.len(), 3);
+        assert!(c[1].join(" ").contains("rate 50000000bit ceil 50000000bit"));
+        assert_eq!(
+            c[2].join(" "),
+            "qdisc add dev rtr-lan parent 1:10 handle 10: bfifo limit 300000"
+        );
+    }
+
+    // Captured from `tc -n rbx-rtr -s -j qdisc show dev rtr-wan` (iproute2 6.1) after a
+    // 20 Mbit/s x 64000 B upload and a download run.
+    const TBF_JSON: &str = r#"[{"kind":"tbf","handle":"1:","root":true,"refcnt":3,"options":{"rate":2500000,"burst":15360,"lat":19456},"bytes":25847746,"packets":27243,"drops":19,"overlimits":49877,"requeues":0,"backlog":0,"qlen":0}]"#;
+
+    #[test]
+    fn parse_tbf_stats() {
+        let q = parse_qdisc_json("rtr-wan", TBF_JSON).unwrap();
+        assert_eq!(q.len(), 1);
+        assert_eq!(q[0].kind, "tbf");
+        assert!(q[0].root);
+        assert_eq!(q[0].bytes, 25_847_746);
+        assert_eq!(q[0].drops, 19);
+        assert_eq!(total_drops(&q), 19);
+    }
+
+    #[test]
+    fn parse_garbage() {
+        assert!(parse_qdisc_json("x", "not json").is_err());
+        assert!(parse_qdisc_json("x", "{}").is_err());
+        assert!(parse_qdisc_json("x", "[]").unwrap().is_empty());
+    }
+}

@@ -1,0 +1,88 @@
+//! What the lab should show from its configuration alone: the standing-queue delay
+//! buffer·8/rate, and goodput = rate × TCP payload / Ethernet frame. Plus nearest-rank percentiles.
+
+use crate::results::lab::{LabConfig, LabTheory, RttSummary};
+
+/// TCP payload per segment at MTU 1500 with timestamps (1500 − 20 IP − 20 TCP − 12 options).
+pub const TCP_PAYLOAD: f64 = 1448.0;
+/// What tc counts per full-size packet: the IP packet plus the 14-byte Ethernet header.
+pub const ETHERNET_FRAME: f64 = 1514.0;
+
+/// Goodput as a fraction of the shaped rate: 1448/1514 = 0.956.
+pub fn goodput_ratio() -> f64 {
+    TCP_PAYLOAD / ETHERNET_FRAME
+}
+
+/// The delay a full FIFO of `buffer_bytes` adds at `rate_bps`, in ms.
+pub fn queue_delay_ms(buffer_bytes: u64, rate_bps: u64) -> f64 {
+    if rate_bps == 0 {
+        return 0.0;
+    }
+    buffer_bytes as f64 * 8.0 / rate_bps as f64 * 1000.0
+}
+
+/// The theory for a lab configuration.
+pub fn theory(cfg: &LabConfig) -> LabTheory {
+    let g = goodput_ratio();
+    LabTheory {
+        up_queue_delay_ms: cfg.up_rate_bps.map(|r| queue_delay_ms(cfg.buffer_bytes, r)),
+        down_queue_delay_ms: cfg
+            .down_rate_bps
+            .map(|r| queue_delay_ms(cfg.buffer_bytes, r)),
+        goodput_ratio: g,
+        up_goodput_bps: cfg.up_rate_bps.map(|r| r as f64 * g),
+        down_goodput_bps: cfg.down_rate_bps.map(|r| r as f64 * g),
+    }
+}
+
+/// Nearest-rank percentile (`p` in 0..=100) of sorted values; `None` when empty.
+pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let n = sorted.len();
+    let rank = ((p / 100.0) * n as f64).ceil() as usize;
+    Some(sorted[rank.clamp(1, n) - 1])
+}
+
+/// Summarises round-trip samples (ms) of `sent` probes.
+pub fn summarize(sent: u32, samples: &[f64]) -> RttSummary {
+    let mut v: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    RttSummary {
+        sent,
+        received: v.len() as u32,
+        median_ms: percentile(&v, 50.0),
+        p90_ms: percentile(&v, 90.0),
+        p99_ms: percentile(&v, 99.0),
+        min_ms: v.first().copied(),
+        max_ms: v.last().copied(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_points() {
+        // spec/netns-lab.md: 64000 B at 20 Mbit/s = 25.6 ms, 300000 B at 50 Mbit/s = 48 ms.
+        assert!((queue_delay_ms(64_000, 20_000_000) - 25.6).abs() < 1e-9);
+        assert!((queue_delay_ms(300_000, 50_000_000) - 48.0).abs() < 1e-9);
+        assert_eq!(queue_delay_ms(1, 0), 0.0);
+        assert!((goodput_ratio() - 0.9564).abs() < 1e-4);
+    }
+
+    #[test]
+    fn nearest_rank() {
+        let v: Vec<f64> = (1..=70).map(f64::from).collect();
+        assert_eq!(percentile(&v, 50.0), Some(35.0));
+        assert_eq!(percentile(&v, 99.0), Some(70.0));
+        assert_eq!(percentile(&v, 0.0), Some(1.0));
+        assert_eq!(percentile(&[], 50.0), None);
+        let s = summarize(5, &[3.0, 1.0, 2.0]);
+        assert_eq!((s.sent, s.received), (5, 3));
+        assert_eq!(s.median_ms, Some(2.0));
+        assert_eq!(s.max_ms, Some(3.0));
+    }
+}

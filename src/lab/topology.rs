@@ -1,0 +1,466 @@
+//! `lab up`, `lab down`, `lab status`: building, reconfiguring and removing the namespaces.
+
+use super::sys::{require_root, require_tools, run_tool, run_tool_stdin, try_tool};
+use super::{DEV_LAN, DEV_RTR_LAN, DEV_RTR_WAN, DEV_WAN, NFT_TABLE};
+use super::{LAN_IP, LAN_NET, RTR_LAN_IP, RTR_WAN_IP, WAN_IP};
+use super::{netns, offload, shape, theory};
+use crate::results::lab::{LabConfig, LabStatus, NamespaceStatus, QdiscStats, Shaper};
+use anyhow::{Context, Result, bail};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where `lab up` records each lab's configuration (tmpfs: gone after a reboot, like the netns).
+pub const STATE_DIR: &str = "/run/routerbench-lab";
+
+/// What to build.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabSpec {
+    pub name: String,
+    pub up_rate_bps: Option<u64>,
+    pub down_rate_bps: Option<u64>,
+    pub buffer_bytes: u64,
+    pub burst_bytes: u64,
+    pub shaper: Shaper,
+    pub nat: bool,
+    pub offloads: bool,
+    pub cc: String,
+}
+
+impl Default for LabSpec {
+    /// spec/netns-lab.md's defaults: 50 Mbit/s both ways, 300 KB, tbf burst 15360 B, no NAT,
+    /// offloads off, cubic.
+    fn default() -> Self {
+        Self {
+            name: super::DEFAULT_NAME.into(),
+            up_rate_bps: Some(50_000_000),
+            down_rate_bps: Some(50_000_000),
+            buffer_bytes: 300_000,
+            burst_bytes: 15_360,
+            shaper: Shaper::Tbf,
+            nat: false,
+            offloads: false,
+            cc: "cubic".into(),
+        }
+    }
+}
+
+impl LabSpec {
+    fn validate(&self) -> Result<()> {
+        netns::check_name(&self.name)?;
+        if self.name.len() > 40 {
+            bail!(
+                "lab name {:?} too long: use at most 40 characters",
+                self.name
+            );
+        }
+        if self.buffer_bytes < 1514 {
+            bail!(
+                "--buffer {} B is smaller than one full Ethernet frame (1514 B)",
+                self.buffer_bytes
+            );
+        }
+        if self.burst_bytes < 1514 {
+            bail!(
+                "burst {} B is smaller than one full Ethernet frame (1514 B)",
+                self.burst_bytes
+            );
+        }
+        if self.cc.is_empty()
+            || !self
+                .cc
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            bail!("bad congestion control name {:?}", self.cc);
+        }
+        Ok(())
+    }
+}
+
+fn names(name: &str) -> (String, String, String) {
+    (
+        format!("{name}-lan"),
+        format!("{name}-rtr"),
+        format!("{name}-wan"),
+    )
+}
+
+/// The file holding a lab's configuration.
+pub fn config_path(name: &str) -> PathBuf {
+    PathBuf::from(STATE_DIR).join(format!("{name}.json"))
+}
+
+/// Reads the configuration `lab up` saved for `name`.
+pub fn load_config(name: &str) -> Result<LabConfig> {
+    netns::check_name(name)?;
+    let p = config_path(name);
+    let text = std::fs::read_to_string(&p).with_context(|| {
+        format!(
+            "lab {name} is not up ({} missing): run `routerbench lab up --name {name}`",
+            p.display()
+        )
+    })?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a routerbench lab configuration", p.display()))
+}
+
+fn ip(ns: &str, args: &[&str]) -> Result<String> {
+    let mut v = vec!["-n", ns];
+    v.extend_from_slice(args);
+    run_tool("ip", &v)
+}
+
+fn tc(ns: &str, args: &[&str]) -> Result<String> {
+    let mut v = vec!["-n", ns];
+    v.extend_from_slice(args);
+    run_tool("tc", &v)
+}
+
+fn link_exists(ns: &str, dev: &str) -> bool {
+    try_tool("ip", &["-n", ns, "link", "show", "dev", dev])
+}
+
+/// Picks the namespaces' default congestion control: `cc` if a child netns may use it as its
+/// default (it is in the host's tcp_allowed_congestion_control), else reno, which is always
+/// allowed. Sockets can still choose `cc` themselves (root may pick any available one).
+fn ns_default_cc(cc: &str) -> Result<String> {
+    let read = |k: &str| {
+        std::fs::read_to_string(format!("/proc/sys/net/ipv4/{k}"))
+            .with_context(|| format!("cannot read /proc/sys/net/ipv4/{k}"))
+    };
+    let available = read("tcp_available_congestion_control")?;
+    if !available.split_whitespace().any(|c| c == cc) {
+        bail!(
+            "congestion control {cc} is not available in this kernel (available: {}); try modprobe tcp_{cc}",
+            available.trim()
+        );
+    }
+    let allowed = read("tcp_allowed_congestion_control")?;
+    Ok(if allowed.split_whitespace().any(|c| c == cc) {
+        cc.to_string()
+    } else {
+        "reno".to_string()
+    })
+}
+
+/// Creates or reconfigures the lab. Idempotent: re-running with other values changes the
+/// shaping, NAT, offloads and congestion control in place.
+pub fn up(spec: &LabSpec) -> Result<LabConfig> {
+    require_root()?;
+    spec.validate()?;
+    require_tools(&["ip", "tc"])?;
+    if spec.nat {
+        require_tools(&["nft"])?;
+    }
+    let ns_cc = ns_default_cc(&spec.cc)?;
+    let (lan, rtr, wan) = names(&spec.name);
+
+    for ns in [&lan, &rtr, &wan] {
+        if !netns::exists(ns) {
+            run_tool("ip", &["netns", "add", ns])
+                .with_context(|| format!("cannot create network namespace {ns}"))?;
+        }
+        ip(ns, &["link", "set", "lo", "up"])?;
+        // Keep the links quiet: no IPv6 router solicitations, MLD or DAD on the bottleneck.
+        netns::sysctl_write(ns, "net.ipv6.conf.all.disable_ipv6", "1")?;
+        netns::sysctl_write(ns, "net.ipv6.conf.default.disable_ipv6", "1")?;
+    }
+    // veth pairs created directly inside the namespaces: never in the root namespace.
+    if !link_exists(&rtr, DEV_RTR_LAN) {
+        run_tool(
+            "ip",
+            &[
+                "link",
+                "add",
+                DEV_LAN,
+                "netns",
+                &lan,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                DEV_RTR_LAN,
+                "netns",
+                &rtr,
+            ],
+        )
+        .context("cannot create the LAN veth pair")?;
+    }
+    if !link_exists(&rtr, DEV_RTR_WAN) {
+        run_tool(
+            "ip",
+            &[
+                "link",
+                "add",
+                DEV_WAN,
+                "netns",
+                &wan,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                DEV_RTR_WAN,
+                "netns",
+                &rtr,
+            ],
+        )
+        .context("cannot create the WAN veth pair")?;
+    }
+    let devices = [
+        (&lan, DEV_LAN, LAN_IP),
+        (&rtr, DEV_RTR_LAN, RTR_LAN_IP),
+        (&rtr, DEV_RTR_WAN, RTR_WAN_IP),
+        (&wan, DEV_WAN, WAN_IP),
+    ];
+    for (ns, dev, addr) in devices {
+        ip(ns, &["addr", "replace", &format!("{addr}/24"), "dev", dev])?;
+        ip(ns, &["link", "set", dev, "up"])?;
+        let (dev_s, on) = (dev.to_string(), spec.offloads);
+        netns::run_in(ns, move || offload::set(&dev_s, on))
+            .with_context(|| format!("cannot set offloads on {dev} in {ns}"))?;
+    }
+    ip(&lan, &["route", "replace", "default", "via", RTR_LAN_IP])?;
+    netns::sysctl_write(&rtr, "net.ipv4.ip_forward", "1")?;
+    for ns in [&lan, &rtr, &wan] {
+        netns::sysctl_write(ns, "net.ipv4.tcp_congestion_control", &ns_cc)?;
+    }
+
+    apply_shaper(&rtr, DEV_RTR_WAN, spec, spec.up_rate_bps)?;
+    apply_shaper(&rtr, DEV_RTR_LAN, spec, spec.down_rate_bps)?;
+    apply_nat(&rtr, &wan, spec.nat)?;
+
+    let cfg = LabConfig {
+        name: spec.name.clone(),
+        ns_lan: lan,
+        ns_rtr: rtr,
+        ns_wan: wan,
+        lan_ip: LAN_IP.into(),
+        rtr_lan_ip: RTR_LAN_IP.into(),
+        rtr_wan_ip: RTR_WAN_IP.into(),
+        wan_ip: WAN_IP.into(),
+        up_rate_bps: spec.up_rate_bps,
+        down_rate_bps: spec.down_rate_bps,
+        buffer_bytes: spec.buffer_bytes,
+        burst_bytes: spec.burst_bytes,
+        shaper: spec.shaper,
+        nat: spec.nat,
+        offloads: spec.offloads,
+        cc: spec.cc.clone(),
+        ns_cc,
+    };
+    std::fs::create_dir_all(STATE_DIR).with_context(|| format!("cannot create {STATE_DIR}"))?;
+    let p = config_path(&cfg.name);
+    let text = serde_json::to_string_pretty(&cfg).context("cannot serialize lab config")?;
+    std::fs::write(&p, text + "\n").with_context(|| format!("cannot write {}", p.display()))?;
+    Ok(cfg)
+}
+
+fn apply_shaper(rtr: &str, dev: &str, spec: &LabSpec, rate: Option<u64>) -> Result<()> {
+    // Back to the veth default (noqueue), then add ours: re-running `up` replaces the shaper.
+    try_tool("tc", &["-n", rtr, "qdisc", "del", "dev", dev, "root"]);
+    let Some(rate) = rate else { return Ok(()) };
+    for args in shape::tc_commands(dev, spec.shaper, rate, spec.buffer_bytes, spec.burst_bytes) {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        tc(rtr, &a)
+            .with_context(|| format!("cannot install the {} shaper on {dev}", spec.shaper))?;
+    }
+    Ok(())
+}
+
+fn nft_in(rtr: &str, args: &[&str], input: Option<&str>) -> Result<String> {
+    let mut v = vec!["netns", "exec", rtr, "nft"];
+    v.extend_from_slice(args);
+    match input {
+        Some(text) => run_tool_stdin("ip", &v, text),
+        None => run_tool("ip", &v),
+    }
+}
+
+fn apply_nat(rtr: &str, wan: &str, nat: bool) -> Result<()> {
+    if super::sys::tool_path("nft").is_ok() {
+        let _ = nft_in(rtr, &["delete", "table", "ip", NFT_TABLE], None);
+    }
+    if nat {
+        let rules = format!(
+            "table ip {NFT_TABLE} {{\n  chain postrouting {{\n    type nat hook postrouting priority srcnat; policy accept;\n    oifname \"{DEV_RTR_WAN}\" counter masquerade\n  }}\n}}\n"
+        );
+        nft_in(rtr, &["-f", "-"], Some(&rules)).context("cannot install the NAT rules")?;
+        // The WAN host must not know the LAN: only NAT makes the path work.
+        try_tool("ip", &["-n", wan, "route", "del", LAN_NET]);
+    } else {
+        ip(wan, &["route", "replace", LAN_NET, "via", RTR_WAN_IP])?;
+    }
+    Ok(())
+}
+
+/// What `down` did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DownReport {
+    pub removed: Vec<String>,
+    pub killed: Vec<i32>,
+}
+
+/// Stops the processes inside the lab's namespaces (by PID, never our own) and deletes the three
+/// namespaces by exact name. Safe to run twice.
+pub fn down(name: &str) -> Result<DownReport> {
+    require_root()?;
+    netns::check_name(name)?;
+    let (lan, rtr, wan) = names(name);
+    let me = std::process::id() as i32;
+    let mut report = DownReport::default();
+    let present: Vec<String> = [lan, rtr, wan]
+        .into_iter()
+        .filter(|n| netns::exists(n))
+        .collect();
+    if !present.is_empty() {
+        require_tools(&["ip"])?;
+    }
+    for sig in [
+        nix::sys::signal::Signal::SIGTERM,
+        nix::sys::signal::Signal::SIGKILL,
+    ] {
+        let mut any = false;
+        for ns in &present {
+            for pid in netns::pids(ns).unwrap_or_default() {
+                if pid != me {
+                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
+                    if !report.killed.contains(&pid) {
+                        report.killed.push(pid);
+                    }
+                    any = true;
+                }
+            }
+        }
+        if any && sig == nix::sys::signal::Signal::SIGTERM {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+    let mut failed = Vec::new();
+    for ns in &present {
+        match run_tool("ip", &["netns", "del", ns]) {
+            Ok(_) => report.removed.push(ns.clone()),
+            Err(e) => failed.push(format!("{ns}: {e:#}")),
+        }
+    }
+    let _ = std::fs::remove_file(config_path(name));
+    if !failed.is_empty() {
+        bail!("could not delete: {}", failed.join("; "));
+    }
+    Ok(report)
+}
+
+/// Qdisc counters of `dev` in the router namespace.
+pub fn qdisc_stats(cfg: &LabConfig, dev: &str) -> Result<Vec<QdiscStats>> {
+    let out = tc(&cfg.ns_rtr, &["-s", "-j", "qdisc", "show", "dev", dev])?;
+    shape::parse_qdisc_json(dev, &out)
+}
+
+fn ns_status(ns: &str) -> NamespaceStatus {
+    let mut s = NamespaceStatus {
+        name: ns.to_string(),
+        exists: netns::exists(ns),
+        ..Default::default()
+    };
+    if !s.exists {
+        return s;
+    }
+    if let Ok(out) = ip(ns, &["-4", "-o", "addr", "show"]) {
+        s.addresses = out
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let i = f.iter().position(|w| *w == "inet")?;
+                Some(format!("{} {}", f.get(1)?, f.get(i + 1)?))
+            })
+            .collect();
+    }
+    if let Ok(out) = ip(ns, &["-4", "route", "show"]) {
+        s.routes = out.lines().map(|l| l.trim().to_string()).collect();
+    }
+    s.tcp_congestion_control = netns::sysctl_read(ns, "net.ipv4.tcp_congestion_control").ok();
+    s.ip_forward = netns::sysctl_read(ns, "net.ipv4.ip_forward")
+        .ok()
+        .map(|v| v == "1");
+    s
+}
+
+/// The lab as it is now: namespaces, addresses, routes, qdiscs with counters, offloads, NAT
+/// rules, and whether a UDP echo from the LAN host reaches the WAN host.
+pub fn status(name: &str) -> Result<LabStatus> {
+    require_root()?;
+    netns::check_name(name)?;
+    require_tools(&["ip", "tc"])?;
+    let (lan, rtr, wan) = names(name);
+    let mut st = LabStatus {
+        name: name.to_string(),
+        config: load_config(name).ok(),
+        namespaces: [&lan, &rtr, &wan].iter().map(|n| ns_status(n)).collect(),
+        ..Default::default()
+    };
+    st.up = st.namespaces.iter().all(|n| n.exists)
+        && link_exists(&rtr, DEV_RTR_LAN)
+        && link_exists(&rtr, DEV_RTR_WAN);
+    if !st.up {
+        return Ok(st);
+    }
+    for dev in [DEV_RTR_WAN, DEV_RTR_LAN] {
+        if let Ok(out) = tc(&rtr, &["-s", "-j", "qdisc", "show", "dev", dev])
+            && let Ok(q) = shape::parse_qdisc_json(dev, &out)
+        {
+            st.qdiscs.extend(q);
+        }
+        let d = dev.to_string();
+        if let Ok(o) = netns::run_in(&rtr, move || offload::get(&d)) {
+            st.offloads.push(format!("{dev}: {o}"));
+        }
+    }
+    if super::sys::tool_path("nft").is_ok() {
+        st.nft_ruleset = nft_in(&rtr, &["list", "ruleset"], None).ok();
+    }
+    let (reach, rtt) = reachability(&lan, &wan)?;
+    st.reachable = Some(reach);
+    st.reach_rtt_ms = rtt;
+    Ok(st)
+}
+
+/// One-off UDP echo LAN host → WAN host (3 tries, 1 s timeout each).
+fn reachability(lan: &str, wan: &str) -> Result<(bool, Option<f64>)> {
+    let wan_ip: std::net::Ipv4Addr = WAN_IP.parse().context("WAN_IP")?;
+    let port = 7;
+    let server = super::probe::EchoServer::start(wan, wan_ip, port, Duration::from_secs(10))?;
+    let plan = super::probe::ProbePlan {
+        count: 3,
+        interval: Duration::from_millis(200),
+        timeout: Duration::from_secs(1),
+    };
+    let (_, rtts) = super::probe::probe(lan, std::net::SocketAddrV4::new(wan_ip, port), plan)?;
+    server.stop()?;
+    let t = theory::summarize(3, &rtts);
+    Ok((!rtts.is_empty(), t.min_ms))
+}
+
+/// Deletes the lab when dropped: tests hold one so the namespaces go even when they fail.
+pub struct LabGuard {
+    name: String,
+}
+
+impl LabGuard {
+    /// Guards lab `name`; create the guard before `up` so a half-built lab is removed too.
+    pub fn new(name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Drop for LabGuard {
+    fn drop(&mut self) {
+        if let Err(e) = down(&self.name) {
+            eprintln!("routerbench lab: cleanup of {} failed: {e:#}", self.name);
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! Rendering of the lab's results: configuration with theory, status, the capacity table and the
+//! accuracy table (markdown, so they paste into docs as they are).
+
+use crate::lab::shape::fmt_rate;
+use crate::results::lab::{AccuracyPoint, CapacityResult, LabConfig, LabStatus, LabTheory};
+use std::fmt::Write;
+
+fn rate_or_unshaped(r: Option<u64>) -> String {
+    r.map(|b| fmt_rate(b as f64))
+        .unwrap_or_else(|| "unshaped".into())
+}
+
+fn ms(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:.2}")).unwrap_or_else(|| "n/a".into())
+}
+
+fn ratio(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:.2}")).unwrap_or_else(|| "n/a".into())
+}
+
+/// The lab's configuration and what theory predicts for it.
+pub fn config(cfg: &LabConfig, th: &LabTheory) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "lab {}: {} ({} {}) -> {} -> {} ({} {})",
+        cfg.name,
+        cfg.ns_lan,
+        crate::lab::DEV_LAN,
+        cfg.lan_ip,
+        cfg.ns_rtr,
+        cfg.ns_wan,
+        crate::lab::DEV_WAN,
+        cfg.wan_ip
+    );
+    let _ = writeln!(
+        s,
+        "  upload   {} on {} ({}), download {} on {}",
+        rate_or_unshaped(cfg.up_rate_bps),
+        crate::lab::DEV_RTR_WAN,
+        cfg.shaper,
+        rate_or_unshaped(cfg.down_rate_bps),
+        crate::lab::DEV_RTR_LAN
+    );
+    let _ = writeln!(
+        s,
+        "  buffer {} B, burst {} B, NAT {}, offloads {}, cc {} (namespace default {})",
+        cfg.buffer_bytes,
+        cfg.burst_bytes,
+        if cfg.nat { "on (masquerade)" } else { "off" },
+        if cfg.offloads { "on" } else { "off" },
+        cfg.cc,
+        cfg.ns_cc
+    );
+    let line = |dir: &str, d: Option<f64>, g: Option<f64>| match (d, g) {
+        (Some(d), Some(g)) => format!(
+            "  theory {dir}: full queue adds {d:.1} ms; TCP goodput {} ({:.3} x rate)\n",
+            fmt_rate(g),
+            th.goodput_ratio
+        ),
+        _ => format!("  theory {dir}: unshaped, no standing queue\n"),
+    };
+    s.push_str(&line("up  ", th.up_queue_delay_ms, th.up_goodput_bps));
+    s.push_str(&line("down", th.down_queue_delay_ms, th.down_goodput_bps));
+    if cfg.ns_cc != cfg.cc {
+        let _ = writeln!(
+            s,
+            "  note: {} is not in the host's tcp_allowed_congestion_control, so the namespaces \
+             default to {}; lab tests set {} per socket",
+            cfg.cc, cfg.ns_cc, cfg.cc
+        );
+    }
+    s
+}
+
+/// `lab status`.
+pub fn status(st: &LabStatus) -> String {
+    let mut s = String::new();
+    if !st.up {
+        let present: Vec<&str> = st
+            .namespaces
+            .iter()
+            .filter(|n| n.exists)
+            .map(|n| n.name.as_str())
+            .collect();
+        let _ = writeln!(
+            s,
+            "lab {}: DOWN{}",
+            st.name,
+            if present.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (partly present: {}; run `routerbench lab down --name {}`)",
+                    present.join(", "),
+                    st.name
+                )
+            }
+        );
+        return s;
+    }
+    let _ = writeln!(s, "lab {}: UP", st.name);
+    if let Some(cfg) = &st.config {
+        s.push_str(&config(cfg, &crate::lab::theory::theory(cfg)));
+    }
+    for n in &st.namespaces {
+        let _ = writeln!(
+            s,
+            "== {}  cc={} ip_forward={}",
+            n.name,
+            n.tcp_congestion_control.as_deref().unwrap_or("?"),
+            match n.ip_forward {
+                Some(true) => "1",
+                Some(false) => "0",
+                None => "?",
+            }
+        );
+        for a in &n.addresses {
+            let _ = writeln!(s, "  addr  {a}");
+        }
+        for r in &n.routes {
+            let _ = writeln!(s, "  route {r}");
+        }
+    }
+    for q in &st.qdiscs {
+        let _ = writeln!(
+            s,
+            "== qdisc {} {} {}: sent {} B {} pkt, dropped {}, overlimits {}, backlog {} B {} pkt",
+            q.dev,
+            q.kind,
+            q.handle,
+            q.bytes,
+            q.packets,
+            q.drops,
+            q.overlimits,
+            q.backlog_bytes,
+            q.qlen
+        );
+    }
+    for o in &st.offloads {
+        let _ = writeln!(s, "== offloads {o}");
+    }
+    if let Some(rules) = &st.nft_ruleset {
+        let rules = rules.trim();
+        if rules.is_empty() {
+            let _ = writeln!(s, "== nft: no rules");
+        } else {
+            let _ = writeln!(s, "== nft:");
+            for l in rules.lines() {
+                let _ = writeln!(s, "  {l}");
+            }
+        }
+    }
+    match st.reachable {
+        Some(true) => {
+            let _ = writeln!(
+                s,
+                "== reachability LAN -> WAN (UDP echo): ok, {} ms",
+                ms(st.reach_rtt_ms)
+            );
+        }
+        Some(false) => {
+            let _ = writeln!(s, "== reachability LAN -> WAN (UDP echo): FAILED");
+        }
+        None => {}
+    }
+    s
+}
+
+/// The capacity table.
+pub fn capacity(c: &CapacityResult) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "forwarding capacity, unshaped, LAN -> router -> WAN ({})",
+        c.generator
+    );
+    let _ = writeln!(
+        s,
+        "| NAT | flows | offloads | goodput | seconds | retransmits |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|");
+    for p in &c.points {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {:.1} | {} |",
+            if p.nat { "on" } else { "off" },
+            p.flows,
+            if p.offloads { "on" } else { "off" },
+            fmt_rate(p.goodput_bps),
+            p.seconds,
+            p.retransmits
+                .map(|r| r.to_string())
+                .unwrap_or_else(|| "n/a".into())
+        );
+    }
+    s
+}
+
+/// Header of the accuracy table.
+pub fn accuracy_header() -> String {
+    "| rate | buffer B | dir | flows | cc | NAT | theory ms | idle ms | loaded med / p99 ms | median +ms | p99 +ms | median/theory | p99/theory | goodput | goodput/rate | goodput/(0.957 rate) | retr | drops | probe loss |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n".into()
+}
+
+/// One accuracy row.
+pub fn accuracy_row(p: &AccuracyPoint) -> String {
+    let loss = if p.loaded.sent > 0 {
+        format!(
+            "{:.1}%",
+            100.0 * f64::from(p.loaded.sent - p.loaded.received.min(p.loaded.sent))
+                / f64::from(p.loaded.sent)
+        )
+    } else {
+        "n/a".into()
+    };
+    let opt = |x: Option<u64>| x.map(|r| r.to_string()).unwrap_or_else(|| "n/a".into());
+    format!(
+        "| {} | {} | {} | {} | {} | {} | {:.1} | {} | {} / {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {} | {} | {} |\n",
+        fmt_rate(p.rate_bps as f64),
+        p.buffer_bytes,
+        p.direction,
+        p.flows,
+        p.cc,
+        if p.nat { "on" } else { "off" },
+        p.theory_ms,
+        ms(p.idle.median_ms),
+        ms(p.loaded.median_ms),
+        ms(p.loaded.p99_ms),
+        ms(p.median_increase_ms),
+        ms(p.p99_increase_ms),
+        ratio(p.median_ratio),
+        ratio(p.p99_ratio),
+        fmt_rate(p.goodput_bps),
+        p.goodput_ratio,
+        p.goodput_ratio / crate::lab::theory::goodput_ratio(),
+        opt(p.retransmits),
+        opt(p.qdisc_drops),
+        loss
+    )
+}
+
+/// The accuracy table.
+pub fn accuracy(points: &[AccuracyPoint]) -> String {
+    let mut s = accuracy_header();
+    for p in points {
+        s.push_str(&accuracy_row(p));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::lab::{CapacityPoint, Shaper};
+
+    fn cfg() -> LabConfig {
+        LabConfig {
+            name: "t".into(),
+            ns_lan: "t-lan".into(),
+            ns_rtr: "t-rtr".into(),
+            ns_wan: "t-wan".into(),
+            lan_ip: "10.201.1.2".into(),
+            rtr_lan_ip: "10.201.1.1".into(),
+            rtr_wan_ip: "10.201.2.1".into(),
+            wan_ip: "10.201.2.2".into(),
+            up_rate_bps: Some(20_000_000),
+            down_rate_bps: None,
+            buffer_bytes: 64_000,
+            burst_bytes: 15_360,
+            shaper: Shaper::Tbf,
+            nat: true,
+            offloads: false,
+            cc: "cubic".into(),
+            ns_cc: "reno".into(),
+        }
+    }
+
+    #[test]
+    fn config_text_has_theory() {
+        let c = cfg();
+        let t = config(&c, &crate::lab::theory::theory(&c));
+        assert!(t.contains("full queue adds 25.6 ms"), "{t}");
+        assert!(
+            t.contains("download unshaped") || t.contains("theory down: unshaped"),
+            "{t}"
+        );
+        assert!(t.contains("namespaces default to reno"), "{t}");
+    }
+
+    #[test]
+    fn capacity_table() {
+        let c = CapacityResult {
+            generator: "x".into(),
+            points: vec![CapacityPoint {
+                nat: true,
+                flows: 4,
+                offloads: false,
+                goodput_bps: 6.5e9,
+                seconds: 5.0,
+                retransmits: None,
+            }],
+        };
+        let t = capacity(&c);
+        assert!(
+            t.contains("| on | 4 | off | 6.50 Gbit/s | 5.0 | n/a |"),
+            "{t}"
+        );
+    }
+}

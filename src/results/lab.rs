@@ -1,0 +1,205 @@
+//! The lab's part of the result model: how the lab was configured, what theory predicts for it,
+//! and what was measured through it (forwarding capacity, queue-delay accuracy runs, status).
+
+use serde::{Deserialize, Serialize};
+
+/// The bottleneck qdisc on each direction's egress of the router namespace.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Shaper {
+    /// `tbf rate R burst B limit BUFFER`: segments GSO packets itself, so offloads do not matter.
+    Tbf,
+    /// `htb` class (rate = ceil = R) with a `bfifo limit BUFFER` leaf; overshoots with offloads on.
+    Htb,
+}
+
+impl std::fmt::Display for Shaper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Shaper::Tbf => "tbf",
+            Shaper::Htb => "htb",
+        })
+    }
+}
+
+/// The lab as `routerbench lab up` built it (also saved in `/run/routerbench-lab/<name>.json`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LabConfig {
+    /// The lab's name; its namespaces are `<name>-lan`, `<name>-rtr`, `<name>-wan`.
+    pub name: String,
+    pub ns_lan: String,
+    pub ns_rtr: String,
+    pub ns_wan: String,
+    /// LAN host address (in `ns_lan`, device `lan0`).
+    pub lan_ip: String,
+    /// Router's LAN-side address (`rtr-lan` in `ns_rtr`), the LAN host's default gateway.
+    pub rtr_lan_ip: String,
+    /// Router's WAN-side address (`rtr-wan` in `ns_rtr`): the masquerade source with NAT.
+    pub rtr_wan_ip: String,
+    /// WAN host address (in `ns_wan`, device `wan0`).
+    pub wan_ip: String,
+    /// Upload bottleneck (egress of `rtr-wan`) in bit/s; `None` = unshaped.
+    pub up_rate_bps: Option<u64>,
+    /// Download bottleneck (egress of `rtr-lan`) in bit/s; `None` = unshaped.
+    pub down_rate_bps: Option<u64>,
+    /// Queue limit of each bottleneck, bytes (tbf `limit`, or the bfifo leaf of htb).
+    pub buffer_bytes: u64,
+    /// Token bucket depth of the shaper, bytes.
+    pub burst_bytes: u64,
+    pub shaper: Shaper,
+    /// nftables masquerade on `rtr-wan`; the WAN host then has no route back to the LAN.
+    pub nat: bool,
+    /// GSO/TSO on (GRO always off) on all four lab veths; off = MTU-sized packets everywhere.
+    pub offloads: bool,
+    /// The congestion control the lab was asked for (`--cc`), used per socket by lab tests.
+    pub cc: String,
+    /// The default congestion control actually set in the three namespaces. A non-initial netns
+    /// may only pick one listed in the host's `tcp_allowed_congestion_control`, so this can be
+    /// `reno` when `cc` is `cubic`.
+    pub ns_cc: String,
+}
+
+/// What the lab should show, from its configuration alone.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LabTheory {
+    /// buffer·8/up_rate: the standing-queue delay a loss-based TCP upload adds, ms.
+    pub up_queue_delay_ms: Option<f64>,
+    /// buffer·8/down_rate, ms.
+    pub down_queue_delay_ms: Option<f64>,
+    /// TCP payload per Ethernet frame that tc counts: 1448/1514 with timestamps at MTU 1500.
+    pub goodput_ratio: f64,
+    /// goodput_ratio × up rate, bit/s.
+    pub up_goodput_bps: Option<f64>,
+    /// goodput_ratio × down rate, bit/s.
+    pub down_goodput_bps: Option<f64>,
+}
+
+/// One unshaped forwarding-capacity measurement through the router namespace.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CapacityPoint {
+    pub nat: bool,
+    /// Parallel TCP flows, LAN host → WAN host.
+    pub flows: u32,
+    pub offloads: bool,
+    /// Receiver-side goodput, bit/s.
+    pub goodput_bps: f64,
+    /// Length of the measured transfer, s.
+    pub seconds: f64,
+    /// Sender retransmits, if the load generator reports them.
+    pub retransmits: Option<u64>,
+}
+
+/// `routerbench lab capacity`: what the router namespace forwards when nothing shapes it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CapacityResult {
+    /// Which client/server moved the bytes (e.g. "iperf3 3.12 (external)", "routerbench").
+    pub generator: String,
+    pub points: Vec<CapacityPoint>,
+}
+
+/// Latency samples of one probe series, ms.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct RttSummary {
+    pub sent: u32,
+    pub received: u32,
+    pub median_ms: Option<f64>,
+    pub p90_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub min_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+}
+
+/// One bulk-TCP run through the bottleneck with RTT probes alongside (`routerbench lab measure`):
+/// how close the measured queue delay and goodput come to theory.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AccuracyPoint {
+    /// "up" (LAN → WAN, queue on rtr-wan) or "down" (WAN → LAN, queue on rtr-lan).
+    pub direction: String,
+    pub flows: u32,
+    pub cc: String,
+    /// The router masqueraded (nftables NAT) during the run.
+    #[serde(default)]
+    pub nat: bool,
+    pub rate_bps: u64,
+    pub buffer_bytes: u64,
+    pub goodput_bps: f64,
+    /// goodput / rate (theory: [`LabTheory::goodput_ratio`]).
+    pub goodput_ratio: f64,
+    pub idle: RttSummary,
+    pub loaded: RttSummary,
+    /// buffer·8/rate, ms.
+    pub theory_ms: f64,
+    /// loaded median − idle median, ms: the queue delay the probes saw.
+    pub median_increase_ms: Option<f64>,
+    /// loaded p99 − idle median, ms.
+    pub p99_increase_ms: Option<f64>,
+    /// (loaded median − idle median) / theory.
+    pub median_ratio: Option<f64>,
+    /// (loaded p99 − idle median) / theory.
+    pub p99_ratio: Option<f64>,
+    pub retransmits: Option<u64>,
+    /// Drops of the bottleneck qdisc during the run.
+    pub qdisc_drops: Option<u64>,
+    /// Which load generator and probe were used.
+    pub method: String,
+}
+
+/// Counters of one qdisc on a router-namespace device (from `tc -s -j qdisc show`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct QdiscStats {
+    pub dev: String,
+    pub kind: String,
+    pub handle: String,
+    pub root: bool,
+    pub bytes: u64,
+    pub packets: u64,
+    pub drops: u64,
+    pub overlimits: u64,
+    pub backlog_bytes: u64,
+    pub qlen: u64,
+}
+
+/// One namespace of the lab as `routerbench lab status` sees it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct NamespaceStatus {
+    pub name: String,
+    pub exists: bool,
+    /// `dev addr/prefix` for each IPv4 address.
+    pub addresses: Vec<String>,
+    pub routes: Vec<String>,
+    pub tcp_congestion_control: Option<String>,
+    pub ip_forward: Option<bool>,
+}
+
+/// `routerbench lab status`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct LabStatus {
+    pub name: String,
+    /// All three namespaces and both router veths exist.
+    pub up: bool,
+    pub config: Option<LabConfig>,
+    pub namespaces: Vec<NamespaceStatus>,
+    pub qdiscs: Vec<QdiscStats>,
+    /// `dev: gso=on tso=off gro=off` for the router's two devices.
+    pub offloads: Vec<String>,
+    /// The router namespace's nftables ruleset (empty without NAT).
+    pub nft_ruleset: Option<String>,
+    /// A UDP echo from the LAN host to the WAN host came back.
+    pub reachable: Option<bool>,
+    /// Its round trip, ms.
+    pub reach_rtt_ms: Option<f64>,
+}
+
+/// The lab section of a [`super::RunResult`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LabResult {
+    pub config: LabConfig,
+    pub theory: LabTheory,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacityResult>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accuracy: Vec<AccuracyPoint>,
+    /// The latency test run inside the lab (`routerbench lab run <test>`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<String>,
+}
