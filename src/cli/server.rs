@@ -129,8 +129,27 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
     } else {
         Arc::new(Log { json: args.json })
     };
-    let server = Server::bind(config(&args), observer)?;
-    let summary = server.run()?;
+    let mut server = Server::bind(config(&args), observer)?;
+    // routerbench's own protocol (latency/RRUL sessions) on the same port: first byte 0xFF.
+    let bounds = crate::latency::server::Bounds {
+        udp_bind: args.bind,
+        ..Default::default()
+    };
+    let service = match crate::latency::server::Service::new(bounds) {
+        Ok(svc) => {
+            server = server.with_handler(Arc::new(svc.clone()));
+            Some(svc)
+        }
+        Err(e) => {
+            eprintln!("routerbench protocol disabled (iperf3 only): {e:#}");
+            None
+        }
+    };
+    let summary = server.run();
+    if let Some(svc) = &service {
+        svc.shutdown();
+    }
+    let summary = summary?;
     if !args.quiet {
         eprintln!(
             "server done: {} tests, {} failed, {} connections refused",
