@@ -202,6 +202,7 @@ fn run_test(
         })
     });
     let done_send = Arc::new(AtomicBool::new(false));
+    let gate = Arc::new(stream::Gate::default());
     let done_recv = Arc::new(AtomicBool::new(false));
     let mut metered = Vec::new();
     let mut senders = Vec::new();
@@ -225,7 +226,7 @@ fn run_test(
             drain: true,
         };
         let done = if sender { &done_send } else { &done_recv };
-        let h = stream::spawn(id, sock, wcfg, counters, done.clone())
+        let h = stream::spawn(id, sock, wcfg, counters, done.clone(), gate.clone())
             .map_err(|e| Iperf3Error::io("spawn stream thread", e))?;
         metered.push(m);
         if sender {
@@ -237,6 +238,7 @@ fn run_test(
     sink.started(&connected);
     let main_sends = !params.reverse || params.bidirectional;
     let mut meter = Meter::new(metered, params.omit, cfg.interval, main_sends);
+    gate.open();
     let test_len = Duration::from_secs(params.time as u64 + params.omit as u64);
     let started = Instant::now();
     let client_sends = !params.reverse || params.bidirectional;

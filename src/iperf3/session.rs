@@ -142,6 +142,7 @@ fn serve_inner(
         }
     };
     let done = Arc::new(AtomicBool::new(false));
+    let gate = Arc::new(stream::Gate::default());
     let mut metered = Vec::new();
     let mut workers = Vec::new();
     let mut wake = Vec::new();
@@ -175,13 +176,14 @@ fn serve_inner(
             budget: None,
             drain: true,
         };
-        let h = stream::spawn(id, sock, wcfg, counters, done.clone())
+        let h = stream::spawn(id, sock, wcfg, counters, done.clone(), gate.clone())
             .map_err(|e| Iperf3Error::io("spawn stream thread", e))?;
         metered.push(m);
         workers.push(h);
     }
     let main_sends = params.reverse && !params.bidirectional;
     let mut meter = Meter::new(metered, params.omit, cfg.interval, main_sends);
+    gate.open();
     let limit = if params.time > 0 {
         params.time + params.omit
     } else {
