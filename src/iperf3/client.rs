@@ -367,11 +367,11 @@ fn connect_udp(addr: SocketAddr, p: &TestParams, timeout: Duration) -> Result<Da
     let s = UdpSocket::bind(bind).map_err(|e| Iperf3Error::io("UDP bind", e))?;
     s.connect(addr)
         .map_err(|e| Iperf3Error::io(format!("UDP connect {addr}"), e))?;
-    let sock = DataSock::Udp(s);
-    stream::apply_options(&sock, p).map_err(|(_, m)| Iperf3Error::Protocol(m))?;
-    let DataSock::Udp(s) = &sock else {
-        unreachable!("created as UDP above")
-    };
+    // Options go on before the hello (a dup of the fd is the same socket).
+    let clone = s
+        .try_clone()
+        .map_err(|e| Iperf3Error::io("UDP socket", e))?;
+    stream::apply_options(&DataSock::Udp(clone), p).map_err(|(_, m)| Iperf3Error::Protocol(m))?;
     s.send(&wire::UDP_CONNECT_MSG)
         .map_err(|e| Iperf3Error::io("UDP stream hello", e))?;
     // Wait for "6789"; under -R data may come first (iperf3 tolerates 4 + 2·len bytes of it).
@@ -386,7 +386,7 @@ fn connect_udp(addr: SocketAddr, p: &TestParams, timeout: Duration) -> Result<Da
         s.set_read_timeout(Some(left))
             .map_err(|e| Iperf3Error::io("UDP timeout", e))?;
         match s.recv(&mut buf) {
-            Ok(4) if wire::udp::is_connect_reply(&buf[..4]) => return Ok(sock),
+            Ok(4) if wire::udp::is_connect_reply(&buf[..4]) => return Ok(DataSock::Udp(s)),
             Ok(n) if n <= tolerated => tolerated -= n,
             Ok(_) => {
                 return Err(Iperf3Error::Protocol(
