@@ -177,7 +177,12 @@ fn busy_server_answers_access_denied() {
     );
     wait_listening(port);
     let mut first = Proc::start(&ip3, &["-c", "127.0.0.1", "-p", &p, "-t", "3"], "busy-1");
-    std::thread::sleep(Duration::from_millis(1000));
+    // Wait until the server has accepted the first test (bounded), then try a second one.
+    let until = Instant::now() + Duration::from_secs(10);
+    while !server.stderr_text().contains("Accepted connection") && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
     let mut second = Proc::start(&ip3, &["-c", "127.0.0.1", "-p", &p, "-t", "1"], "busy-2");
     let st2 = second
         .wait(Duration::from_secs(20))
