@@ -140,8 +140,9 @@ pub struct WorkerConfig {
     pub drain: bool,
 }
 
-/// A draining receiver stops after this long without data.
-pub const DRAIN_IDLE: Duration = Duration::from_millis(40);
+/// A draining receiver stops after this long without data (above the 200 ms minimum TCP RTO,
+/// so a segment retransmitted at the very end is still counted).
+pub const DRAIN_IDLE: Duration = Duration::from_millis(250);
 /// A draining receiver stops after this long in any case.
 pub const DRAIN_MAX: Duration = Duration::from_secs(2);
 
