@@ -90,7 +90,8 @@ fn expect_state(ctl: &mut Control, want: State) -> Result<()> {
     }
 }
 
-/// Runs one test against `cfg.host`. `stop` (SIGINT) ends it with CLIENT_TERMINATE.
+/// Runs one test against `cfg.host`. `stop` (SIGINT) ends it with CLIENT_TERMINATE and a
+/// partial result from this side's counters (`interrupted` set, the peer's side empty).
 pub fn run(
     cfg: &ClientConfig,
     sink: &dyn IntervalSink,
@@ -120,9 +121,6 @@ pub fn run(
         cpu_window,
         control_cpu,
     );
-    if let Err(Iperf3Error::Interrupted) = &r {
-        let _ = ctl.send_state(State::ClientTerminate);
-    }
     ctl.close_gracefully(Duration::from_secs(1));
     r
 }
@@ -242,6 +240,7 @@ fn run_test(
     let test_len = Duration::from_secs(params.time as u64 + params.omit as u64);
     let started = Instant::now();
     let client_sends = !params.reverse || params.bidirectional;
+    let mut interrupted = false;
     loop {
         let mut tick = meter.until_next().min(Duration::from_millis(100));
         if params.time > 0 {
@@ -267,7 +266,8 @@ fn run_test(
             sink.interval(iv);
         }
         if stop.load(Ordering::Relaxed) {
-            return Err(Iperf3Error::Interrupted);
+            interrupted = true;
+            break;
         }
         if meter.omitting() {
             continue;
@@ -294,7 +294,13 @@ fn run_test(
             cpu.add(end.cpu);
         }
     }
-    ctl.send_state(State::TestEnd)?;
+    // Interrupted (SIGINT): CLIENT_TERMINATE instead of TEST_END, and a partial summary from
+    // this side's counters only, as iperf3 prints one.
+    ctl.send_state(if interrupted {
+        State::ClientTerminate
+    } else {
+        State::TestEnd
+    })?;
     done_recv.store(true, Ordering::Relaxed);
     for h in receivers {
         if let Ok(end) = h.join() {
@@ -308,19 +314,25 @@ fn run_test(
     {
         sink.interval(last);
     }
-    expect_state(ctl, State::ExchangeResults)?;
-    cpu.add(control_cpu.stop());
+    let server = if interrupted {
+        cpu.add(control_cpu.stop());
+        TestResults::default()
+    } else {
+        expect_state(ctl, State::ExchangeResults)?;
+        cpu.add(control_cpu.stop());
+        let mine = summary::results_message(&ends, cpu.util(), congestion.clone(), udp, None);
+        ctl.send_json(&mine.emit())?;
+        let body = ctl.read_json(wire::MAX_RESULTS_LEN, "server results")?;
+        let server = TestResults::parse(&body).map_err(|source| Iperf3Error::Wire {
+            context: "server results",
+            source,
+        })?;
+        expect_state(ctl, State::DisplayResults)?;
+        let _ = ctl.send_state(State::IperfDone);
+        server
+    };
     let cpu_util = cpu.util();
-    let mine = summary::results_message(&ends, cpu_util, congestion.clone(), udp, None);
-    ctl.send_json(&mine.emit())?;
-    let body = ctl.read_json(wire::MAX_RESULTS_LEN, "server results")?;
-    let server = TestResults::parse(&body).map_err(|source| Iperf3Error::Wire {
-        context: "server results",
-        source,
-    })?;
-    expect_state(ctl, State::DisplayResults)?;
-    let _ = ctl.send_state(State::IperfDone);
-    Ok(summary::build_result(ResultParts {
+    let mut result = summary::build_result(ResultParts {
         role: Role::Client,
         peer_version: None,
         host: cfg.host.clone(),
@@ -337,7 +349,9 @@ fn run_test(
         cpu_local: cpu_util,
         main_local_sends: main_sends,
         congestion,
-    }))
+    });
+    result.interrupted = interrupted;
+    Ok(result)
 }
 
 fn connect_tcp(
