@@ -48,6 +48,9 @@ pub struct SessionConfig {
     pub control_timeout: Duration,
     /// Interval length for the server's own reports, seconds.
     pub interval: f64,
+    /// Most buffer memory one test may make the server allocate (streams × block size), so
+    /// `-P 128 -l 1M --bidir` cannot exhaust a router's RAM.
+    pub max_buffer_bytes: u64,
 }
 
 impl Default for SessionConfig {
@@ -58,6 +61,7 @@ impl Default for SessionConfig {
             grace: Duration::from_secs(40),
             control_timeout: super::CONTROL_TIMEOUT,
             interval: 1.0,
+            max_buffer_bytes: 64 << 20,
         }
     }
 }
@@ -318,6 +322,18 @@ fn check_limits(ctl: &mut Control, p: &TestParams, cfg: &SessionConfig) -> Resul
     }
     if let Err(e) = p.validate() {
         return Err(refuse(ctl, errors::IEBLOCKSIZE, e.to_string()));
+    }
+    let streams = p.parallel as u64 * if p.bidirectional { 2 } else { 1 };
+    let per_stream = (p.block_len() as u64).max(65536);
+    if streams * per_stream > cfg.max_buffer_bytes {
+        return Err(refuse(
+            ctl,
+            errors::IEBLOCKSIZE,
+            format!(
+                "{streams} streams × {per_stream} B blocks exceed the server's {} MiB buffer limit",
+                cfg.max_buffer_bytes >> 20
+            ),
+        ));
     }
     Ok(())
 }
