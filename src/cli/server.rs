@@ -121,6 +121,8 @@ pub fn config(args: &ServerArgs) -> ServerConfig {
     cfg.session.max_duration = args.max_duration;
     cfg.session.max_streams = args.max_streams.clamp(1, 128);
     cfg.session.max_buffer_bytes = args.max_buffer_mib.max(1) << 20;
+    // Intervals are only shown in -J output; without it the server keeps none.
+    cfg.session.interval = if args.json { 1.0 } else { 0.0 };
     cfg.session.control_timeout = Duration::from_secs(args.control_timeout.max(1));
     cfg.first_bytes_timeout = Duration::from_secs(args.handshake_timeout.max(1));
     cfg.handle_signals = true;

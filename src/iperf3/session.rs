@@ -16,6 +16,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// Client results are one small object per stream (≤ 256 streams): 256 KiB is plenty.
+pub const MAX_CLIENT_RESULTS_LEN: usize = 256 << 10;
+
 /// Routes TCP data connections (by cookie) from the server's listener to their test.
 pub trait StreamBroker: Send + Sync {
     /// Connections with this cookie go to the returned receiver until `running` or `close`,
@@ -246,7 +249,7 @@ fn serve_inner(
     }
     outcome?;
     ctl.send_state(State::ExchangeResults)?;
-    let body = ctl.read_json(wire::MAX_RESULTS_LEN, "client results")?;
+    let body = ctl.read_json(MAX_CLIENT_RESULTS_LEN, "client results")?;
     let client = TestResults::parse(&body).map_err(|source| Iperf3Error::Wire {
         context: "client results",
         source,
