@@ -33,6 +33,9 @@ pub struct ServerArgs {
     /// Most buffer memory per test in MiB (streams × block size); bigger tests are refused.
     #[arg(long = "max-buffer-mib", default_value_t = 64)]
     pub max_buffer_mib: u64,
+    /// Seconds without any data moving before a running test is ended (iperf3's --rcv-timeout).
+    #[arg(long = "rcv-timeout", default_value_t = 120)]
+    pub rcv_timeout: u64,
     /// Seconds a silent client may wait between control messages.
     #[arg(long = "control-timeout", default_value_t = 10)]
     pub control_timeout: u64,
@@ -121,6 +124,7 @@ pub fn config(args: &ServerArgs) -> ServerConfig {
     cfg.session.max_duration = args.max_duration;
     cfg.session.max_streams = args.max_streams.clamp(1, 128);
     cfg.session.max_buffer_bytes = args.max_buffer_mib.max(1) << 20;
+    cfg.session.idle_timeout = Duration::from_secs(args.rcv_timeout.max(1));
     // Intervals are only shown in -J output; without it the server keeps none.
     cfg.session.interval = if args.json { 1.0 } else { 0.0 };
     cfg.session.control_timeout = Duration::from_secs(args.control_timeout.max(1));

@@ -51,6 +51,8 @@ pub struct SessionConfig {
     pub control_timeout: Duration,
     /// Interval length for the server's own reports, seconds.
     pub interval: f64,
+    /// A running test in which no byte moves for this long is ended (IENOMSG).
+    pub idle_timeout: Duration,
     /// Most buffer memory one test may make the server allocate (streams × block size), so
     /// `-P 128 -l 1M --bidir` cannot exhaust a router's RAM.
     pub max_buffer_bytes: u64,
@@ -65,6 +67,7 @@ impl Default for SessionConfig {
             control_timeout: super::CONTROL_TIMEOUT,
             interval: 1.0,
             max_buffer_bytes: 64 << 20,
+            idle_timeout: Duration::from_secs(120),
         }
     }
 }
@@ -198,6 +201,10 @@ fn serve_inner(
     };
     let watchdog = Duration::from_secs(limit as u64) + cfg.grace;
     let started = Instant::now();
+    // No byte moved on any stream for `idle_timeout`: the client vanished (cable pulled,
+    // Wi-Fi gone) and its FIN never came; free the slot (iperf3's --rcv-timeout, IENOMSG).
+    let mut last_bytes = 0u64;
+    let mut last_progress = Instant::now();
     let outcome = loop {
         let tick = meter.until_next().min(Duration::from_millis(250));
         match ctl.poll_state(tick) {
@@ -218,6 +225,20 @@ fn serve_inner(
             let _ = ctl.send_state(State::ServerTerminate);
             let _ = ctl.read_state_within(Duration::from_secs(1));
             break Err(Iperf3Error::Interrupted);
+        }
+        let moved = meter.total_bytes(true) + meter.total_bytes(false);
+        if moved != last_bytes {
+            last_bytes = moved;
+            last_progress = Instant::now();
+        } else if last_progress.elapsed() > cfg.idle_timeout {
+            let _ = ctl.send_error(errors::IENOMSG, 0);
+            break Err(Iperf3Error::Refused {
+                i_errno: errors::IENOMSG,
+                message: format!(
+                    "no data moved for {:?}: the client is gone",
+                    cfg.idle_timeout
+                ),
+            });
         }
         if started.elapsed() > watchdog {
             let _ = ctl.send_error(errors::IESERVERTESTDURATIONEXPIRED, 0);
