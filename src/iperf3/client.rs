@@ -165,11 +165,12 @@ fn run_test(
         roles.extend(std::iter::repeat_n(!params.reverse, n));
     }
     let mut socks = Vec::with_capacity(roles.len());
+    let mut notes = Vec::new();
     for _ in &roles {
         let s = if udp {
-            connect_udp(addr, &params, cfg.control_timeout)?
+            connect_udp(addr, &params, cfg.control_timeout, &mut notes)?
         } else {
-            connect_tcp(addr, cookie, &params, cfg.connect_timeout)?
+            connect_tcp(addr, cookie, &params, cfg.connect_timeout, &mut notes)?
         };
         socks.push(s);
     }
@@ -350,6 +351,8 @@ fn run_test(
         main_local_sends: main_sends,
         congestion,
     });
+    notes.dedup();
+    result.notes = notes;
     result.interrupted = interrupted;
     Ok(result)
 }
@@ -359,6 +362,7 @@ fn connect_tcp(
     cookie: &Cookie,
     p: &TestParams,
     timeout: Duration,
+    notes: &mut Vec<String>,
 ) -> Result<DataSock> {
     let mut s = TcpStream::connect_timeout(&addr, timeout)
         .map_err(|e| Iperf3Error::io(format!("data connection to {addr}"), e))?;
@@ -368,11 +372,16 @@ fn connect_tcp(
     s.write_all(cookie.as_bytes())
         .map_err(|e| Iperf3Error::io("send cookie on data connection", e))?;
     let sock = DataSock::Tcp(s);
-    stream::apply_options(&sock, p).map_err(|(_, m)| Iperf3Error::Protocol(m))?;
+    notes.extend(stream::apply_options(&sock, p).map_err(|(_, m)| Iperf3Error::Protocol(m))?);
     Ok(sock)
 }
 
-fn connect_udp(addr: SocketAddr, p: &TestParams, timeout: Duration) -> Result<DataSock> {
+fn connect_udp(
+    addr: SocketAddr,
+    p: &TestParams,
+    timeout: Duration,
+    notes: &mut Vec<String>,
+) -> Result<DataSock> {
     let bind: SocketAddr = if addr.is_ipv6() {
         (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
     } else {
@@ -385,7 +394,10 @@ fn connect_udp(addr: SocketAddr, p: &TestParams, timeout: Duration) -> Result<Da
     let clone = s
         .try_clone()
         .map_err(|e| Iperf3Error::io("UDP socket", e))?;
-    stream::apply_options(&DataSock::Udp(clone), p).map_err(|(_, m)| Iperf3Error::Protocol(m))?;
+    notes.extend(
+        stream::apply_options(&DataSock::Udp(clone), p)
+            .map_err(|(_, m)| Iperf3Error::Protocol(m))?,
+    );
     s.send(&wire::UDP_CONNECT_MSG)
         .map_err(|e| Iperf3Error::io("UDP stream hello", e))?;
     // Wait for "6789"; under -R data may come first (iperf3 tolerates 4 + 2·len bytes of it).

@@ -142,7 +142,7 @@ fn serve_inner(
             stream::apply_options(s, &params).map_err(|(code, msg)| refuse(ctl, code, msg))?,
         );
     }
-    let _ = warnings; // only degrade the test; iperf3 logs them
+    warnings.dedup();
     // Accept order: receivers first, then senders (iperf3's rec_streams_accepted rule).
     let server_sends = |i: usize| {
         if params.bidirectional {
@@ -288,7 +288,7 @@ fn serve_inner(
     let cpu_util = cpu.util();
     let mut mine =
         summary::results_message(&ends, cpu_util, congestion.clone(), udp, Some(&client));
-    let result = summary::build_result(ResultParts {
+    let mut result = summary::build_result(ResultParts {
         role: Role::Server,
         peer_version: params.client_version.clone(),
         host: crate::net::sockopt::display_ip(peer.ip()),
@@ -306,6 +306,7 @@ fn serve_inner(
         main_local_sends: main_sends,
         congestion,
     });
+    result.notes = warnings;
     if params.get_server_output {
         mine.server_output_text = Some((env.render_text)(&result));
     }
