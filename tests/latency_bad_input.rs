@@ -400,3 +400,18 @@ fn reflector_mirrors_the_probe_dscp() {
     }
     svc.shutdown();
 }
+
+#[test]
+fn dropping_the_last_service_stops_the_reflector() {
+    let svc = Service::new(Bounds {
+        udp_bind: Some("127.0.0.1".parse().unwrap()),
+        ..Bounds::default()
+    })
+    .unwrap();
+    let port = svc.udp_port(false).unwrap();
+    drop(svc);
+    // The reflector thread notices within its 200 ms receive timeout and closes the socket.
+    wait_until("reflector port released", || {
+        UdpSocket::bind(("127.0.0.1", port)).is_ok()
+    });
+}

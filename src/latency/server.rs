@@ -124,6 +124,16 @@ impl Inner {
 pub struct Service {
     pub(crate) inner: Arc<Inner>,
     reflector: Arc<Reflector>,
+    /// Held only by `Service` clones: when the last one goes, the reflector threads stop.
+    _stop_on_drop: Arc<StopOnDrop>,
+}
+
+struct StopOnDrop(Arc<Inner>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.shutdown.store(true, Ordering::SeqCst);
+    }
 }
 
 impl Service {
@@ -136,7 +146,12 @@ impl Service {
             shutdown: AtomicBool::new(false),
         });
         let reflector = Arc::new(Reflector::start(inner.clone())?);
-        Ok(Self { inner, reflector })
+        let stop = Arc::new(StopOnDrop(inner.clone()));
+        Ok(Self {
+            inner,
+            reflector,
+            _stop_on_drop: stop,
+        })
     }
 
     /// The reflector's UDP port for clients of the given family (None if not bound).
