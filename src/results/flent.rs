@@ -79,7 +79,14 @@ pub fn to_flent_json(r: &LatencyResult, title: &str) -> Value {
         let raw_pts: Vec<Value> = f
             .samples
             .iter()
-            .map(|s| json!({"t": r.t0_unix + s.t, "val": s.mbps, "dur": r.step_s}))
+            .map(|s| {
+                let mut o = json!({"t": r.t0_unix + s.t, "val": s.mbps, "dur": r.step_s});
+                // flent's `tcp_rtt` plots read this key (ms, as from `ss -i`).
+                if let Some(rtt) = s.tcp_rtt_ms {
+                    o["tcp_rtt"] = json!(rtt);
+                }
+                o
+            })
             .collect();
         raw.insert(f.name.clone(), Value::Array(raw_pts));
         interpolated.push((f.name.clone(), interpolate(&pts, &grid)));
