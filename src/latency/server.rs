@@ -227,7 +227,11 @@ impl Service {
             let s = Arc::new(Session {
                 id,
                 peer_ip: peer.ip(),
-                deadline: Instant::now() + b.max_duration + 2 * b.idle_timeout,
+                // The load, up to 60 s of idle lead-in and tail each, and slack.
+                deadline: Instant::now()
+                    + b.max_duration
+                    + Duration::from_secs(120)
+                    + b.idle_timeout,
                 abort: AtomicBool::new(false),
                 start: Mutex::new(None),
                 start_cv: Condvar::new(),
