@@ -415,3 +415,32 @@ fn dropping_the_last_service_stops_the_reflector() {
         UdpSocket::bind(("127.0.0.1", port)).is_ok()
     });
 }
+
+#[test]
+fn over_limit_test_is_refused_before_it_starts() {
+    let (addr, svc) = server(Bounds {
+        max_duration: Duration::from_secs(2),
+        ..Bounds::default()
+    });
+    let cfg = TestConfig {
+        kind: TestKind::Rrul,
+        host: "127.0.0.1".into(),
+        port: addr.port(),
+        length: Duration::from_secs(5),
+        ..TestConfig::default()
+    };
+    let t = Instant::now();
+    let err =
+        routerbench::latency::run_test(&cfg, &routerbench::util::progress::NoProgress).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("exceeds this server's limit of 2 s"),
+        "{err}"
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "refused at once, not after the idle lead-in"
+    );
+    wait_until("slot freed", || svc.session_count() == 0);
+    svc.shutdown();
+}
