@@ -26,9 +26,10 @@ pub struct Bounds {
     pub max_flows: u8,
     /// Longest load phase a client may ask for; the session lives at most this plus slack.
     pub max_duration: Duration,
-    /// Time a client has to send its first message, and between control messages.
+    /// Time a client has to send the magic and its first message.
     pub handshake_timeout: Duration,
-    /// Time a session may stay idle (no Start/Finish) before it is dropped.
+    /// Time a session may stay silent between Hello, Start and Finish (covers the longest idle
+    /// lead-in or tail a client may ask for, 60 s) before it is dropped.
     pub idle_timeout: Duration,
     /// Probes per second per session that the reflector answers (token bucket).
     pub probe_rate: u32,
@@ -47,7 +48,7 @@ impl Default for Bounds {
             max_flows: 32,
             max_duration: Duration::from_secs(600),
             handshake_timeout: Duration::from_secs(5),
-            idle_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(90),
             probe_rate: 1000,
             probe_burst: 200,
             udp_port: 0,
