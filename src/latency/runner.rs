@@ -126,6 +126,10 @@ fn validate(cfg: &TestConfig) -> Result<(), LatencyError> {
     if cfg.step < Duration::from_millis(5) || cfg.step > Duration::from_secs(10) {
         return bad("--step must be between 0.005 and 10 s");
     }
+    if cfg.step.subsec_nanos() % 1_000_000 != 0 {
+        // The server counts upload bytes on a whole-millisecond step (wire: step_ms).
+        return bad("--step must be a whole number of milliseconds");
+    }
     if cfg.probe_interval < Duration::from_millis(5) || cfg.probe_interval > Duration::from_secs(10)
     {
         return bad("probe interval must be between 5 ms and 10 s");
