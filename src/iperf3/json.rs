@@ -148,8 +148,8 @@ pub fn system_info() -> String {
     )
 }
 
-/// Renders the iperf3 `-J` document (tab-indented like cJSON's pretty printer is not needed
-/// by parsers; we pretty-print with serde_json).
+/// Renders the iperf3 `-J` document, pretty-printed by serde_json (cJSON indents with tabs;
+/// parsers do not care).
 pub fn render(r: &ThroughputResult) -> String {
     let udp = r.setup.protocol == Protocol::Udp;
     let streams = r
