@@ -179,7 +179,7 @@ pub fn render(r: &ThroughputResult) -> String {
             cookie: &r.cookie,
             tcp_mss_default: r.tcp_mss_default.filter(|_| !udp),
             target_bitrate: r.setup.target_bitrate,
-            sock_bufsize: 0,
+            sock_bufsize: r.setup.window as u64,
             sndbuf_actual: r.sndbuf_actual,
             rcvbuf_actual: r.rcvbuf_actual,
             test_start: TestStart {
