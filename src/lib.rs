@@ -7,6 +7,7 @@ pub mod cli;
 pub mod crypto;
 pub mod device;
 pub mod lab;
+pub mod monitor;
 pub mod net;
 pub mod report;
 pub mod results;

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 pub mod crypto;
 pub mod device;
 pub mod lab;
+pub mod monitor;
 pub mod run;
 
 /// What can this router really do? Crypto, throughput, latency under load.
@@ -23,6 +24,8 @@ pub enum Command {
     Device(device::DeviceArgs),
     /// The `openssl speed` suite behind the OpenWrt benchmark table, or import of its output.
     Crypto(crypto::CryptoArgs),
+    /// Sample this machine's CPU, softirq, softnet drops and temperature for a while.
+    Monitor(monitor::MonitorArgs),
     /// The netns router lab (root): up, down, status, measure, capacity.
     Lab(lab::LabArgs),
 }
@@ -33,6 +36,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(a) => run::run(a),
         Command::Device(a) => device::run(a),
         Command::Crypto(a) => crypto::run(a),
+        Command::Monitor(a) => monitor::run(a),
         Command::Lab(a) => lab::run(a),
     }
 }

@@ -1,20 +1,102 @@
-//! The device identity as text.
+//! The device identity as text, and the identity cells that open an OpenWrt benchmark-table row.
 
 use crate::results::device::DeviceInfo;
 
-/// `key: value` lines for the fields that are known.
+/// `key: value` lines for the fields that are known, then the notes.
 pub fn render_text(info: &DeviceInfo) -> String {
-    let mut out = String::new();
-    let fields: [(&str, &Option<String>); 4] = [
-        ("SoC", &info.soc),
-        ("Model", &info.model),
-        ("CPU", &info.cpu_model),
-        ("BogoMIPS", &info.bogomips),
+    let cores = info.cores.map(|c| c.to_string());
+    let fields: [(&str, Option<&String>); 13] = [
+        ("Model", info.model.as_ref()),
+        ("Board", info.board_name.as_ref()),
+        ("SoC", info.soc.as_ref()),
+        ("CPU", info.cpu_model.as_ref()),
+        ("Arch", info.arch.as_ref()),
+        ("Cores", cores.as_ref()),
+        ("BogoMIPS", info.bogomips.as_ref()),
+        ("OS", info.os.as_ref()),
+        ("OpenWrt", info.openwrt_release.as_ref()),
+        ("Revision", info.build_id.as_ref()),
+        ("Target", info.target.as_ref()),
+        ("Kernel", info.kernel.as_ref()),
+        ("Hostname", info.hostname.as_ref()),
     ];
+    let mut out = String::new();
     for (k, v) in fields {
         if let Some(v) = v {
             out.push_str(&format!("{k:<10} {v}\n"));
         }
     }
+    for n in &info.notes {
+        out.push_str(&format!("note: {n}\n"));
+    }
     out
+}
+
+/// The cells before the engine in an OpenWrt table row: the revision (`r23633`, or `unknown`
+/// off OpenWrt, as the wiki's script would print an empty one), then the cpuinfo values the
+/// wiki's awk picks. Where it picks none (x86, most aarch64 without `Hardware`), the CPU model
+/// and BogoMIPS stand in, so a row always says what ran it.
+pub fn row_identity_cells(info: &DeviceInfo) -> Vec<String> {
+    let mut cells = vec![info.revision.clone().unwrap_or_else(|| "unknown".into())];
+    if info.wiki_cpu_fields.is_empty() {
+        cells.extend(info.cpu_model.iter().cloned());
+        cells.extend(info.bogomips.iter().cloned());
+    } else {
+        cells.extend(info.wiki_cpu_fields.iter().cloned());
+    }
+    cells
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_cells_mt7621_and_x86() {
+        let mips = DeviceInfo {
+            revision: Some("r23633".into()),
+            wiki_cpu_fields: vec![
+                "MediaTek MT7621 ver:1 eco:3".into(),
+                "Linksys EA7500 v2".into(),
+                "MIPS 1004Kc V2.15".into(),
+                "586.13".into(),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(
+            row_identity_cells(&mips),
+            [
+                "r23633",
+                "MediaTek MT7621 ver:1 eco:3",
+                "Linksys EA7500 v2",
+                "MIPS 1004Kc V2.15",
+                "586.13"
+            ]
+        );
+        let x86 = DeviceInfo {
+            cpu_model: Some("Intel(R) Xeon(R) Processor".into()),
+            bogomips: Some("4200.00".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            row_identity_cells(&x86),
+            ["unknown", "Intel(R) Xeon(R) Processor", "4200.00"]
+        );
+    }
+
+    #[test]
+    fn text_lists_known_fields_and_notes() {
+        let d = DeviceInfo {
+            soc: Some("MediaTek MT7621 ver:1 eco:3".into()),
+            notes: vec!["/etc/os-release unreadable".into()],
+            ..Default::default()
+        };
+        let t = render_text(&d);
+        assert!(
+            t.contains("SoC        MediaTek MT7621 ver:1 eco:3\n"),
+            "{t}"
+        );
+        assert!(t.contains("note: /etc/os-release unreadable"));
+        assert!(!t.contains("Kernel"));
+    }
 }

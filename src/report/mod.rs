@@ -2,3 +2,4 @@
 
 pub mod device;
 pub mod lab;
+pub mod monitor;

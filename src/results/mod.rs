@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 pub mod crypto;
 pub mod device;
 pub mod lab;
+pub mod monitor;
 
 /// Bumped on any incompatible change of the JSON layout; readers refuse a newer major.
 pub const SCHEMA: &str = "routerbench.run/1";
@@ -42,6 +43,9 @@ pub struct RunResult {
     pub device: Option<device::DeviceInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crypto: Option<crypto::CryptoResult>,
+    /// The machine's own view (CPU, softirq, softnet, temperature) during the run's tests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<monitor::MonitorResult>,
     /// The netns lab the run went through: configuration, theory, capacity, accuracy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab: Option<lab::LabResult>,
@@ -59,6 +63,7 @@ impl RunResult {
             started_at,
             device: None,
             crypto: None,
+            monitor: None,
             lab: None,
             notes: Vec::new(),
         }

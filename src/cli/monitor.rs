@@ -1,0 +1,37 @@
+//! `routerbench monitor`: sample this machine's CPU, softirq, softnet and temperature for a
+//! while and print what a router owner needs to see (run it on the router during a test).
+
+use clap::Args;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct MonitorArgs {
+    /// How long to sample, seconds.
+    #[arg(short = 't', long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Sampling interval, seconds.
+    #[arg(short, long, default_value_t = 0.5)]
+    pub interval: f64,
+    /// Print the samples as JSON instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: MonitorArgs) -> anyhow::Result<i32> {
+    if !(0.05..=86_400.0).contains(&args.duration) || !(0.01..=60.0).contains(&args.interval) {
+        anyhow::bail!("--duration must be 0.05–86400 s and --interval 0.01–60 s");
+    }
+    let sampler = crate::monitor::Sampler::start(crate::monitor::SamplerConfig {
+        interval: Duration::from_secs_f64(args.interval),
+        max_duration: Duration::from_secs_f64(args.duration + 1.0),
+        ..Default::default()
+    })?;
+    std::thread::sleep(Duration::from_secs_f64(args.duration));
+    let result = sampler.stop();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        print!("{}", crate::report::monitor::render_text(&result));
+    }
+    Ok(0)
+}

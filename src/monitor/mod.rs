@@ -1,0 +1,7 @@
+//! The router's view: samples /proc and /sys counters on a thread of its own while a test runs,
+//! and turns counter deltas into rates per interval. Every source is optional.
+
+pub mod procfs;
+pub mod sampler;
+
+pub use sampler::{Sampler, SamplerConfig};

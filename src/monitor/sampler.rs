@@ -1,0 +1,420 @@
+//! A background sampler: started before a test, stopped after it, it returns a
+//! `MonitorResult`. Bounded in samples and duration so it can never run away.
+
+use super::procfs::{self, CpuTicks, SoftnetRow};
+use crate::results::monitor::{MonitorResult, MonitorSample, MonitorSummary, ProcessCpu};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// What and how to sample.
+#[derive(Debug, Clone)]
+pub struct SamplerConfig {
+    /// Where /proc and /sys live (`/` here; a fixture tree in tests).
+    pub root: PathBuf,
+    pub interval: Duration,
+    /// Hard stop even if `stop` is never called.
+    pub max_duration: Duration,
+}
+
+impl Default for SamplerConfig {
+    fn default() -> Self {
+        Self {
+            root: PathBuf::from("/"),
+            interval: Duration::from_millis(500),
+            max_duration: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// At most this many samples are kept (a day at 1 Hz).
+const MAX_SAMPLES: usize = 86_400;
+
+/// A running sampler; `stop` ends it and returns what it saw.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<MonitorResult>>,
+}
+
+impl Sampler {
+    pub fn start(cfg: SamplerConfig) -> std::io::Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("rb-monitor".into())
+            .spawn(move || run(cfg, &flag))?;
+        Ok(Self {
+            stop,
+            handle: Some(handle),
+        })
+    }
+
+    pub fn stop(mut self) -> MonitorResult {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.handle.take().map(JoinHandle::join) {
+            Some(Ok(r)) => r,
+            _ => MonitorResult {
+                notes: vec!["the monitor thread failed; no samples".into()],
+                ..Default::default()
+            },
+        }
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// One reading of every counter.
+#[derive(Default)]
+struct Snapshot {
+    at: Option<Instant>,
+    cpus: Vec<(u32, CpuTicks)>,
+    softirq_cpus: Vec<u32>,
+    net_rx: Vec<u32>,
+    net_tx: Vec<u32>,
+    softnet: Option<Vec<SoftnetRow>>,
+    temp_max_c: Option<f64>,
+}
+
+fn read(root: &Path, rel: &str) -> Option<String> {
+    std::fs::read_to_string(root.join(rel)).ok()
+}
+
+fn snapshot(root: &Path) -> Snapshot {
+    let mut s = Snapshot {
+        at: Some(Instant::now()),
+        ..Default::default()
+    };
+    if let Some(t) = read(root, "proc/stat") {
+        s.cpus = procfs::parse_stat_cpus(&t);
+    }
+    if let Some(t) = read(root, "proc/softirqs") {
+        (s.softirq_cpus, s.net_rx, s.net_tx) = procfs::parse_softirqs_net(&t);
+    }
+    s.softnet = read(root, "proc/net/softnet_stat").map(|t| procfs::parse_softnet(&t));
+    s.temp_max_c = max_temperature(root);
+    s
+}
+
+/// The hottest thermal zone or hwmon sensor, °C (millidegree files).
+fn max_temperature(root: &Path) -> Option<f64> {
+    let mut best: Option<f64> = None;
+    let mut consider = |path: PathBuf| {
+        if let Some(v) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| t.trim().parse::<f64>().ok())
+        {
+            let c = v / 1000.0;
+            if (-40.0..200.0).contains(&c) {
+                best = Some(best.map_or(c, |b: f64| b.max(c)));
+            }
+        }
+    };
+    if let Ok(dir) = std::fs::read_dir(root.join("sys/class/thermal")) {
+        for e in dir.flatten().take(64) {
+            if e.file_name().to_string_lossy().starts_with("thermal_zone") {
+                consider(e.path().join("temp"));
+            }
+        }
+    }
+    if let Ok(dir) = std::fs::read_dir(root.join("sys/class/hwmon")) {
+        for e in dir.flatten().take(64) {
+            for i in 1..=8 {
+                consider(e.path().join(format!("temp{i}_input")));
+            }
+        }
+    }
+    best
+}
+
+/// CPU ticks of every process: pid → (comm, ticks). Bounded to 4096 processes.
+fn process_ticks(root: &Path) -> HashMap<u32, (String, u64)> {
+    let mut out = HashMap::new();
+    let Ok(dir) = std::fs::read_dir(root.join("proc")) else {
+        return out;
+    };
+    for e in dir.flatten().take(4096) {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Some(parsed) =
+            read(root, &format!("proc/{pid}/stat")).and_then(|t| procfs::parse_pid_stat(&t))
+        {
+            out.insert(pid, parsed);
+        }
+    }
+    out
+}
+
+fn interval(prev: &Snapshot, cur: &Snapshot, t_s: f64) -> MonitorSample {
+    let dt = match (prev.at, cur.at) {
+        (Some(a), Some(b)) => b.duration_since(a).as_secs_f64().max(1e-6),
+        _ => 1.0,
+    };
+    let mut s = MonitorSample {
+        t_s,
+        temperature_max_c: cur.temp_max_c,
+        ..Default::default()
+    };
+    for (id, now) in &cur.cpus {
+        let Some((_, before)) = prev.cpus.iter().find(|(p, _)| p == id) else {
+            continue;
+        };
+        let total = now.total().saturating_sub(before.total()) as f64;
+        if total <= 0.0 {
+            s.cpu_busy_pct.push(0.0);
+            s.cpu_softirq_pct.push(0.0);
+            continue;
+        }
+        let idle = now.idle_all().saturating_sub(before.idle_all()) as f64;
+        let soft = now.softirq.saturating_sub(before.softirq) as f64;
+        s.cpu_busy_pct
+            .push((100.0 * (1.0 - idle / total)).clamp(0.0, 100.0));
+        s.cpu_softirq_pct
+            .push((100.0 * soft / total).clamp(0.0, 100.0));
+    }
+    // u32 counters wrap: wrapping_sub in u32.
+    let rate = |a: &[u32], b: &[u32]| -> Vec<f64> {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| f64::from(y.wrapping_sub(*x)) / dt)
+            .collect()
+    };
+    if prev.softirq_cpus == cur.softirq_cpus {
+        s.net_rx_per_s = rate(&prev.net_rx, &cur.net_rx);
+        s.net_tx_per_s = rate(&prev.net_tx, &cur.net_tx);
+    }
+    if let (Some(p), Some(c)) = (&prev.softnet, &cur.softnet) {
+        let (mut drop, mut squeeze) = (0u64, 0u64);
+        for row in c {
+            if let Some(old) = p.iter().find(|r| r.cpu == row.cpu) {
+                drop += u64::from(row.dropped.wrapping_sub(old.dropped));
+                squeeze += u64::from(row.time_squeeze.wrapping_sub(old.time_squeeze));
+            }
+        }
+        s.softnet_dropped = Some(drop);
+        s.softnet_time_squeeze = Some(squeeze);
+    }
+    s
+}
+
+fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
+    let start = Instant::now();
+    let procs_before = process_ticks(&cfg.root);
+    let first = snapshot(&cfg.root);
+    let mut result = MonitorResult {
+        interval_s: cfg.interval.as_secs_f64(),
+        cpus: first.cpus.iter().map(|(id, _)| *id).collect(),
+        ..Default::default()
+    };
+    if first.cpus.is_empty() {
+        result
+            .notes
+            .push("/proc/stat missing or unreadable: no CPU load".into());
+    }
+    if first.softirq_cpus.is_empty() {
+        result
+            .notes
+            .push("/proc/softirqs missing: no NET_RX/NET_TX rates".into());
+    }
+    if first.softnet.is_none() {
+        result.notes.push(
+            "/proc/net/softnet_stat missing (stripped /proc?): no softnet drops or time_squeeze"
+                .into(),
+        );
+    }
+    if first.temp_max_c.is_none() {
+        result.notes.push("no temperature sensor".into());
+    }
+    let mut prev = first;
+    let mut next = start + cfg.interval;
+    loop {
+        // Sleep in short slices so `stop` is seen quickly.
+        while Instant::now() < next && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(
+                Duration::from_millis(20).min(next.saturating_duration_since(Instant::now())),
+            );
+        }
+        let cur = snapshot(&cfg.root);
+        let t = start.elapsed().as_secs_f64();
+        if cur
+            .at
+            .zip(prev.at)
+            .is_some_and(|(c, p)| c.duration_since(p) >= cfg.interval / 4)
+        {
+            result.samples.push(interval(&prev, &cur, t));
+            prev = cur;
+        }
+        if stop.load(Ordering::Relaxed)
+            || start.elapsed() >= cfg.max_duration
+            || result.samples.len() >= MAX_SAMPLES
+        {
+            break;
+        }
+        next += cfg.interval;
+    }
+    let elapsed = start.elapsed().as_secs_f64().max(1e-6);
+    let procs_after = process_ticks(&cfg.root);
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let mut top: Vec<ProcessCpu> = procs_after
+        .iter()
+        .filter_map(|(pid, (comm, ticks))| {
+            let before = procs_before.get(pid).map_or(0, |(_, t)| *t);
+            let d = ticks.saturating_sub(before);
+            (d > 0).then(|| ProcessCpu {
+                pid: *pid,
+                comm: comm.clone(),
+                cpu_pct: 100.0 * d as f64 / hz / elapsed,
+            })
+        })
+        .collect();
+    top.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
+    top.truncate(8);
+    result.top_processes = top;
+    result.summary = summarize(&result.samples);
+    result
+}
+
+fn summarize(samples: &[MonitorSample]) -> MonitorSummary {
+    let fmax = |it: &mut dyn Iterator<Item = f64>| {
+        it.fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
+    };
+    let busy: Vec<f64> = samples
+        .iter()
+        .flat_map(|s| s.cpu_busy_pct.iter().copied())
+        .collect();
+    let sum_opt = |f: &dyn Fn(&MonitorSample) -> Option<u64>| -> Option<u64> {
+        samples
+            .iter()
+            .filter_map(f)
+            .fold(None, |a, v| Some(a.unwrap_or(0) + v))
+    };
+    MonitorSummary {
+        busiest_cpu_max_pct: fmax(&mut busy.iter().copied()),
+        cpu_mean_pct: (!busy.is_empty()).then(|| busy.iter().sum::<f64>() / busy.len() as f64),
+        softirq_max_pct: fmax(
+            &mut samples
+                .iter()
+                .flat_map(|s| s.cpu_softirq_pct.iter().copied()),
+        ),
+        softnet_dropped_total: sum_opt(&|s| s.softnet_dropped),
+        softnet_time_squeeze_total: sum_opt(&|s| s.softnet_time_squeeze),
+        temperature_max_c: fmax(&mut samples.iter().filter_map(|s| s.temperature_max_c)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_this_machine_and_sees_a_busy_thread() {
+        let sampler = Sampler::start(SamplerConfig {
+            interval: Duration::from_millis(100),
+            ..Default::default()
+        })
+        .expect("start");
+        let until = Instant::now() + Duration::from_millis(600);
+        let mut x = 0u64;
+        while Instant::now() < until {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let r = sampler.stop();
+        assert!(r.samples.len() >= 3, "{} samples", r.samples.len());
+        assert!(!r.cpus.is_empty());
+        // One core spun for 0.6 s: some CPU was well above idle in some interval.
+        assert!(
+            r.summary.busiest_cpu_max_pct.unwrap_or(0.0) > 50.0,
+            "{:?}",
+            r.summary
+        );
+        assert!(
+            r.top_processes.iter().any(|p| p.pid == std::process::id()),
+            "{:?}",
+            r.top_processes
+        );
+    }
+
+    #[test]
+    fn missing_sources_are_notes() {
+        let root = std::env::temp_dir().join(format!("rb-mon-empty-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        let s = Sampler::start(SamplerConfig {
+            root: root.clone(),
+            interval: Duration::from_millis(30),
+            max_duration: Duration::from_millis(200),
+        })
+        .unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let r = s.stop();
+        assert!(
+            r.notes.iter().any(|n| n.contains("softnet_stat")),
+            "{:?}",
+            r.notes
+        );
+        assert!(r.notes.iter().any(|n| n.contains("/proc/stat")));
+        assert_eq!(r.summary.busiest_cpu_max_pct, None);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn interval_math_wraps_u32_counters() {
+        let at = Instant::now();
+        let prev = Snapshot {
+            at: Some(at),
+            cpus: vec![(
+                0,
+                CpuTicks {
+                    user: 100,
+                    idle: 100,
+                    ..Default::default()
+                },
+            )],
+            softirq_cpus: vec![0],
+            net_rx: vec![u32::MAX - 4],
+            net_tx: vec![0],
+            softnet: Some(vec![SoftnetRow {
+                cpu: 0,
+                processed: 0,
+                dropped: u32::MAX,
+                time_squeeze: 7,
+            }]),
+            temp_max_c: None,
+        };
+        let cur = Snapshot {
+            at: Some(at + Duration::from_secs(1)),
+            cpus: vec![(
+                0,
+                CpuTicks {
+                    user: 150,
+                    idle: 150,
+                    softirq: 0,
+                    ..Default::default()
+                },
+            )],
+            softirq_cpus: vec![0],
+            net_rx: vec![5],
+            net_tx: vec![10],
+            softnet: Some(vec![SoftnetRow {
+                cpu: 0,
+                processed: 0,
+                dropped: 1,
+                time_squeeze: 9,
+            }]),
+            temp_max_c: Some(51.0),
+        };
+        let s = interval(&prev, &cur, 1.0);
+        assert_eq!(s.cpu_busy_pct, [50.0]);
+        assert_eq!(s.net_rx_per_s, [10.0]);
+        assert_eq!(s.softnet_dropped, Some(2));
+        assert_eq!(s.softnet_time_squeeze, Some(2));
+    }
+}

@@ -1,0 +1,42 @@
+//! End-to-end: the real binary's `device` command.
+
+use std::process::Command;
+
+fn routerbench() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_routerbench"))
+}
+
+#[test]
+fn device_prints_identity_and_json() {
+    let out = routerbench()
+        .arg("device")
+        .output()
+        .expect("run routerbench");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Kernel"), "{text}");
+    assert!(text.contains("Cores"), "{text}");
+
+    let out = routerbench()
+        .args(["device", "--json"])
+        .output()
+        .expect("run routerbench");
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert!(v["kernel"].is_string(), "{v}");
+    assert!(v["cores"].as_u64().unwrap_or(0) >= 1, "{v}");
+}
+
+#[test]
+fn unknown_subcommand_is_a_usage_error() {
+    let out = routerbench()
+        .arg("no-such-command")
+        .output()
+        .expect("run routerbench");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-command"));
+}
