@@ -80,6 +80,11 @@ fn up_reconfigure_nat_and_down() {
             cfg.ns_cc
         );
     }
+    let pgr = netns::sysctl_read(&cfg.ns_lan, "net.ipv4.ping_group_range").unwrap();
+    assert_eq!(
+        pgr.split_whitespace().collect::<Vec<_>>(),
+        ["0", "2147483647"]
+    );
     // Without NAT the WAN host sees the LAN host's own address.
     assert_eq!(peer_seen_by_wan(&cfg).ip().to_string(), cfg.lan_ip);
 
