@@ -1,10 +1,220 @@
-//! `routerbench crypto`: the `openssl speed` suite, or import of its saved output.
+//! `routerbench crypto`: the `openssl speed` suite behind the OpenWrt benchmark table, measured
+//! here (`--engine rustcrypto|openssl`) or imported from saved `openssl speed` output (`--import`).
 
-use clap::Args;
+use std::io::{Read, Write};
+
+use clap::{Args, ValueEnum};
+
+use crate::crypto::engine::EngineKind;
+use crate::crypto::{self, SizePlan, SuiteConfig};
+use crate::report::crypto as render;
+use crate::results::crypto::CryptoResult;
+use crate::results::device::DeviceInfo;
+
+/// What to print on standard output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// A readable table (MB/s per block size, sign/s, verify/s) and the OpenWrt row.
+    Table,
+    /// Only the OpenWrt wiki table row.
+    Openwrt,
+    /// `openssl speed`'s own summary text, for existing scripts (the wiki awk).
+    Openssl,
+}
 
 #[derive(Debug, Args)]
-pub struct CryptoArgs {}
+pub struct CryptoArgs {
+    /// Engine: pure-Rust `rustcrypto`, or `openssl` (system libcrypto; needs the `openssl`
+    /// build feature). Table rows meant to compare with OpenSSL rows should use `openssl`.
+    #[arg(long, value_enum, default_value_t = EngineKind::RustCrypto)]
+    pub engine: EngineKind,
+    /// Seconds per block size and per sign/verify run (fractions allowed). Default: openssl
+    /// speed's 3 s per block size and 10 s per RSA/DSA run.
+    #[arg(long, value_name = "SECONDS", conflicts_with = "import")]
+    pub seconds: Option<f64>,
+    /// Comma list of algorithms (default: all eleven of the table): md5, sha1, sha256, sha512,
+    /// des, des-ede3, aes-128-cbc, aes-192-cbc, aes-256-cbc, rsa2048, dsa2048.
+    #[arg(long, value_name = "LIST", conflicts_with = "import")]
+    pub algorithms: Option<String>,
+    /// Run N threads at once per test and sum their rates (per wall-clock second, like
+    /// `openssl speed -multi N`).
+    #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "import")]
+    pub multi: u32,
+    /// Measure only the row's columns (hashes at 1024 B, ciphers at --cipher-block) instead of
+    /// all six block sizes: a quicker row.
+    #[arg(long, conflicts_with = "import")]
+    pub row_only: bool,
+    /// Rates per wall-clock second instead of per user-CPU second.
+    #[arg(long, conflicts_with = "import")]
+    pub elapsed: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
+    /// Block size of the cipher columns of the row: 8192 (as OpenSSL 3.x rows read) or 1024
+    /// (as the older 1.1.1 rows read). Hash columns are always 1024.
+    #[arg(long, value_name = "BYTES", default_value_t = 8192, value_parser = parse_cipher_block)]
+    pub cipher_block: u32,
+    /// Write the result (RunResult JSON with device and crypto) to FILE; without FILE, print it
+    /// on standard output instead of the table.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
+    pub json: Option<String>,
+    /// Read saved `openssl speed` output from FILE (`-` for standard input) instead of
+    /// measuring. Identity cells are this machine's unless --no-identity/--revision/--cpu-field.
+    #[arg(long, value_name = "FILE")]
+    pub import: Option<String>,
+    /// Leave the identity cells (revision, cpuinfo fields) out of the row.
+    #[arg(long)]
+    pub no_identity: bool,
+    /// Revision cell of the row (e.g. `r23633`), instead of this machine's.
+    #[arg(long, value_name = "REV")]
+    pub revision: Option<String>,
+    /// A cpuinfo cell of the row (repeat for several), instead of this machine's.
+    #[arg(long = "cpu-field", value_name = "TEXT")]
+    pub cpu_fields: Vec<String>,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
 
-pub fn run(_args: CryptoArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("routerbench crypto is being built")
+pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
+    let started = crate::util::time::now_rfc3339();
+    let result = match &args.import {
+        Some(file) => import(file)?,
+        None => measure(&args)?,
+    };
+    let device = crate::device::detect();
+    let identity = identity_for(&args, &device);
+    if args.import.is_some()
+        && !args.no_identity
+        && args.revision.is_none()
+        && args.cpu_fields.is_empty()
+        && !args.quiet
+    {
+        eprintln!(
+            "routerbench: note: the row's identity cells are this machine's; if the file comes \
+             from another device use --revision/--cpu-field or --no-identity"
+        );
+    }
+    let mut envelope = crate::results::RunResult::new(started);
+    envelope.device = Some(device);
+    envelope.crypto = Some(result.clone());
+    envelope.finished_at = crate::util::time::now_rfc3339();
+
+    let json_to_stdout = args.json.as_deref() == Some("-");
+    if let Some(path) = args.json.as_deref().filter(|p| *p != "-") {
+        crate::results::save(&envelope, std::path::Path::new(path))
+            .map_err(|e| anyhow::anyhow!("cannot write {path}: {e}"))?;
+    }
+    if !json_to_stdout && args.format != OutputFormat::Table && !args.quiet {
+        for note in &result.notes {
+            eprintln!("routerbench: note: {note}");
+        }
+    }
+    let text = if json_to_stdout {
+        serde_json::to_string_pretty(&envelope)? + "\n"
+    } else {
+        render_output(&result, &identity, args.format, args.cipher_block)
+    };
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()?;
+    Ok(0)
+}
+
+/// The text for `--format`.
+pub fn render_output(
+    result: &CryptoResult,
+    identity: &[String],
+    format: OutputFormat,
+    cipher_block: u32,
+) -> String {
+    match format {
+        OutputFormat::Openwrt => render::openwrt_row(result, identity, cipher_block) + "\n",
+        OutputFormat::Openssl => render::render_openssl(result, cipher_block),
+        OutputFormat::Table => format!(
+            "{}\nOpenWrt table row (hashes at 1024 B, ciphers at {cipher_block} B, bytes/s; \
+             RSA/DSA per s):\n{}\n{}\n",
+            render::render_table(result),
+            render::openwrt_header(identity.len()),
+            render::openwrt_row(result, identity, cipher_block)
+        ),
+    }
+}
+
+fn parse_cipher_block(s: &str) -> Result<u32, String> {
+    match s {
+        "1024" => Ok(1024),
+        "8192" => Ok(8192),
+        _ => Err(format!("`{s}` is not 1024 or 8192")),
+    }
+}
+
+fn identity_for(args: &CryptoArgs, device: &DeviceInfo) -> Vec<String> {
+    if args.no_identity {
+        return Vec::new();
+    }
+    let mut info = device.clone();
+    if let Some(rev) = &args.revision {
+        info.revision = Some(rev.clone());
+    }
+    if !args.cpu_fields.is_empty() {
+        info.wiki_cpu_fields = args.cpu_fields.clone();
+    }
+    render::identity_cells(&info)
+}
+
+fn measure(args: &CryptoArgs) -> anyhow::Result<CryptoResult> {
+    let algorithms = match &args.algorithms {
+        Some(list) => crypto::parse_algorithms(list)?,
+        None => crate::results::crypto::Algorithm::ALL.to_vec(),
+    };
+    let mut cfg = SuiteConfig {
+        engine: args.engine,
+        algorithms,
+        sizes: if args.row_only {
+            SizePlan::RowOnly {
+                cipher_block: args.cipher_block,
+            }
+        } else {
+            SizePlan::All
+        },
+        threads: args.multi,
+        elapsed: args.elapsed,
+        ..SuiteConfig::default()
+    };
+    if let Some(s) = args.seconds {
+        cfg.seconds_bulk = s;
+        cfg.seconds_pkey = s;
+    }
+    let result = if args.quiet {
+        crypto::run_suite(&cfg, &crate::util::progress::NoProgress)?
+    } else {
+        crypto::run_suite(&cfg, &crate::util::progress::BarProgress::new())?
+    };
+    Ok(result)
+}
+
+/// Limit on an imported file: openssl speed output is a few KiB; this stops a wrong file early.
+const MAX_IMPORT_BYTES: u64 = 16 * 1024 * 1024;
+
+fn import(file: &str) -> anyhow::Result<CryptoResult> {
+    let mut bytes = Vec::new();
+    if file == "-" {
+        std::io::stdin()
+            .lock()
+            .take(MAX_IMPORT_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| anyhow::anyhow!("cannot read standard input: {e}"))?;
+    } else {
+        std::fs::File::open(file)
+            .and_then(|f| f.take(MAX_IMPORT_BYTES + 1).read_to_end(&mut bytes))
+            .map_err(|e| anyhow::anyhow!("cannot read {file}: {e}"))?;
+    }
+    if bytes.len() as u64 > MAX_IMPORT_BYTES {
+        anyhow::bail!(
+            "{file} is larger than 16 MiB: not the output of openssl speed (a few KiB); check \
+             the file name"
+        );
+    }
+    Ok(crypto::import::parse(&bytes, file)?)
 }

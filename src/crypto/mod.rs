@@ -1,1 +1,314 @@
-//! The crypto speed suite (spec/crypto.md): engines, timing loop, `openssl speed` import.
+//! The crypto speed suite (spec/crypto.md): the `openssl speed` methodology on two engines
+//! (pure-Rust RustCrypto, and the system libcrypto behind the `openssl` feature), the timing loop,
+//! and the import of saved `openssl speed` output. Measuring code here never prints.
+
+pub mod engine;
+pub mod import;
+pub mod keys;
+pub mod timing;
+
+use crate::results::crypto::{
+    Algorithm, AlgorithmKind, BulkResult, CryptoResult, CryptoSource, PublicKeyResult, TimeBase,
+};
+use crate::util::progress::Progress;
+use engine::{EngineError, EngineKind};
+
+/// `openssl speed`'s block sizes (`lengths[]` in apps/speed.c).
+pub const BLOCK_SIZES: [u32; 6] = [16, 64, 256, 1024, 8192, 16384];
+/// openssl speed's default seconds per block size (`SECONDS`).
+pub const DEFAULT_SECONDS_BULK: f64 = 3.0;
+/// openssl speed's default seconds per RSA/DSA sign or verify run (`PKEY_SECONDS`).
+pub const DEFAULT_SECONDS_PKEY: f64 = 10.0;
+/// The block size of the hash columns of the OpenWrt row.
+pub const ROW_HASH_BLOCK: u32 = 1024;
+/// The default block size of the cipher columns (as OpenSSL 3.x rows of the wiki table read).
+pub const ROW_CIPHER_BLOCK: u32 = 8192;
+
+/// Which block sizes a run measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SizePlan {
+    /// All six sizes, like `openssl speed` (16 … 16384 bytes).
+    All,
+    /// Only what the OpenWrt row shows: hashes at 1024 bytes, ciphers at `cipher_block`.
+    RowOnly { cipher_block: u32 },
+}
+
+/// What to measure and how.
+#[derive(Debug, Clone)]
+pub struct SuiteConfig {
+    pub engine: EngineKind,
+    /// In any order; measured in the table's order.
+    pub algorithms: Vec<Algorithm>,
+    /// Seconds per block size of a hash/cipher.
+    pub seconds_bulk: f64,
+    /// Seconds per RSA/DSA sign run and per verify run.
+    pub seconds_pkey: f64,
+    pub sizes: SizePlan,
+    /// Threads run at once per test; their rates are summed (implies wall-clock time base).
+    pub threads: u32,
+    /// Divide by wall-clock time instead of the thread's user CPU time.
+    pub elapsed: bool,
+}
+
+impl Default for SuiteConfig {
+    fn default() -> Self {
+        Self {
+            engine: EngineKind::RustCrypto,
+            algorithms: Algorithm::ALL.to_vec(),
+            seconds_bulk: DEFAULT_SECONDS_BULK,
+            seconds_pkey: DEFAULT_SECONDS_PKEY,
+            sizes: SizePlan::All,
+            threads: 1,
+            elapsed: false,
+        }
+    }
+}
+
+impl SuiteConfig {
+    /// What `routerbench run` uses: every algorithm, only the row's columns, `seconds` each.
+    pub fn row_only(engine: EngineKind, seconds: f64) -> Self {
+        Self {
+            engine,
+            seconds_bulk: seconds,
+            seconds_pkey: seconds,
+            sizes: SizePlan::RowOnly {
+                cipher_block: ROW_CIPHER_BLOCK,
+            },
+            ..Self::default()
+        }
+    }
+}
+
+/// Why a crypto run or import failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CryptoError {
+    #[error("unknown algorithm `{given}`: valid algorithms are {valid}")]
+    UnknownAlgorithm { given: String, valid: String },
+    #[error("{0}")]
+    Config(String),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Import(#[from] import::ImportError),
+}
+
+/// Parses a comma list such as `md5,aes-128-cbc,rsa2048` (also `des-cbc`, `des-ede3-cbc`, `rsa`,
+/// `dsa`, and `all`). An unknown name is an error listing the valid ones.
+pub fn parse_algorithms(list: &str) -> Result<Vec<Algorithm>, CryptoError> {
+    let mut out = Vec::new();
+    for raw in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let name = raw.to_ascii_lowercase();
+        if name == "all" {
+            out.extend(Algorithm::ALL);
+            continue;
+        }
+        let alg = Algorithm::ALL
+            .into_iter()
+            .find(|a| a.cli_name() == name || a.label_v3() == name)
+            .or(match name.as_str() {
+                "des-ede3-cbc" | "3des" => Some(Algorithm::DesEde3),
+                _ => None,
+            });
+        match alg {
+            Some(a) => out.push(a),
+            None => {
+                return Err(CryptoError::UnknownAlgorithm {
+                    given: raw.to_string(),
+                    valid: valid_algorithm_list(),
+                });
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(CryptoError::UnknownAlgorithm {
+            given: list.to_string(),
+            valid: valid_algorithm_list(),
+        });
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// `md5, sha1, …, dsa2048` for error messages and help.
+pub fn valid_algorithm_list() -> String {
+    let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.cli_name()).collect();
+    names.join(", ")
+}
+
+/// Runs the suite: every requested algorithm at the planned sizes, `threads` at once.
+/// Progress goes to `progress`; nothing is printed.
+pub fn run_suite(cfg: &SuiteConfig, progress: &dyn Progress) -> Result<CryptoResult, CryptoError> {
+    let positive = |s: f64| s.is_finite() && s > 0.0;
+    if !positive(cfg.seconds_bulk) || !positive(cfg.seconds_pkey) {
+        return Err(CryptoError::Config(format!(
+            "seconds must be a positive number, got {} / {}",
+            cfg.seconds_bulk, cfg.seconds_pkey
+        )));
+    }
+    if cfg.threads == 0 || cfg.threads > 1024 {
+        return Err(CryptoError::Config(format!(
+            "--multi must be between 1 and 1024, got {}",
+            cfg.threads
+        )));
+    }
+    let mut algorithms = cfg.algorithms.clone();
+    algorithms.sort();
+    algorithms.dedup();
+    let engine = engine::create(cfg.engine, &algorithms)?;
+    let base = if cfg.elapsed || cfg.threads > 1 {
+        TimeBase::Elapsed
+    } else {
+        TimeBase::UserCpu
+    };
+    let block_sizes: Vec<u32> = match cfg.sizes {
+        SizePlan::All => BLOCK_SIZES.to_vec(),
+        SizePlan::RowOnly { cipher_block } => {
+            let mut v = vec![ROW_HASH_BLOCK, cipher_block];
+            v.sort();
+            v.dedup();
+            v
+        }
+    };
+    let mut result = CryptoResult {
+        engine: engine.info(),
+        source: CryptoSource::Measured {
+            seconds_bulk: cfg.seconds_bulk,
+            seconds_pkey: cfg.seconds_pkey,
+        },
+        time_base: base,
+        threads: cfg.threads,
+        block_sizes: block_sizes.clone(),
+        bulk: Vec::new(),
+        public_key: Vec::new(),
+        notes: Vec::new(),
+    };
+    if cfg.threads > 1 {
+        result.notes.push(format!(
+            "{} threads at once, rates summed, per wall-clock second (like openssl speed -multi)",
+            cfg.threads
+        ));
+    }
+    let total = algorithms.len() as u64;
+    progress.phase("crypto", total);
+    let mut coarse_clock = false;
+    for (i, &alg) in algorithms.iter().enumerate() {
+        progress.step(i as u64, alg.cli_name());
+        match alg.kind() {
+            AlgorithmKind::Hash | AlgorithmKind::Cipher => {
+                let sizes: Vec<Option<u32>> = block_sizes
+                    .iter()
+                    .map(|&s| match cfg.sizes {
+                        SizePlan::All => Some(s),
+                        SizePlan::RowOnly { cipher_block } => {
+                            let want = if alg.kind() == AlgorithmKind::Hash {
+                                ROW_HASH_BLOCK
+                            } else {
+                                cipher_block
+                            };
+                            (s == want).then_some(s)
+                        }
+                    })
+                    .collect();
+                let mut rates = Vec::with_capacity(sizes.len());
+                let mut note = None;
+                for size in sizes {
+                    let Some(size) = size else {
+                        rates.push(None);
+                        continue;
+                    };
+                    match timing::measure_bulk(engine.as_ref(), alg, size as usize, cfg, base) {
+                        Ok(m) => {
+                            coarse_clock |= m.coarse_clock;
+                            rates.push(Some(m.per_sec * size as f64));
+                        }
+                        Err(EngineError::Unavailable(why)) => {
+                            rates.push(Some(0.0));
+                            note = Some(why);
+                        }
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                if let Some(n) = &note {
+                    result.notes.push(format!("{}: {n}", alg.cli_name()));
+                }
+                result.bulk.push(BulkResult {
+                    algorithm: alg,
+                    bytes_per_sec: rates,
+                    note,
+                });
+            }
+            AlgorithmKind::PublicKey => {
+                let (sign, verify) = timing::measure_pkey(engine.as_ref(), alg, cfg, base)?;
+                coarse_clock |= sign.coarse_clock || verify.coarse_clock;
+                result.public_key.push(PublicKeyResult {
+                    algorithm: alg,
+                    bits: alg.bits(),
+                    sign_per_sec: sign.per_sec,
+                    verify_per_sec: verify.per_sec,
+                    note: None,
+                });
+            }
+        }
+    }
+    progress.step(total, "done");
+    progress.finish();
+    if coarse_clock {
+        result.notes.push(
+            "some runs used less than 1 ms of CPU time; their rates are per wall-clock second"
+                .into(),
+        );
+    }
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_lists_and_aliases() {
+        let a = parse_algorithms("rsa2048, md5,des,des-ede3-cbc,md5").unwrap();
+        assert_eq!(
+            a,
+            vec![
+                Algorithm::Md5,
+                Algorithm::DesCbc,
+                Algorithm::DesEde3,
+                Algorithm::Rsa2048
+            ]
+        );
+        assert_eq!(parse_algorithms("all").unwrap().len(), 11);
+        assert_eq!(
+            parse_algorithms("DES-CBC").unwrap(),
+            vec![Algorithm::DesCbc]
+        );
+    }
+
+    #[test]
+    fn unknown_algorithm_lists_the_valid_ones() {
+        let e = parse_algorithms("md5,aes-128-gcm").unwrap_err().to_string();
+        assert!(e.contains("`aes-128-gcm`"), "{e}");
+        assert!(
+            e.contains("md5, sha1, sha256, sha512, des, des-ede3"),
+            "{e}"
+        );
+        assert!(e.contains("dsa2048"), "{e}");
+        assert!(parse_algorithms(" , ").is_err());
+    }
+
+    #[test]
+    fn rejects_bad_seconds_and_threads() {
+        let cfg = SuiteConfig {
+            seconds_bulk: 0.0,
+            ..SuiteConfig::default()
+        };
+        let noop = crate::util::progress::NoProgress;
+        assert!(run_suite(&cfg, &noop).is_err());
+        let cfg = SuiteConfig {
+            threads: 0,
+            ..SuiteConfig::default()
+        };
+        assert!(run_suite(&cfg, &noop).is_err());
+    }
+}

@@ -1,5 +1,7 @@
 //! Rendering of the result model: text summaries, tables, rows. Nothing here measures.
 
+pub mod crypto;
 pub mod device;
 pub mod lab;
 pub mod monitor;
+pub mod summary;

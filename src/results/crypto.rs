@@ -1,10 +1,237 @@
-//! The crypto benchmark's results: byte rates per algorithm and block size, public-key ops/s.
-//! (Filled in by the crypto work; see spec/crypto.md.)
+//! The crypto benchmark's results (spec/crypto.md §2/§6): byte rates per algorithm and block size,
+//! RSA/DSA sign and verify operations per second, and where the numbers came from (measured by an
+//! engine, or imported from saved `openssl speed` output).
 
 use serde::{Deserialize, Serialize};
 
-/// Placeholder shape, replaced by the crypto implementation.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// The eleven algorithms of the OpenWrt benchmark table, in the table's column order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Algorithm {
+    #[serde(rename = "md5")]
+    Md5,
+    #[serde(rename = "sha1")]
+    Sha1,
+    #[serde(rename = "sha256")]
+    Sha256,
+    #[serde(rename = "sha512")]
+    Sha512,
+    /// Single DES in CBC mode (`openssl speed des` / `des-cbc`).
+    #[serde(rename = "des-cbc")]
+    DesCbc,
+    /// Triple DES (EDE, three keys) in CBC mode (`des-ede3`).
+    #[serde(rename = "des-ede3")]
+    DesEde3,
+    #[serde(rename = "aes-128-cbc")]
+    Aes128Cbc,
+    #[serde(rename = "aes-192-cbc")]
+    Aes192Cbc,
+    #[serde(rename = "aes-256-cbc")]
+    Aes256Cbc,
+    /// RSA-2048, PKCS#1 v1.5 signature of 36 bytes, e = 65537.
+    #[serde(rename = "rsa2048")]
+    Rsa2048,
+    /// DSA with L = 2048, N = 160, signature of 20 bytes.
+    #[serde(rename = "dsa2048")]
+    Dsa2048,
+}
+
+/// What kind of operation an algorithm is timed with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlgorithmKind {
+    /// One-shot digest of a block (init + update + final).
+    Hash,
+    /// CBC encryption continuing on one context.
+    Cipher,
+    /// Signatures: sign/s and verify/s.
+    PublicKey,
+}
+
+impl Algorithm {
+    /// All algorithms in the OpenWrt table's order.
+    pub const ALL: [Algorithm; 11] = [
+        Algorithm::Md5,
+        Algorithm::Sha1,
+        Algorithm::Sha256,
+        Algorithm::Sha512,
+        Algorithm::DesCbc,
+        Algorithm::DesEde3,
+        Algorithm::Aes128Cbc,
+        Algorithm::Aes192Cbc,
+        Algorithm::Aes256Cbc,
+        Algorithm::Rsa2048,
+        Algorithm::Dsa2048,
+    ];
+
+    /// The name on the command line (`openssl speed`'s own argument).
+    pub fn cli_name(self) -> &'static str {
+        match self {
+            Algorithm::Md5 => "md5",
+            Algorithm::Sha1 => "sha1",
+            Algorithm::Sha256 => "sha256",
+            Algorithm::Sha512 => "sha512",
+            Algorithm::DesCbc => "des",
+            Algorithm::DesEde3 => "des-ede3",
+            Algorithm::Aes128Cbc => "aes-128-cbc",
+            Algorithm::Aes192Cbc => "aes-192-cbc",
+            Algorithm::Aes256Cbc => "aes-256-cbc",
+            Algorithm::Rsa2048 => "rsa2048",
+            Algorithm::Dsa2048 => "dsa2048",
+        }
+    }
+
+    /// The row label OpenSSL 3.x prints (one word).
+    pub fn label_v3(self) -> &'static str {
+        match self {
+            Algorithm::DesCbc => "des-cbc",
+            Algorithm::Rsa2048 => "rsa",
+            Algorithm::Dsa2048 => "dsa",
+            other => other.cli_name(),
+        }
+    }
+
+    /// The row label OpenSSL 1.0.2/1.1.1 prints (two words for ciphers).
+    pub fn label_v1(self) -> &'static str {
+        match self {
+            Algorithm::DesCbc => "des cbc",
+            Algorithm::DesEde3 => "des ede3",
+            Algorithm::Aes128Cbc => "aes-128 cbc",
+            Algorithm::Aes192Cbc => "aes-192 cbc",
+            Algorithm::Aes256Cbc => "aes-256 cbc",
+            other => other.label_v3(),
+        }
+    }
+
+    /// The OpenWrt table's column title (the public-key ones have two columns).
+    pub fn column_title(self) -> &'static str {
+        match self {
+            Algorithm::Md5 => "MD5",
+            Algorithm::Sha1 => "SHA-1",
+            Algorithm::Sha256 => "SHA-256",
+            Algorithm::Sha512 => "SHA-512",
+            Algorithm::DesCbc => "DES",
+            Algorithm::DesEde3 => "3DES",
+            Algorithm::Aes128Cbc => "AES-128",
+            Algorithm::Aes192Cbc => "AES-192",
+            Algorithm::Aes256Cbc => "AES-256",
+            Algorithm::Rsa2048 => "RSA",
+            Algorithm::Dsa2048 => "DSA",
+        }
+    }
+
+    pub fn kind(self) -> AlgorithmKind {
+        match self {
+            Algorithm::Md5 | Algorithm::Sha1 | Algorithm::Sha256 | Algorithm::Sha512 => {
+                AlgorithmKind::Hash
+            }
+            Algorithm::Rsa2048 | Algorithm::Dsa2048 => AlgorithmKind::PublicKey,
+            _ => AlgorithmKind::Cipher,
+        }
+    }
+
+    /// Key size in bits of the public-key algorithms (0 for the others).
+    pub fn bits(self) -> u32 {
+        match self {
+            Algorithm::Rsa2048 | Algorithm::Dsa2048 => 2048,
+            _ => 0,
+        }
+    }
+}
+
+/// Which program measured the numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineInfo {
+    /// `rustcrypto`, `openssl` (this binary's libcrypto engine) or `openssl-speed` (imported).
+    pub name: String,
+    /// What the OpenWrt row shows: `RustCrypto`, `OpenSSL 3.0.19`, `OpenSSL 1.1.1w`.
+    pub version: String,
+}
+
+/// How a rate's time base was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TimeBase {
+    /// Operations per second of user CPU time of the measuring thread (openssl speed's default).
+    UserCpu,
+    /// Operations per second of wall-clock time (`--elapsed`, and always with `--multi`).
+    Elapsed,
+    /// Taken from a saved `openssl speed` output (user CPU, or elapsed under `-multi`).
+    Imported,
+}
+
+/// Where the result came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum CryptoSource {
+    /// Measured by this binary.
+    Measured {
+        /// Seconds per block size (hash/cipher) and per sign or verify run (RSA/DSA).
+        seconds_bulk: f64,
+        seconds_pkey: f64,
+    },
+    /// Parsed from saved `openssl speed` output.
+    Imported {
+        /// The file name, or `-` for standard input.
+        file: String,
+        /// The output layout recognised: `1.0.2`, `1.1.1`, `3.0-3.1`, `3.2+`, `mr` (machine
+        /// readable `-mr` lines only).
+        layout: String,
+    },
+}
+
+/// Bytes per second of one hash or cipher at every block size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BulkResult {
+    pub algorithm: Algorithm,
+    /// Bytes per second, one per entry of [`CryptoResult::block_sizes`]; `null` when not
+    /// measured at that size. 0 when the engine lacks the algorithm (see `note`).
+    pub bytes_per_sec: Vec<Option<f64>>,
+    /// Why a value is 0 or missing (e.g. single DES needs OpenSSL 3's legacy provider).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Signatures per second of RSA or DSA.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PublicKeyResult {
+    pub algorithm: Algorithm,
+    pub bits: u32,
+    pub sign_per_sec: f64,
+    pub verify_per_sec: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// One crypto benchmark: the `openssl speed` table in numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CryptoResult {
-    pub engine: String,
+    pub engine: EngineInfo,
+    pub source: CryptoSource,
+    pub time_base: TimeBase,
+    /// Threads (or `-multi` processes) whose rates are summed; 1 for a single-thread run.
+    pub threads: u32,
+    /// The block sizes in bytes of the bulk columns (16 … 16384; 1.0.2 stops at 8192).
+    pub block_sizes: Vec<u32>,
+    /// Hashes and ciphers, in the order measured or printed.
+    pub bulk: Vec<BulkResult>,
+    /// RSA and DSA.
+    pub public_key: Vec<PublicKeyResult>,
+    /// Things a reader must know to trust the numbers.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+impl CryptoResult {
+    /// Bytes per second of `alg` at block size `size`, if present.
+    pub fn rate(&self, alg: Algorithm, size: u32) -> Option<f64> {
+        let col = self.block_sizes.iter().position(|&s| s == size)?;
+        self.bulk
+            .iter()
+            .find(|b| b.algorithm == alg)
+            .and_then(|b| b.bytes_per_sec.get(col).copied().flatten())
+    }
+
+    /// The RSA or DSA result, if present.
+    pub fn public_key(&self, alg: Algorithm) -> Option<&PublicKeyResult> {
+        self.public_key.iter().find(|p| p.algorithm == alg)
+    }
 }

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# crypto-vs-openssl.sh: `openssl speed -seconds 1` against `routerbench crypto` on the same host,
+# alternating, ROUNDS rounds (default 3), medians per column of the OpenWrt row, and the ratios
+# routerbench/openssl for both engines (openssl engine: target 0.95-1.05 on every column).
+#
+# Usage: bench/crypto-vs-openssl.sh            (builds target/release with --features openssl)
+#        ROUNDS=5 ROUTERBENCH=/path/to/routerbench bench/crypto-vs-openssl.sh
+# The openssl speed output of each round is imported by routerbench itself (`--import`), so
+# both sides are read the same way: hashes at 1024 B, ciphers at 8192 B (bytes/s), RSA/DSA ops/s.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=${ROUNDS:-3}
+SECS=${SECS:-1}
+ALGS="md5 sha1 sha256 sha512 des des-ede3 aes-128-cbc aes-192-cbc aes-256-cbc rsa2048 dsa2048"
+if [ -z "${ROUTERBENCH:-}" ]; then
+  cargo build --release --features openssl >&2
+  ROUTERBENCH="${CARGO_TARGET_DIR:-target}/release/routerbench"
+fi
+command -v openssl >/dev/null || { echo "openssl not found: apt-get install openssl" >&2; exit 1; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# Single DES needs the legacy provider on OpenSSL 3; fall back to the plain command without it.
+speed_args=(-seconds "$SECS")
+if openssl speed -seconds 1 -provider legacy -provider default -bytes 16 des-ede3 >/dev/null 2>&1; then
+  speed_args+=(-provider legacy -provider default)
+fi
+
+row() { "$ROUTERBENCH" crypto --no-identity --format openwrt -q "$@"; }
+
+echo "host: $(uname -m), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); $(openssl version)" >&2
+for r in $(seq 1 "$ROUNDS"); do
+  echo "round $r/$ROUNDS: openssl speed" >&2
+  # shellcheck disable=SC2086
+  openssl speed "${speed_args[@]}" $ALGS >"$work/speed.$r" 2>/dev/null
+  row --import "$work/speed.$r" >"$work/openssl-speed.$r"
+  echo "round $r/$ROUNDS: routerbench --engine openssl" >&2
+  row --engine openssl --seconds "$SECS" --row-only >"$work/engine-openssl.$r"
+  echo "round $r/$ROUNDS: routerbench --engine rustcrypto" >&2
+  row --engine rustcrypto --seconds "$SECS" --row-only >"$work/engine-rustcrypto.$r"
+done
+
+# Median per column over the rounds of one source; prints 13 numbers on one line.
+medians() {
+  cat "$work/$1".* | awk -F'|' -v rounds="$ROUNDS" '
+    { for (i = 3; i <= 15; i++) { v = $i; gsub(/ /, "", v); col[i - 2, NR] = v } }
+    END {
+      for (c = 1; c <= 13; c++) {
+        n = 0
+        for (r = 1; r <= rounds; r++) a[++n] = col[c, r] + 0
+        for (i = 2; i <= n; i++) { x = a[i]; j = i - 1; while (j > 0 && a[j] > x) { a[j + 1] = a[j]; j-- } a[j + 1] = x }
+        printf "%s%s", (c > 1 ? " " : ""), a[int((n + 1) / 2)]
+      }
+      print ""
+    }'
+}
+
+ref=$(medians openssl-speed)
+ossl=$(medians engine-openssl)
+rc=$(medians engine-rustcrypto)
+
+printf '\n%-11s %15s %15s %7s %15s %7s\n' column "openssl speed" "rb openssl" ratio "rb rustcrypto" ratio
+awk -v ref="$ref" -v ossl="$ossl" -v rc="$rc" 'BEGIN {
+  split("MD5 SHA-1 SHA-256 SHA-512 DES 3DES AES-128 AES-192 AES-256 RSA-sign RSA-verify DSA-sign DSA-verify", name, " ")
+  split(ref, a, " "); split(ossl, b, " "); split(rc, c, " ")
+  bad = 0
+  for (i = 1; i <= 13; i++) {
+    r1 = (a[i] > 0) ? sprintf("%.2f", b[i] / a[i]) : "n/a"
+    r2 = (a[i] > 0) ? sprintf("%.2f", c[i] / a[i]) : "n/a"
+    if (r1 != "n/a" && (r1 < 0.95 || r1 > 1.05)) { bad++; r1 = r1 "*" }
+    unit = (i <= 9) ? 1e6 : 1
+    printf "%-11s %15.1f %15.1f %7s %15.1f %7s\n", name[i], a[i] / unit, b[i] / unit, r1, c[i] / unit, r2
+  }
+  printf "\nMB/s (10^6 B/s) for MD5..AES-256 (hashes at 1024 B, ciphers at 8192 B), ops/s for RSA/DSA.\n"
+  printf "openssl engine columns outside 0.95-1.05: %d (marked *)\n", bad
+}'

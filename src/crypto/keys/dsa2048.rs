@@ -1,0 +1,41 @@
+//! The fixed DSA-2048/160 key every engine signs with (FIPS 186-2 style parameters, as in
+//! `openssl speed dsa2048`), generated once with `openssl genpkey … dsa_paramgen_q_bits:160
+//! type:fips186_2`. Hex, big-endian; `y = g^x mod p`.
+
+/// Prime modulus p (2048 bits).
+pub const P: &[&str] = &[
+    "e85a8f096c14471865ac0b89811138e151103013428b1d3e554e728c255e91d8",
+    "3d2d9ced59db0ec84c7f0fc46631c3e501178961d2654eb273c57cd91503b260",
+    "6f13084d402536c4e2f598ceba338132b25f13627cdb0c39514dbd06145df878",
+    "54c3a7793250ce846f01cd9358fe1217850bc9be1122a4d5718365e81afb681e",
+    "45c18b3fa3418c8ac2f6f3c795698be20de92a8eb87d76106885eaffa5de5137",
+    "08534562592e0a3013611e75e154061c97bab40f1ef3ccf0d6cb1f0031474e76",
+    "8378b7166b29bc832e7246a921773479d901de8ff5348d4e85ddd1ba44455d26",
+    "34214a1558310b20c1ee1c32d55732ef4e37d5229798d2412aece99ac85e87f3",
+];
+/// Subgroup order q (160 bits).
+pub const Q: &[&str] = &["90a64092b546f2c94ac9e2791101bf335ef6e303"];
+/// Generator g.
+pub const G: &[&str] = &[
+    "6da9d8fdb2ae9053d25b3f22f662691ea78d32602eeb702ae37aa6ab653a06e0",
+    "d93b4203dca1176a69b42e26f8d31dc59a6b90e591f016fb44c6680aaba4f420",
+    "613368447ff6cfdc957aa39ddedc5533fa5bf1a0005645c5ffcfc307f46db94b",
+    "8535ff8f0f3e7a52998cbd8508c58d9a54e659b3531437681134fb9b91acd85f",
+    "aadecc15ee53896e355bc2d18bf2de6cae116d7bf91fe65fa45ad17580444b6e",
+    "8c6a587ba01689fb3a375ba2ef69bca54e5b46557bb22a1f77e176ba43d4cc28",
+    "f275495098b1ae5ea7292b5d2bb43e02379bb5d2dc5e6e175b9eb33df8246bac",
+    "5901322c4ca5f8076ebd12cd6dbee4edabc5d05f45e15ab72a59c0d1d327de33",
+];
+/// Private key x (160 bits).
+pub const X: &[&str] = &["79762f7ade7a7b1c6d36829aa4c60af8c7ae824e"];
+/// Public key y.
+pub const Y: &[&str] = &[
+    "8924dffaacf1d02ffeddad42c465c5fb0e00c1d7b704472ee6102d99bc30b230",
+    "9c11c210c30e7254b199103abcb87a5b90081d9602037c0fefde10587ab16aa2",
+    "36fb315b0caad42887a67fce803a77948d75c8d94ad098ac31afbdfc07003e0a",
+    "ade03b84cece0ed5ee519e55ec724646b26298db8cdb952ae1290b2e9e3217aa",
+    "6a659786b6a9eecce2adaec73b9d702633baa3935ec9181da20f3579b6cbc195",
+    "b91e23c5b26491816c35b0031ffe5143dac1f432dd82656da0fe22a0be9636e7",
+    "d6137a038d402b4169db1e1aff08c563b19e57e3303827005c4706180b6c6392",
+    "b6f7552973b420e80df276632f384cee3fc7f1403a50aa126277e56a95781f67",
+];

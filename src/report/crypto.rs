@@ -1,0 +1,227 @@
+//! Rendering of a crypto result: the readable table, the OpenWrt wiki row (spec/crypto.md §1,
+//! §6.5) and `openssl speed`'s own summary text (§2, §6.4) so existing awk scripts keep working.
+//! Nothing here measures.
+
+use crate::results::crypto::{Algorithm, AlgorithmKind, CryptoResult, CryptoSource, TimeBase};
+use crate::results::device::DeviceInfo;
+
+/// The hash columns of the row are read at this block size (the wiki awk's `$5`).
+pub const ROW_HASH_BLOCK: u32 = crate::crypto::ROW_HASH_BLOCK;
+
+/// The 13 numeric column titles of the OpenWrt table, in order.
+pub const ROW_TITLES: [&str; 13] = [
+    "MD5",
+    "SHA-1",
+    "SHA-256",
+    "SHA-512",
+    "DES",
+    "3DES",
+    "AES-128",
+    "AES-192",
+    "AES-256",
+    "RSA Sign",
+    "RSA Verify",
+    "DSA Sign",
+    "DSA Verify",
+];
+
+/// The identity cells that start a row: see [`crate::report::device::row_identity_cells`]
+/// (revision, then the cpuinfo values the wiki awk picks, or CPU model and BogoMIPS where it
+/// picks none).
+pub fn identity_cells(info: &DeviceInfo) -> Vec<String> {
+    crate::report::device::row_identity_cells(info)
+}
+
+/// The 13 numbers of the row: hashes at 1024 bytes and ciphers at `cipher_block` bytes in
+/// bytes/s (integers), RSA/DSA sign and verify per second with one decimal; `-` when absent.
+pub fn row_numbers(result: &CryptoResult, cipher_block: u32) -> Vec<String> {
+    let mut cells = Vec::with_capacity(13);
+    for alg in Algorithm::ALL {
+        match alg.kind() {
+            AlgorithmKind::Hash | AlgorithmKind::Cipher => {
+                let size = if alg.kind() == AlgorithmKind::Hash {
+                    ROW_HASH_BLOCK
+                } else {
+                    cipher_block
+                };
+                cells.push(match result.rate(alg, size) {
+                    Some(v) => format!("{:.0}", v.round()),
+                    None => "-".into(),
+                });
+            }
+            AlgorithmKind::PublicKey => match result.public_key(alg) {
+                Some(p) => {
+                    cells.push(format!("{:.1}", p.sign_per_sec));
+                    cells.push(format!("{:.1}", p.verify_per_sec));
+                }
+                None => cells.extend(["-".to_string(), "-".to_string()]),
+            },
+        }
+    }
+    cells
+}
+
+/// One row of the OpenWrt benchmark table:
+/// `| rev | cpu fields… | engine version | MD5 | … | DSA Verify |`.
+pub fn openwrt_row(result: &CryptoResult, identity: &[String], cipher_block: u32) -> String {
+    let mut cells: Vec<String> = identity.iter().map(|c| clean_cell(c)).collect();
+    cells.push(clean_cell(&result.engine.version));
+    cells.extend(row_numbers(result, cipher_block));
+    format!("| {} |", cells.join(" | "))
+}
+
+/// The header line matching [`openwrt_row`] for `identity_len` identity cells.
+pub fn openwrt_header(identity_len: usize) -> String {
+    let mut cells: Vec<&str> = Vec::new();
+    if identity_len > 0 {
+        cells.push("Revision");
+        cells.extend(std::iter::repeat_n("CPU", identity_len - 1));
+    }
+    cells.push("Engine");
+    cells.extend(ROW_TITLES);
+    format!("| {} |", cells.join(" | "))
+}
+
+fn clean_cell(s: &str) -> String {
+    s.replace('|', "/")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn size_title(s: u32) -> String {
+    if s >= 1024 && s % 1024 == 0 {
+        format!("{} KiB", s / 1024)
+    } else {
+        format!("{s} B")
+    }
+}
+
+/// A readable table: MB/s (10^6 bytes/s) per block size, sign/s and verify/s, then notes.
+pub fn render_table(result: &CryptoResult) -> String {
+    let mut out = String::new();
+    let base = match result.time_base {
+        TimeBase::UserCpu => "per user-CPU second",
+        TimeBase::Elapsed => "per wall-clock second",
+        TimeBase::Imported => "as printed by openssl speed",
+    };
+    let how = match &result.source {
+        CryptoSource::Measured {
+            seconds_bulk,
+            seconds_pkey,
+        } => format!("{seconds_bulk} s per block size, {seconds_pkey} s per sign/verify run"),
+        CryptoSource::Imported { file, layout } => {
+            format!("imported from {file} (openssl speed {layout} layout)")
+        }
+    };
+    out.push_str(&format!(
+        "Engine: {} ({}), {}, {}, {} thread{}\n\n",
+        result.engine.version,
+        result.engine.name,
+        base,
+        how,
+        result.threads,
+        if result.threads == 1 { "" } else { "s" }
+    ));
+    if !result.bulk.is_empty() {
+        out.push_str(&format!("{:<13}", "MB/s"));
+        for &s in &result.block_sizes {
+            out.push_str(&format!(" {:>10}", size_title(s)));
+        }
+        out.push('\n');
+        for b in &result.bulk {
+            out.push_str(&format!("{:<13}", b.algorithm.cli_name()));
+            for v in &b.bytes_per_sec {
+                match v {
+                    Some(v) => out.push_str(&format!(" {:>10.2}", v / 1e6)),
+                    None => out.push_str(&format!(" {:>10}", "-")),
+                }
+            }
+            out.push('\n');
+        }
+    }
+    if !result.public_key.is_empty() {
+        if !result.bulk.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&format!("{:<13} {:>10} {:>10}\n", "", "sign/s", "verify/s"));
+        for p in &result.public_key {
+            out.push_str(&format!(
+                "{:<13} {:>10.1} {:>10.1}\n",
+                format!("{} {}", p.algorithm.label_v3(), p.bits),
+                p.sign_per_sec,
+                p.verify_per_sec
+            ));
+        }
+    }
+    if !result.notes.is_empty() {
+        out.push_str("\nNotes:\n");
+        for n in &result.notes {
+            out.push_str(&format!("  - {n}\n"));
+        }
+    }
+    out
+}
+
+/// `openssl speed`'s summary text. Cipher labels follow `cipher_block` so the wiki awk's `$6`
+/// reads that column: two words (`des cbc`, 1.1.1 style) for 1024, one word (`des-cbc`, 3.x
+/// style) for 8192. The first line starts with `OpenSSL` so the awk finds a version in `$2`.
+pub fn render_openssl(result: &CryptoResult, cipher_block: u32) -> String {
+    let mut out = String::new();
+    let tool = format!("routerbench {}", env!("CARGO_PKG_VERSION"));
+    if result.engine.version.starts_with("OpenSSL ") {
+        out.push_str(&format!(
+            "{} ({tool}, engine {})\n",
+            result.engine.version, result.engine.name
+        ));
+    } else {
+        out.push_str(&format!(
+            "OpenSSL-format {} ({tool}, engine {})\n",
+            result.engine.version.replace(' ', "-"),
+            result.engine.name
+        ));
+    }
+    out.push_str(&format!("built on: {tool}\n"));
+    out.push_str(&format!(
+        "options: time base {:?}, {} thread(s)\n",
+        result.time_base, result.threads
+    ));
+    if !result.bulk.is_empty() {
+        out.push_str("The 'numbers' are in 1000s of bytes per second processed.\n");
+        out.push_str("type        ");
+        for s in &result.block_sizes {
+            out.push_str(&format!("{s:7} bytes"));
+        }
+        out.push('\n');
+        for b in &result.bulk {
+            let label = if cipher_block == 1024 {
+                b.algorithm.label_v1()
+            } else {
+                b.algorithm.label_v3()
+            };
+            out.push_str(&format!("{label:<13}"));
+            for v in &b.bytes_per_sec {
+                match v {
+                    Some(v) if *v > 10000.0 => out.push_str(&format!(" {:11.2}k", v / 1e3)),
+                    Some(v) => out.push_str(&format!(" {v:11.2} ")),
+                    None => out.push_str(&format!(" {:>11} ", "n/a")),
+                }
+            }
+            out.push('\n');
+        }
+    }
+    for p in &result.public_key {
+        out.push_str(&format!("{:18}sign    verify    sign/s verify/s\n", ""));
+        let t = |r: f64| if r > 0.0 { 1.0 / r } else { 0.0 };
+        out.push_str(&format!(
+            "{} {:4} bits {:8.6}s {:8.6}s {:8.1} {:8.1}\n",
+            p.algorithm.label_v3(),
+            p.bits,
+            t(p.sign_per_sec),
+            t(p.verify_per_sec),
+            p.sign_per_sec,
+            p.verify_per_sec
+        ));
+    }
+    out
+}

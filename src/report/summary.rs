@@ -1,0 +1,40 @@
+//! The summary of a whole `routerbench run`: identity, the OpenWrt row, throughput, latency,
+//! and the machine's own view, section by section, only for what was measured.
+
+use crate::results::RunResult;
+
+pub fn render_run(r: &RunResult) -> String {
+    let mut out = String::new();
+    if let Some(d) = &r.device {
+        out.push_str("== Device\n");
+        out.push_str(&super::device::render_text(d));
+    }
+    if let Some(c) = &r.crypto {
+        out.push_str("\n== Crypto (");
+        out.push_str(&c.engine.name);
+        out.push_str(")\n");
+        out.push_str(&super::crypto::render_table(c));
+        let identity = r
+            .device
+            .as_ref()
+            .map(super::device::row_identity_cells)
+            .unwrap_or_else(|| vec!["unknown".into()]);
+        let block = crate::crypto::ROW_CIPHER_BLOCK;
+        out.push_str("\nOpenWrt table row:\n");
+        out.push_str(&super::crypto::openwrt_header(identity.len()));
+        out.push('\n');
+        out.push_str(&super::crypto::openwrt_row(c, &identity, block));
+        out.push('\n');
+    }
+    if let Some(m) = &r.monitor {
+        out.push_str("\n== This machine during the network tests\n");
+        out.push_str(&super::monitor::render_text(m));
+    }
+    if !r.notes.is_empty() {
+        out.push('\n');
+        for n in &r.notes {
+            out.push_str(&format!("note: {n}\n"));
+        }
+    }
+    out
+}

@@ -1,0 +1,351 @@
+//! End-to-end tests of `routerbench crypto` on the real binary: the OpenWrt row of a short
+//! measured run, JSON and openssl-format output, import from a file and from stdin, and errors
+//! for bad input that name the line and what was expected.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn routerbench(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_routerbench"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run routerbench");
+    if let Some(data) = stdin {
+        child.stdin.take().unwrap().write_all(data).unwrap();
+    } else {
+        drop(child.stdin.take());
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/tests/fixtures/openssl/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn cells(row: &str) -> Vec<String> {
+    let t = row.trim();
+    assert!(t.starts_with("| ") && t.ends_with(" |"), "not a row: {t}");
+    t[1..t.len() - 1]
+        .split('|')
+        .map(|c| c.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn measured_openwrt_row_has_13_numeric_cells() {
+    let o = routerbench(
+        &["crypto", "--format", "openwrt", "--seconds", "0.05", "-q"],
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1, "one row: {out}");
+    let c = cells(lines[0]);
+    assert!(c.len() >= 15, "identity + engine + 13: {c:?}");
+    let numbers = &c[c.len() - 13..];
+    for (i, n) in numbers.iter().enumerate() {
+        let v: f64 = n
+            .parse()
+            .unwrap_or_else(|_| panic!("cell {i} `{n}` is not a number: {c:?}"));
+        assert!(
+            v > 0.0,
+            "cell {i} is {v}: every algorithm runs in RustCrypto"
+        );
+    }
+    assert_eq!(c[c.len() - 14], "RustCrypto");
+    // Bulk cells are integers (bytes/s), RSA/DSA have one decimal.
+    assert!(numbers[..9].iter().all(|n| !n.contains('.')), "{c:?}");
+    assert!(
+        numbers[9..]
+            .iter()
+            .all(|n| n.split('.').nth(1).map(str::len) == Some(1))
+    );
+}
+
+#[test]
+fn json_and_openssl_formats_agree_with_the_row() {
+    let o = routerbench(
+        &[
+            "crypto",
+            "--algorithms",
+            "sha256,aes-128-cbc",
+            "--seconds",
+            "0.02",
+            "--json",
+            "-q",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    assert_eq!(v["schema"], "routerbench.run/1");
+    let crypto = &v["crypto"];
+    assert_eq!(crypto["engine"]["version"], "RustCrypto");
+    assert_eq!(crypto["time_base"], "user-cpu");
+    assert_eq!(crypto["bulk"].as_array().unwrap().len(), 2);
+    assert_eq!(crypto["bulk"][0]["algorithm"], "sha256");
+    assert_eq!(crypto["block_sizes"].as_array().unwrap().len(), 6);
+
+    // The openssl-format text of a run imports back to the same row.
+    let o = routerbench(
+        &[
+            "crypto",
+            "--algorithms",
+            "md5,des-ede3,rsa2048",
+            "--seconds",
+            "0.02",
+            "--format",
+            "openssl",
+            "-q",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.starts_with("OpenSSL-format RustCrypto "), "{text}");
+    assert!(
+        text.contains("\ntype             16 bytes     64 bytes"),
+        "{text}"
+    );
+    let back = routerbench(
+        &[
+            "crypto",
+            "--import",
+            "-",
+            "--format",
+            "openwrt",
+            "--no-identity",
+        ],
+        Some(text.as_bytes()),
+    );
+    assert!(back.status.success(), "{}", stderr(&back));
+    let c = cells(&stdout(&back));
+    assert_eq!(c.len(), 14, "{c:?}");
+    assert_eq!(c[0], "RustCrypto");
+}
+
+#[test]
+fn import_prints_the_row_with_given_identity() {
+    let o = routerbench(
+        &[
+            "crypto",
+            "--import",
+            &fixture("openssl-3.0.19-with-stderr.txt"),
+            "--format",
+            "openwrt",
+            "--revision",
+            "r23633",
+            "--cpu-field",
+            "MediaTek MT7621 ver:1 eco:3",
+            "--cpu-field",
+            "586.13",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "| r23633 | MediaTek MT7621 ver:1 eco:3 | 586.13 | OpenSSL 3.0.19 | 545674970 | 1268176980 \
+         | 1170388560 | 519599860 | 0 | 25600000 | 1447058290 | 1220164830 | 1040298410 | 2880.0 \
+         | 53242.6 | 3791.2 | 4136.2 |\n"
+    );
+    // The DES note reaches the user.
+    assert!(stderr(&o).contains("legacy provider"), "{}", stderr(&o));
+}
+
+#[test]
+fn import_table_shows_notes_and_row() {
+    let o = routerbench(
+        &[
+            "crypto",
+            "--import",
+            &fixture("openssl-1.0.2u-mips.txt"),
+            "--no-identity",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("OpenSSL 1.0.2u (openssl-speed)"), "{out}");
+    assert!(out.contains("md5                 4.30      14.16      33.32      51.85      61.25"));
+    assert!(out.contains("rsa 2048            10.5      413.5"), "{out}");
+    assert!(out.contains("| OpenSSL 1.0.2u | 51849560 |"), "{out}");
+}
+
+fn import_error(input: &[u8]) -> String {
+    let o = routerbench(
+        &["crypto", "--import", "-", "--format", "openwrt"],
+        Some(input),
+    );
+    assert_eq!(o.status.code(), Some(1), "must fail: {}", stdout(&o));
+    assert!(stdout(&o).is_empty());
+    let e = stderr(&o);
+    assert!(!e.contains("panicked"), "{e}");
+    e
+}
+
+#[test]
+fn bad_imports_name_the_line_and_what_was_expected() {
+    let e = import_error(b"");
+    assert!(e.contains("the input is empty"), "{e}");
+
+    let e = import_error(b"\x7fELF\x02\x01\x01\x00\x00\x00binary");
+    assert!(
+        e.contains("line 1") && e.contains("binary data") && e.contains("0x00"),
+        "{e}"
+    );
+
+    let e = import_error(b"root:x:0:0:root:/root:/bin/bash\n");
+    assert!(
+        e.contains("line 1: this is not a line of `openssl speed` output"),
+        "{e}"
+    );
+    assert!(
+        e.contains("expected a line of `openssl speed` output"),
+        "{e}"
+    );
+
+    let sample = std::fs::read_to_string(fixture("openssl-3.0.19-stdout.txt")).unwrap();
+    // Cut in the middle of the sha256 row (line 9).
+    let cut = sample.find("304224.53k").unwrap() + "304224.53k".len();
+    let e = import_error(&sample.as_bytes()[..cut]);
+    assert!(e.contains("line 10"), "{e}");
+    assert!(
+        e.contains("the `sha256` row has 2 values instead of 6"),
+        "{e}"
+    );
+    assert!(e.contains("`type` header on line 7"), "{e}");
+
+    // Cut right after the header.
+    let cut = sample.find("md5 ").unwrap();
+    let e = import_error(&sample.as_bytes()[..cut]);
+    assert!(
+        e.contains("line 7") && e.contains("not followed by any result row"),
+        "{e}"
+    );
+
+    // Cut inside the rsa line.
+    let cut = sample.find("0.000019s").unwrap();
+    let e = import_error(&sample.as_bytes()[..cut]);
+    assert!(e.contains("line 18: the rsa line has 4 fields"), "{e}");
+
+    let e = import_error(b"+H:16:64\n+F:3:md5:1.00:x\n");
+    assert!(
+        e.contains("line 2: malformed machine-readable (-mr) line"),
+        "{e}"
+    );
+
+    let e = import_error(b"version: 3.0.19\nDoing md5 for 1s\n");
+    assert!(e.contains("no `openssl speed` results found"), "{e}");
+
+    let mut mixed = sample.clone();
+    mixed.insert_str(
+        sample.find("sha1").unwrap(),
+        "<html><body>oops</body></html>\n",
+    );
+    let e = import_error(mixed.as_bytes());
+    assert!(e.contains("line 9") && e.contains("<html>"), "{e}");
+}
+
+#[test]
+fn missing_import_file_is_named() {
+    let o = routerbench(&["crypto", "--import", "/nonexistent/sslspeed"], None);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("cannot read /nonexistent/sslspeed"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn unknown_algorithm_lists_the_valid_ones() {
+    let o = routerbench(&["crypto", "--algorithms", "md5,chacha20", "-q"], None);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("unknown algorithm `chacha20`"), "{e}");
+    assert!(
+        e.contains(
+            "md5, sha1, sha256, sha512, des, des-ede3, aes-128-cbc, aes-192-cbc, aes-256-cbc, \
+             rsa2048, dsa2048"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_numbers_are_usage_errors() {
+    for args in [
+        &["crypto", "--seconds", "0", "-q"][..],
+        &["crypto", "--seconds", "nan", "-q"][..],
+        &["crypto", "--multi", "0", "-q"][..],
+    ] {
+        let o = routerbench(args, None);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(stderr(&o).contains("must be"), "{}", stderr(&o));
+    }
+    let o = routerbench(&["crypto", "--cipher-block", "4096"], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not 1024 or 8192"), "{}", stderr(&o));
+}
+
+#[test]
+fn openssl_engine_is_explained_when_not_built() {
+    let o = routerbench(
+        &[
+            "crypto",
+            "--engine",
+            "openssl",
+            "--algorithms",
+            "md5",
+            "--seconds",
+            "0.01",
+            "-q",
+        ],
+        None,
+    );
+    if cfg!(feature = "openssl") {
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(stdout(&o).contains("OpenSSL 3"), "{}", stdout(&o));
+    } else {
+        assert_eq!(o.status.code(), Some(1));
+        assert!(stderr(&o).contains("--features openssl"), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn multi_threads_sum_and_use_wall_time() {
+    let o = routerbench(
+        &[
+            "crypto",
+            "--algorithms",
+            "sha1",
+            "--seconds",
+            "0.02",
+            "--multi",
+            "2",
+            "--json",
+            "-q",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["crypto"]["threads"], 2);
+    assert_eq!(v["crypto"]["time_base"], "elapsed");
+}
