@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod crypto;
 pub mod device;
+pub mod iperf3;
 pub mod lab;
 pub mod monitor;
 pub mod net;

@@ -250,8 +250,18 @@ fn bad_imports_name_the_line_and_what_was_expected() {
         "{e}"
     );
 
-    let e = import_error(b"version: 3.0.19\nDoing md5 for 1s\n");
+    let e = import_error(b"version: 3.0.19\n");
     assert!(e.contains("no `openssl speed` results found"), "{e}");
+
+    // A stderr-only capture (`2> file`): the results went to stdout.
+    let stderr_only: String = std::fs::read_to_string(fixture("openssl-3.0.19-with-stderr.txt"))
+        .unwrap()
+        .lines()
+        .take_while(|l| !l.starts_with("version:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let e = import_error(stderr_only.as_bytes());
+    assert!(e.contains("only the progress (`Doing …`) lines"), "{e}");
 
     let mut mixed = sample.clone();
     mixed.insert_str(
@@ -348,4 +358,121 @@ fn multi_threads_sum_and_use_wall_time() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["crypto"]["threads"], 2);
     assert_eq!(v["crypto"]["time_base"], "elapsed");
+}
+
+/// The wiki's summary awk + sed (spec/crypto.md §1.1), applied to `--format openssl` output,
+/// yields the same 13 numbers as `--format openwrt` for either cipher column.
+#[test]
+fn wiki_awk_reads_the_openssl_format_like_the_row() {
+    let awk_prog = r#"$1 ~ /OpenSSL/ {print "| " $2 " |"} $1 ~ /(md5|sha)/ {print " " $5 " |"} $1 ~ /(des|aes)/ {b = b " " $6 " |"} $1 ~ /(rsa|dsa)/ {print b " " $6 " | " $7 " | ";b=""}"#;
+    if Command::new("awk").arg("BEGIN{}").output().is_err() {
+        eprintln!("skipped: no awk on this host");
+        return;
+    }
+    for (name, version) in [
+        ("openssl-1.1.1m-aarch64.txt", "1.1.1m"),
+        ("openssl-3.5.6-rsa4.txt", "3.5.6"),
+    ] {
+        for cb in ["1024", "8192"] {
+            let base = [
+                "crypto",
+                "--import",
+                &fixture(name),
+                "--cipher-block",
+                cb,
+                "-q",
+            ];
+            let text = routerbench(&[&base[..], &["--format", "openssl"]].concat(), None);
+            let row = routerbench(
+                &[&base[..], &["--format", "openwrt", "--no-identity"]].concat(),
+                None,
+            );
+            let mut awk = Command::new("awk")
+                .args(["-v", "ORS=", awk_prog])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            awk.stdin.take().unwrap().write_all(&text.stdout).unwrap();
+            let awk_out = String::from_utf8(awk.wait_with_output().unwrap().stdout).unwrap();
+            // sed -e 's/\.\(..\)k/\10/g': `12345.67k` -> `12345670`.
+            let mut awk_cells: Vec<String> = awk_out
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .filter(|c| !c.is_empty())
+                .map(|c| match c.strip_suffix('k') {
+                    Some(v) => v.replace('.', "") + "0",
+                    None => c,
+                })
+                .collect();
+            assert_eq!(awk_cells.remove(0), version, "{name} {cb}: {awk_out}");
+            let row_cells = cells(&stdout(&row));
+            assert_eq!(
+                awk_cells,
+                row_cells[1..].to_vec(),
+                "{name} cipher block {cb}"
+            );
+        }
+    }
+}
+
+/// Without the legacy provider, single DES reads 0 with a note (as `openssl speed` prints 0.00);
+/// the other algorithms still run.
+#[test]
+fn openssl_engine_without_legacy_provider_reports_des_as_zero() {
+    if !cfg!(feature = "openssl") {
+        eprintln!("skipped: built without the openssl feature");
+        return;
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_routerbench"))
+        .args([
+            "crypto",
+            "--engine",
+            "openssl",
+            "--algorithms",
+            "des,des-ede3",
+            "--seconds",
+            "0.01",
+            "--row-only",
+            "--format",
+            "openwrt",
+            "--no-identity",
+        ])
+        .env("OPENSSL_MODULES", "/nonexistent-routerbench-test")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let c = cells(&stdout(&o));
+    assert_eq!(c[5], "0", "DES cell: {c:?}");
+    assert!(c[6].parse::<f64>().unwrap() > 0.0, "3DES runs: {c:?}");
+    assert!(stderr(&o).contains("legacy provider"), "{}", stderr(&o));
+}
+
+#[test]
+fn json_file_is_written_next_to_the_table() {
+    let dir = std::env::temp_dir().join(format!("rb-crypto-json-{}", std::process::id()));
+    let path = dir.join("crypto.json");
+    let o = routerbench(
+        &[
+            "crypto",
+            "--import",
+            &fixture("openssl-3.0.19-stdout.txt"),
+            "--json",
+            path.to_str().unwrap(),
+            "-q",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("MB/s"),
+        "the table still goes to stdout"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v["crypto"]["engine"]["version"], "OpenSSL 3.0.19");
+    assert_eq!(v["crypto"]["source"]["kind"], "imported");
+    assert_eq!(v["crypto"]["source"]["layout"], "3.0-3.1");
+    assert_eq!(v["crypto"]["public_key"][0]["sign_per_sec"], 2880.0);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

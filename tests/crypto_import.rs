@@ -206,7 +206,7 @@ fn machine_readable_mr_lines() {
         );
         assert_eq!(
             openwrt_row(&r, &[], 8192),
-            "| OpenSSL (unknown version) | 588831030 | - | - | - | - | 26892929 | 1194866540 | - \
+            "| OpenSSL unknown | 588831030 | - | - | - | - | 26892929 | 1194866540 | - \
              | - | 1493.9 | 52039.4 | 3397.0 | 3500.0 |"
         );
     }
@@ -319,4 +319,35 @@ fn no_panic_on_any_prefix_or_mutation() {
             }
         }
     }
+}
+
+#[test]
+fn single_size_bytes_option_output() {
+    // `openssl speed -bytes 1024 md5 sha256` (3.x): the `type` header has one size.
+    let text = "version: 3.0.19\n\
+                The 'numbers' are in 1000s of bytes per second processed.\n\
+                type           1024 bytes\n\
+                md5             596641.36k\n\
+                sha256         1257400.00k\n";
+    let r = parse(text.as_bytes(), "bytes1024").unwrap();
+    assert_eq!(r.block_sizes, vec![1024]);
+    assert_eq!(r.rate(Algorithm::Md5, 1024), Some(596641360.0));
+    assert_eq!(
+        openwrt_row(&r, &[], 8192),
+        "| OpenSSL 3.0.19 | 596641360 | - | 1257400000 | - | - | - | - | - | - | - | - | - | - |"
+    );
+}
+
+#[test]
+fn mr_import_renders_openssl_text_that_imports_again() {
+    let r = import("openssl-3.0.19-mr.txt");
+    let text = render_openssl(&r, 8192);
+    assert!(text.starts_with("OpenSSL unknown (routerbench "), "{text}");
+    let back = parse(text.as_bytes(), "rendered").unwrap_or_else(|e| panic!("{e}"));
+    // openssl's `%.2fk` keeps 10 B/s: 26892929.29 B/s prints as 26892.93k.
+    assert_eq!(
+        openwrt_row(&back, &[], 8192),
+        "| OpenSSL unknown | 588831030 | - | - | - | - | 26892930 | 1194866540 | - | - | 1493.9 \
+         | 52039.4 | 3397.0 | 3500.0 |"
+    );
 }

@@ -2,11 +2,14 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod client;
 pub mod crypto;
 pub mod device;
 pub mod lab;
+pub mod loopback;
 pub mod monitor;
 pub mod run;
+pub mod server;
 
 /// What can this router really do? Crypto, throughput, latency under load.
 #[derive(Debug, Parser)]
@@ -28,6 +31,12 @@ pub enum Command {
     Monitor(monitor::MonitorArgs),
     /// The netns router lab (root): up, down, status, measure, capacity.
     Lab(lab::LabArgs),
+    /// Serve iperf3 3.x clients (TCP/UDP, -R, --bidir, -P) and routerbench clients on one port.
+    Server(server::ServerArgs),
+    /// Run an iperf3 test against an iperf3 (or routerbench) server.
+    Client(client::ClientArgs),
+    /// Throughput over loopback: server and client in one process, one thread per stream.
+    Loopback(loopback::LoopbackArgs),
 }
 
 /// Runs one command; returns the process exit code.
@@ -38,5 +47,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Crypto(a) => crypto::run(a),
         Command::Monitor(a) => monitor::run(a),
         Command::Lab(a) => lab::run(a),
+        Command::Server(a) => server::run(a),
+        Command::Client(a) => client::run(a),
+        Command::Loopback(a) => loopback::run(a),
     }
 }

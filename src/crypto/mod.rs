@@ -19,6 +19,8 @@ pub const BLOCK_SIZES: [u32; 6] = [16, 64, 256, 1024, 8192, 16384];
 pub const DEFAULT_SECONDS_BULK: f64 = 3.0;
 /// openssl speed's default seconds per RSA/DSA sign or verify run (`PKEY_SECONDS`).
 pub const DEFAULT_SECONDS_PKEY: f64 = 10.0;
+/// The longest run per test accepted (one hour).
+pub const MAX_SECONDS: f64 = 3600.0;
 /// The block size of the hash columns of the OpenWrt row.
 pub const ROW_HASH_BLOCK: u32 = 1024;
 /// The default block size of the cipher columns (as OpenSSL 3.x rows of the wiki table read).
@@ -139,10 +141,11 @@ pub fn valid_algorithm_list() -> String {
 /// Runs the suite: every requested algorithm at the planned sizes, `threads` at once.
 /// Progress goes to `progress`; nothing is printed.
 pub fn run_suite(cfg: &SuiteConfig, progress: &dyn Progress) -> Result<CryptoResult, CryptoError> {
-    let positive = |s: f64| s.is_finite() && s > 0.0;
+    // Bounded so the timing loop's Duration conversion can never overflow.
+    let positive = |s: f64| s.is_finite() && s > 0.0 && s <= MAX_SECONDS;
     if !positive(cfg.seconds_bulk) || !positive(cfg.seconds_pkey) {
         return Err(CryptoError::Config(format!(
-            "seconds must be a positive number, got {} / {}",
+            "seconds must be a positive number up to {MAX_SECONDS}, got {} / {}",
             cfg.seconds_bulk, cfg.seconds_pkey
         )));
     }
@@ -305,6 +308,13 @@ mod tests {
         };
         let noop = crate::util::progress::NoProgress;
         assert!(run_suite(&cfg, &noop).is_err());
+        for bad in [f64::NAN, f64::INFINITY, -1.0, 1e30] {
+            let cfg = SuiteConfig {
+                seconds_pkey: bad,
+                ..SuiteConfig::default()
+            };
+            assert!(run_suite(&cfg, &noop).is_err(), "{bad}");
+        }
         let cfg = SuiteConfig {
             threads: 0,
             ..SuiteConfig::default()

@@ -44,7 +44,7 @@ struct Sample {
 
 /// Calls `batch(n)` (which performs `n` operations) until `seconds` of wall time have passed.
 fn run_for<E>(seconds: f64, mut batch: impl FnMut(u64) -> Result<(), E>) -> Result<Sample, E> {
-    let deadline = Duration::from_secs_f64(seconds);
+    let deadline = Duration::try_from_secs_f64(seconds).unwrap_or(Duration::from_secs(3600));
     let cpu0 = thread_user_cpu();
     let t0 = Instant::now();
     let mut ops = 0u64;
@@ -92,15 +92,20 @@ fn on_threads(
         });
     }
     let results: Vec<Result<Sample, EngineError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads).map(|_| scope.spawn(&work)).collect();
+        let handles: Vec<_> = (0..threads)
+            .map(|_| std::thread::Builder::new().spawn_scoped(scope, &work))
+            .collect();
         handles
             .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
+            .map(|h| match h {
+                Ok(h) => h.join().unwrap_or_else(|_| {
                     Err(EngineError::Failed(
                         "a measuring thread panicked; please report this as a bug".into(),
                     ))
-                })
+                }),
+                Err(e) => Err(EngineError::Failed(format!(
+                    "cannot start a measuring thread ({e}); use a smaller --multi"
+                ))),
             })
             .collect()
     });

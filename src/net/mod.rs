@@ -1,2 +1,5 @@
 //! Socket set-up shared by all tests: DSCP/TOS, congestion control, buffers, kernel timestamps,
 //! TCP_INFO.
+
+pub mod sockopt;
+pub mod tcp_info;

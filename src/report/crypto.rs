@@ -182,10 +182,12 @@ pub fn render_openssl(result: &CryptoResult, cipher_block: u32) -> String {
         ));
     }
     out.push_str(&format!("built on: {tool}\n"));
-    out.push_str(&format!(
-        "options: time base {:?}, {} thread(s)\n",
-        result.time_base, result.threads
-    ));
+    let base = match result.time_base {
+        TimeBase::UserCpu => "rates per user-CPU second",
+        TimeBase::Elapsed => "rates per wall-clock second",
+        TimeBase::Imported => "rates as imported from openssl speed",
+    };
+    out.push_str(&format!("options: {base}, {} thread(s)\n", result.threads));
     if !result.bulk.is_empty() {
         out.push_str("The 'numbers' are in 1000s of bytes per second processed.\n");
         out.push_str("type        ");

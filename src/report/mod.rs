@@ -2,6 +2,7 @@
 
 pub mod crypto;
 pub mod device;
+pub mod iperf3;
 pub mod lab;
 pub mod monitor;
 pub mod summary;

@@ -10,6 +10,7 @@ pub mod crypto;
 pub mod device;
 pub mod lab;
 pub mod monitor;
+pub mod throughput;
 
 /// Bumped on any incompatible change of the JSON layout; readers refuse a newer major.
 pub const SCHEMA: &str = "routerbench.run/1";
@@ -49,6 +50,9 @@ pub struct RunResult {
     /// The netns lab the run went through: configuration, theory, capacity, accuracy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab: Option<lab::LabResult>,
+    /// Loopback (or client) throughput test in iperf3's terms, with both ends' CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput: Option<throughput::ThroughputResult>,
     /// Things a reader must know to trust the numbers (missing sources, skipped parts).
     #[serde(default)]
     pub notes: Vec<String>,
@@ -65,6 +69,7 @@ impl RunResult {
             crypto: None,
             monitor: None,
             lab: None,
+            throughput: None,
             notes: Vec::new(),
         }
     }

@@ -5,3 +5,5 @@
 /// iperf3 client, whose first 37 bytes are a cookie of `[a-z2-7]` and a NUL: 0xFF never occurs
 /// in a cookie, so one byte decides.
 pub const ROUTERBENCH_MAGIC: [u8; 8] = [0xFF, b'R', b'B', b'E', b'N', b'C', b'H', 0x00];
+
+pub mod iperf3;

@@ -25,8 +25,28 @@ use crate::results::crypto::{Algorithm, EngineInfo};
 /// The libcrypto engine. Holds the legacy provider (for single DES) while it lives.
 pub struct OpensslEngine {
     legacy: Result<Provider, String>,
-    rsa: PKey<Private>,
-    dsa: PKey<Private>,
+}
+
+/// Each measuring thread gets its own key object: OpenSSL serialises threads that share one RSA
+/// key (its blinding state is per key), and `openssl speed -multi` uses separate processes.
+fn load_rsa() -> Result<PKey<Private>, EngineError> {
+    PKey::private_key_from_pem(keys::RSA2048_PKCS8_PEM.as_bytes())
+        .map_err(failed("cannot load the embedded RSA key"))
+}
+
+fn load_dsa() -> Result<PKey<Private>, EngineError> {
+    let bn = |lines: &[&str]| openssl::bn::BigNum::from_slice(&keys::hex_bytes(lines));
+    (|| {
+        let d = openssl::dsa::Dsa::from_private_components(
+            bn(keys::dsa2048::P)?,
+            bn(keys::dsa2048::Q)?,
+            bn(keys::dsa2048::G)?,
+            bn(keys::dsa2048::X)?,
+            bn(keys::dsa2048::Y)?,
+        )?;
+        PKey::from_dsa(d)
+    })()
+    .map_err(failed("cannot load the embedded DSA key"))
 }
 
 fn failed(what: &str) -> impl Fn(openssl::error::ErrorStack) -> EngineError + '_ {
@@ -42,21 +62,10 @@ impl OpensslEngine {
         } else {
             Err("not requested".into())
         };
-        let rsa = PKey::private_key_from_pem(keys::RSA2048_PKCS8_PEM.as_bytes())
-            .map_err(failed("cannot load the embedded RSA key"))?;
-        let bn = |lines: &[&str]| openssl::bn::BigNum::from_slice(&keys::hex_bytes(lines));
-        let dsa = (|| {
-            let d = openssl::dsa::Dsa::from_private_components(
-                bn(keys::dsa2048::P)?,
-                bn(keys::dsa2048::Q)?,
-                bn(keys::dsa2048::G)?,
-                bn(keys::dsa2048::X)?,
-                bn(keys::dsa2048::Y)?,
-            )?;
-            PKey::from_dsa(d)
-        })()
-        .map_err(failed("cannot load the embedded DSA key"))?;
-        Ok(Self { legacy, rsa, dsa })
+        // Parse once here so a broken key fails before any measuring starts.
+        load_rsa()?;
+        load_dsa()?;
+        Ok(Self { legacy })
     }
 }
 
@@ -110,8 +119,8 @@ impl Engine for OpensslEngine {
 
     fn signer(&self, alg: Algorithm) -> Result<Box<dyn SignOp>, EngineError> {
         match alg {
-            Algorithm::Rsa2048 => Ok(Box::new(PkeySign::new(&self.rsa, RSA_MESSAGE_LEN)?)),
-            Algorithm::Dsa2048 => Ok(Box::new(PkeySign::new(&self.dsa, DSA_MESSAGE_LEN)?)),
+            Algorithm::Rsa2048 => Ok(Box::new(PkeySign::new(&load_rsa()?, RSA_MESSAGE_LEN)?)),
+            Algorithm::Dsa2048 => Ok(Box::new(PkeySign::new(&load_dsa()?, DSA_MESSAGE_LEN)?)),
             other => Err(EngineError::Failed(format!(
                 "{} is not a signature algorithm",
                 other.cli_name()

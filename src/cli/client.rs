@@ -1,0 +1,290 @@
+//! `routerbench client HOST`: an iperf3 client (against iperf3 or routerbench servers) with
+//! iperf3's options, interval lines and summary, or `-J`/`--json` in iperf3's schema.
+
+use crate::iperf3::client::{self, ClientConfig, Family};
+use crate::iperf3::{IntervalSink, Iperf3Error};
+use crate::results::throughput::{Connected, Interval};
+use crate::wire::iperf3::Protocol;
+use clap::Args;
+
+/// Parses an iperf3 rate: `100M`, `1.5G`, `800k` (decimal units); `/N` sets a burst.
+pub fn parse_rate(text: &str) -> Result<(u64, u32), String> {
+    let (rate, burst) = match text.split_once('/') {
+        Some((r, b)) => (
+            r,
+            b.parse::<u32>()
+                .map_err(|_| format!("bad burst in {text:?}"))?,
+        ),
+        None => (text, 0),
+    };
+    let v = parse_scaled(rate, 1000.0)
+        .ok_or_else(|| format!("bad rate {text:?}: use e.g. 100M or 1G"))?;
+    Ok((v, burst))
+}
+
+/// Parses an iperf3 size: `50M`, `128K`, `1G` (binary units, K = 1024).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    parse_scaled(text, 1024.0).ok_or_else(|| format!("bad size {text:?}: use e.g. 128K or 50M"))
+}
+
+fn parse_scaled(text: &str, base: f64) -> Option<u64> {
+    let t = text.trim();
+    let (num, mult) = match t.chars().last()? {
+        'k' | 'K' => (&t[..t.len() - 1], base),
+        'm' | 'M' => (&t[..t.len() - 1], base * base),
+        'g' | 'G' => (&t[..t.len() - 1], base * base * base),
+        't' | 'T' => (&t[..t.len() - 1], base * base * base * base),
+        _ => (t, 1.0),
+    };
+    let v: f64 = num.parse().ok()?;
+    (v.is_finite() && v >= 0.0).then_some((v * mult) as u64)
+}
+
+/// Options shared by `client` and `loopback` (iperf3's names).
+#[derive(Debug, Args, Clone)]
+pub struct TestOpts {
+    /// Seconds to transmit.
+    #[arg(short = 't', long = "time", default_value_t = 10)]
+    pub time: u32,
+    /// Bytes to transmit instead of a time (e.g. 50M).
+    #[arg(short = 'n', long = "bytes", value_parser = parse_size)]
+    pub bytes: Option<u64>,
+    /// Blocks to transmit instead of a time.
+    #[arg(short = 'k', long = "blockcount")]
+    pub blockcount: Option<u64>,
+    /// Parallel streams (1..128).
+    #[arg(short = 'P', long = "parallel", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=128))]
+    pub parallel: u32,
+    /// Reverse: the server sends.
+    #[arg(short = 'R', long = "reverse", conflicts_with = "bidir")]
+    pub reverse: bool,
+    /// Both directions at once.
+    #[arg(long = "bidir")]
+    pub bidir: bool,
+    /// UDP instead of TCP.
+    #[arg(short = 'u', long = "udp")]
+    pub udp: bool,
+    /// Target bitrate per stream, bit/s (e.g. 100M; `/N` for a burst). UDP default 1M.
+    #[arg(short = 'b', long = "bitrate", value_parser = parse_rate)]
+    pub bitrate: Option<(u64, u32)>,
+    /// Block size (TCP default 128K; UDP default the path MSS).
+    #[arg(short = 'l', long = "length", value_parser = parse_size)]
+    pub length: Option<u64>,
+    /// Socket buffer size (window), e.g. 512K.
+    #[arg(short = 'w', long = "window", value_parser = parse_size)]
+    pub window: Option<u64>,
+    /// TCP congestion control algorithm (e.g. bbr, cubic, reno).
+    #[arg(short = 'C', long = "congestion")]
+    pub congestion: Option<String>,
+    /// IP TOS byte (e.g. 0x10).
+    #[arg(short = 'S', long = "tos")]
+    pub tos: Option<String>,
+    /// DSCP value or name (ef, af41, cs1, …); sets the upper 6 bits of TOS.
+    #[arg(long = "dscp", conflicts_with = "tos")]
+    pub dscp: Option<String>,
+    /// Seconds to omit at the start (TCP slow start).
+    #[arg(short = 'O', long = "omit", default_value_t = 0)]
+    pub omit: u32,
+    /// Seconds between interval reports (0 = none).
+    #[arg(short = 'i', long = "interval", default_value_t = 1.0)]
+    pub interval: f64,
+    /// Print iperf3's -J JSON instead of text.
+    #[arg(short = 'J', long = "json")]
+    pub json: bool,
+}
+
+impl TestOpts {
+    /// The TOS byte asked for with -S or --dscp.
+    pub fn tos_byte(&self) -> anyhow::Result<Option<u8>> {
+        use crate::net::sockopt::{parse_dscp, parse_int, tos_from_dscp};
+        if let Some(t) = &self.tos {
+            let v = parse_int(t).filter(|&v| v <= 255);
+            return v
+                .map(|v| Some(v as u8))
+                .ok_or_else(|| anyhow::anyhow!("bad TOS {t:?}: give 0..255, e.g. 0x10"));
+        }
+        if let Some(d) = &self.dscp {
+            return parse_dscp(d)
+                .map(|d| Some(tos_from_dscp(d)))
+                .ok_or_else(|| {
+                    anyhow::anyhow!("bad DSCP {d:?}: give 0..63 or a name like ef, af41, cs1")
+                });
+        }
+        Ok(None)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    /// Server host name or address.
+    pub host: String,
+    /// Server port.
+    #[arg(short = 'p', long = "port", default_value_t = crate::wire::iperf3::DEFAULT_PORT)]
+    pub port: u16,
+    #[command(flatten)]
+    pub test: TestOpts,
+    /// Ask the server for its own output.
+    #[arg(long = "get-server-output")]
+    pub get_server_output: bool,
+    /// TCP_NODELAY on data streams.
+    #[arg(short = 'N', long = "no-delay")]
+    pub no_delay: bool,
+    /// TCP maximum segment size.
+    #[arg(short = 'M', long = "set-mss")]
+    pub mss: Option<u32>,
+    /// Title echoed by the server.
+    #[arg(short = 'T', long = "title")]
+    pub title: Option<String>,
+    /// 64-bit UDP sequence numbers.
+    #[arg(long = "udp-counters-64bit")]
+    pub udp_counters_64bit: bool,
+    /// Use "0123456789…" as payload instead of random bytes.
+    #[arg(long = "repeating-payload")]
+    pub repeating_payload: bool,
+    /// Kernel pacing rate (SO_MAX_PACING_RATE), bit/s.
+    #[arg(long = "fq-rate", value_parser = parse_rate)]
+    pub fq_rate: Option<(u64, u32)>,
+    /// IPv4 only.
+    #[arg(short = '4', long = "version4", conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// IPv6 only.
+    #[arg(short = '6', long = "version6")]
+    pub ipv6: bool,
+}
+
+/// Prints intervals as they come (text mode).
+pub struct TextIntervals {
+    pub header_printed: std::sync::atomic::AtomicBool,
+}
+
+impl IntervalSink for TextIntervals {
+    fn started(&self, connected: &[Connected]) {
+        print!("{}", crate::report::iperf3::render_connected(connected));
+    }
+    fn interval(&self, iv: &Interval) {
+        use std::sync::atomic::Ordering;
+        if !self.header_printed.swap(true, Ordering::Relaxed) {
+            let udp = iv.streams.iter().any(|s| s.packets.is_some());
+            let proto = if udp { Protocol::Udp } else { Protocol::Tcp };
+            let tcp_sender = iv.streams.iter().any(|s| s.retransmits.is_some());
+            println!(
+                "{}",
+                crate::report::iperf3::interval_header(proto, tcp_sender, iv.sum.sender)
+            );
+        }
+        print!("{}", crate::report::iperf3::render_interval(iv));
+    }
+}
+
+pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
+    crate::server::signals::install();
+    let t = &args.test;
+    let mut cfg = ClientConfig::new(&args.host, args.port);
+    cfg.family = match (args.ipv4, args.ipv6) {
+        (true, _) => Family::V4,
+        (_, true) => Family::V6,
+        _ => Family::Any,
+    };
+    cfg.interval = t.interval;
+    let p = &mut cfg.params;
+    p.protocol = if t.udp { Protocol::Udp } else { Protocol::Tcp };
+    p.time = t.time;
+    p.num = t.bytes.unwrap_or(0);
+    p.blockcount = t.blockcount.unwrap_or(0);
+    p.parallel = t.parallel;
+    p.reverse = t.reverse;
+    p.bidirectional = t.bidir;
+    p.omit = t.omit;
+    if let Some((rate, burst)) = t.bitrate {
+        p.bandwidth = rate;
+        p.burst = burst;
+    }
+    p.len = t.length.map(|l| l.min(u32::MAX as u64) as u32);
+    p.window = t.window.map(|w| w.min(u32::MAX as u64) as u32);
+    p.congestion = t.congestion.clone();
+    p.tos = t.tos_byte()?;
+    p.get_server_output = args.get_server_output;
+    p.nodelay = args.no_delay;
+    p.mss = args.mss;
+    p.title = args.title.clone();
+    p.udp_counters_64bit = args.udp_counters_64bit;
+    p.repeating_payload = args.repeating_payload;
+    p.fqrate = args.fq_rate.map(|r| r.0).unwrap_or(0);
+    let sink = TextIntervals {
+        header_printed: false.into(),
+    };
+    if !t.json {
+        println!("Connecting to host {}, port {}", args.host, args.port);
+    }
+    let quiet = crate::iperf3::NoIntervals;
+    let live: &dyn IntervalSink = if t.json { &quiet } else { &sink };
+    let stop = SignalFlag::default();
+    match client::run(&cfg, live, &stop.0) {
+        Ok(result) => {
+            if t.json {
+                println!("{}", crate::iperf3::json::render(&result));
+            } else {
+                print!("{}", crate::report::iperf3::render_final(&result));
+                if let Some(text) = &result.server_output_text {
+                    println!("\nServer output:\n{text}");
+                }
+                println!("\niperf Done.");
+            }
+            Ok(0)
+        }
+        Err(e) => {
+            if t.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"start": {}, "intervals": [], "end": {}, "error": e.to_string()})
+                );
+            }
+            eprintln!("routerbench: error - {e}{}", hint(&e));
+            Ok(1)
+        }
+    }
+}
+
+fn hint(e: &Iperf3Error) -> &'static str {
+    match e {
+        Iperf3Error::AccessDenied => {
+            " (or run `routerbench server`, which runs several tests at once)"
+        }
+        Iperf3Error::Io { .. } => "",
+        _ => "",
+    }
+}
+
+/// A stop flag that follows SIGINT/SIGTERM (polled by a small watcher thread).
+pub struct SignalFlag(pub std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Default for SignalFlag {
+    fn default() -> Self {
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let f = flag.clone();
+        let _ = std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                while !crate::server::signals::signalled() {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                f.store(true, std::sync::atomic::Ordering::Relaxed);
+            });
+        SignalFlag(flag)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_and_sizes() {
+        assert_eq!(parse_rate("100M"), Ok((100_000_000, 0)));
+        assert_eq!(parse_rate("1.5G/10"), Ok((1_500_000_000, 10)));
+        assert_eq!(parse_size("50M"), Ok(50 * 1024 * 1024));
+        assert_eq!(parse_size("128K"), Ok(131072));
+        assert!(parse_size("abc").is_err());
+        assert!(parse_rate("-5M").is_err());
+    }
+}

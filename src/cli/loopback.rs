@@ -1,0 +1,71 @@
+//! `routerbench loopback`: our server and client in one process over 127.0.0.1 (or ::1), one
+//! thread per stream; iperf3-style text or `--json` in iperf3's -J schema.
+
+use super::client::{SignalFlag, TestOpts, TextIntervals};
+use crate::iperf3::loopback::{self, LoopbackConfig};
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct LoopbackArgs {
+    #[command(flatten)]
+    pub test: TestOpts,
+    /// Use ::1 instead of 127.0.0.1.
+    #[arg(short = '6', long = "ipv6")]
+    pub ipv6: bool,
+}
+
+/// The library config for these arguments.
+pub fn config(args: &LoopbackArgs) -> anyhow::Result<LoopbackConfig> {
+    let t = &args.test;
+    if t.bytes.is_some() || t.blockcount.is_some() {
+        anyhow::bail!("loopback is time-based: use -t instead of -n/-k");
+    }
+    Ok(LoopbackConfig {
+        time: t.time,
+        omit: t.omit,
+        parallel: t.parallel,
+        reverse: t.reverse,
+        bidir: t.bidir,
+        udp: t.udp,
+        bandwidth: t.bitrate.map(|b| b.0).unwrap_or(0),
+        len: t.length.map(|l| l.min(u32::MAX as u64) as u32),
+        ipv6: args.ipv6,
+        tos: t.tos_byte()?,
+        congestion: t.congestion.clone(),
+        interval: t.interval,
+    })
+}
+
+pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
+    crate::server::signals::install();
+    let cfg = config(&args)?;
+    let text = TextIntervals {
+        header_printed: false.into(),
+    };
+    let quiet = crate::iperf3::NoIntervals;
+    let sink: &dyn crate::iperf3::IntervalSink = if args.test.json { &quiet } else { &text };
+    if !args.test.json {
+        println!(
+            "Loopback test over {}, {} s, {} stream(s)",
+            if args.ipv6 { "::1" } else { "127.0.0.1" },
+            cfg.time,
+            cfg.parallel
+        );
+    }
+    let stop = SignalFlag::default();
+    let progress = crate::util::progress::NoProgress;
+    match loopback::run_with_sink(&cfg, &progress, sink, &stop.0) {
+        Ok(r) => {
+            if args.test.json {
+                println!("{}", crate::iperf3::json::render(&r));
+            } else {
+                print!("{}", crate::report::iperf3::render_final(&r));
+            }
+            Ok(0)
+        }
+        Err(e) => {
+            eprintln!("routerbench: loopback failed: {e}");
+            Ok(1)
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! `routerbench server`: serves iperf3 3.x clients (and routerbench's own protocol) on one
+//! port, several tests at once, with limits; logs to stderr, test summaries to stdout.
+
+use crate::server::{Quiet, Server, ServerConfig, ServerEvent, ServerObserver};
+use clap::Args;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Port to listen on (TCP, and UDP for UDP tests).
+    #[arg(short = 'p', long = "port", default_value_t = crate::wire::iperf3::DEFAULT_PORT)]
+    pub port: u16,
+    /// Address to bind (default: all, IPv4 and IPv6).
+    #[arg(short = 'B', long = "bind")]
+    pub bind: Option<IpAddr>,
+    /// Serve one test, then exit (iperf3's -1).
+    #[arg(short = '1', long = "one-off")]
+    pub one_off: bool,
+    /// Exit after this many tests.
+    #[arg(long = "max-tests")]
+    pub max_tests: Option<u64>,
+    /// Tests running at once; more clients are told the server is busy.
+    #[arg(long = "max-concurrent", default_value_t = 8)]
+    pub max_concurrent: usize,
+    /// Longest test accepted in seconds (time + omit); bytes-based tests end by then.
+    #[arg(long = "max-duration", default_value_t = 3600)]
+    pub max_duration: u32,
+    /// Most parallel streams per test (iperf3 allows 128).
+    #[arg(long = "max-streams", default_value_t = 128)]
+    pub max_streams: u32,
+    /// Seconds a silent client may wait between control messages.
+    #[arg(long = "control-timeout", default_value_t = 10)]
+    pub control_timeout: u64,
+    /// Seconds a new connection may take to send its cookie (or routerbench magic).
+    #[arg(long = "handshake-timeout", default_value_t = 10)]
+    pub handshake_timeout: u64,
+    /// Print each finished test as iperf3 -J JSON on stdout.
+    #[arg(short = 'J', long = "json")]
+    pub json: bool,
+    /// No log lines on stderr.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+}
+
+/// Prints server events: log lines to stderr, results to stdout.
+pub struct Log {
+    pub json: bool,
+}
+
+impl ServerObserver for Log {
+    fn event(&self, e: &ServerEvent<'_>) {
+        match e {
+            ServerEvent::Listening(a) => {
+                eprintln!("-----------------------------------------------------------");
+                eprintln!("Server listening on {a} (iperf3 and routerbench protocols)");
+                eprintln!("-----------------------------------------------------------");
+            }
+            ServerEvent::TestStarted { peer } => {
+                eprintln!(
+                    "Accepted connection from {}, port {}",
+                    crate::net::sockopt::display_ip(peer.ip()),
+                    peer.port()
+                )
+            }
+            ServerEvent::TestDone { peer, result } => {
+                if self.json {
+                    println!("{}", crate::iperf3::json::render(result));
+                } else {
+                    println!(
+                        "Test from {peer} ({}):",
+                        result.peer_version.as_deref().unwrap_or("unknown client")
+                    );
+                    print!(
+                        "{}",
+                        crate::report::iperf3::render_connected(&result.connected)
+                    );
+                    print!("{}", crate::report::iperf3::render_final(result));
+                }
+            }
+            ServerEvent::TestFailed { peer, error } => {
+                eprintln!("test from {} failed: {error}", show(peer))
+            }
+            ServerEvent::Refused { peer, reason } => eprintln!("refused {}: {reason}", show(peer)),
+            ServerEvent::Handoff { peer, error: None } => {
+                eprintln!("routerbench session from {peer} done")
+            }
+            ServerEvent::Handoff {
+                peer,
+                error: Some(e),
+            } => eprintln!("routerbench session from {peer}: {e}"),
+            ServerEvent::Stopping { reason } => eprintln!("server stopping: {reason}"),
+        }
+    }
+}
+
+fn show(peer: &SocketAddr) -> String {
+    format!(
+        "{} port {}",
+        crate::net::sockopt::display_ip(peer.ip()),
+        peer.port()
+    )
+}
+
+pub fn config(args: &ServerArgs) -> ServerConfig {
+    let ip = args
+        .bind
+        .unwrap_or(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED));
+    let mut cfg = ServerConfig::new(SocketAddr::new(ip, args.port));
+    cfg.max_tests = if args.one_off {
+        Some(1)
+    } else {
+        args.max_tests
+    };
+    cfg.max_concurrent_tests = args.max_concurrent.max(1);
+    cfg.session.max_duration = args.max_duration;
+    cfg.session.max_streams = args.max_streams.clamp(1, 128);
+    cfg.session.control_timeout = Duration::from_secs(args.control_timeout.max(1));
+    cfg.first_bytes_timeout = Duration::from_secs(args.handshake_timeout.max(1));
+    cfg.handle_signals = true;
+    cfg
+}
+
+pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
+    crate::server::signals::install();
+    let observer: Arc<dyn ServerObserver> = if args.quiet && !args.json {
+        Arc::new(Quiet)
+    } else {
+        Arc::new(Log { json: args.json })
+    };
+    let server = Server::bind(config(&args), observer)?;
+    let summary = server.run()?;
+    if !args.quiet {
+        eprintln!(
+            "server done: {} tests, {} failed, {} connections refused",
+            summary.tests_done, summary.tests_failed, summary.refused
+        );
+    }
+    Ok(0)
+}

@@ -1,0 +1,236 @@
+//! iperf3's `-J` JSON document (`start` / `intervals` / `end`, as in spec/samples/iperf3-*.json)
+//! rendered from a [`ThroughputResult`], so tools that parse iperf3 JSON work unchanged.
+//! Differences: `socket` holds the stream id (iperf3: the fd), `version` names routerbench.
+
+use crate::results::throughput::{
+    Connected, EndSide, Interval, Protocol, StreamEnd, ThroughputResult,
+};
+use serde::Serialize;
+
+#[derive(Serialize)]
+struct Timestamp {
+    time: String,
+    timesecs: u64,
+}
+
+#[derive(Serialize)]
+struct ConnectingTo<'a> {
+    host: &'a str,
+    port: u16,
+}
+
+#[derive(Serialize)]
+struct TestStart {
+    protocol: &'static str,
+    num_streams: u32,
+    blksize: u32,
+    omit: u32,
+    duration: u32,
+    bytes: u64,
+    blocks: u64,
+    reverse: u8,
+    #[serde(skip_serializing_if = "is_zero")]
+    bidir: u8,
+    tos: u8,
+    target_bitrate: u64,
+}
+
+fn is_zero(v: &u8) -> bool {
+    *v == 0
+}
+
+#[derive(Serialize)]
+struct Start<'a> {
+    connected: &'a [Connected],
+    version: String,
+    system_info: String,
+    timestamp: Timestamp,
+    connecting_to: ConnectingTo<'a>,
+    cookie: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tcp_mss_default: Option<u32>,
+    target_bitrate: u64,
+    sock_bufsize: u64,
+    sndbuf_actual: u64,
+    rcvbuf_actual: u64,
+    test_start: TestStart,
+}
+
+#[derive(Serialize)]
+struct CpuPercent {
+    host_total: f64,
+    host_user: f64,
+    host_system: f64,
+    remote_total: f64,
+    remote_user: f64,
+    remote_system: f64,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum EndStream<'a> {
+    Tcp {
+        sender: &'a EndSide,
+        receiver: &'a EndSide,
+    },
+    Udp {
+        udp: &'a EndSide,
+    },
+}
+
+#[derive(Serialize)]
+struct End<'a> {
+    streams: Vec<EndStream<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sum: Option<&'a EndSide>,
+    sum_sent: &'a EndSide,
+    sum_received: &'a EndSide,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sum_sent_bidir_reverse: Option<&'a EndSide>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sum_received_bidir_reverse: Option<&'a EndSide>,
+    cpu_utilization_percent: CpuPercent,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sender_tcp_congestion: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    receiver_tcp_congestion: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct Doc<'a> {
+    start: Start<'a>,
+    intervals: &'a [Interval],
+    end: End<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_output_text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_output_json: Option<&'a serde_json::Value>,
+}
+
+/// `Sun, 29 Nov 2026 19:27:25 GMT` for a Unix time.
+pub fn http_date(unix: u64) -> String {
+    let rfc = crate::util::time::rfc3339_utc(unix as i64);
+    // rfc: 2026-11-29T19:27:25Z
+    let (y, m, d) = (&rfc[0..4], &rfc[5..7], &rfc[8..10]);
+    let days = unix / 86_400;
+    let wd = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][(days % 7) as usize];
+    let months = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let mi: usize = m.parse().unwrap_or(1);
+    let mon = months.get(mi.wrapping_sub(1)).copied().unwrap_or("Jan");
+    format!("{wd}, {d} {mon} {y} {} GMT", &rfc[11..19])
+}
+
+/// `uname -a`-like text for `start.system_info`.
+pub fn system_info() -> String {
+    // SAFETY: utsname is plain data; uname fills it.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return String::new();
+    }
+    let f = |a: &[libc::c_char]| {
+        let b: Vec<u8> = a
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&b).into_owned()
+    };
+    format!(
+        "{} {} {} {} {}",
+        f(&u.sysname),
+        f(&u.nodename),
+        f(&u.release),
+        f(&u.version),
+        f(&u.machine)
+    )
+}
+
+/// Renders the iperf3 `-J` document (tab-indented like cJSON's pretty printer is not needed
+/// by parsers; we pretty-print with serde_json).
+pub fn render(r: &ThroughputResult) -> String {
+    let udp = r.setup.protocol == Protocol::Udp;
+    let streams = r
+        .streams
+        .iter()
+        .map(|s: &StreamEnd| match (&s.udp, udp) {
+            (Some(u), true) => EndStream::Udp { udp: u },
+            _ => EndStream::Tcp {
+                sender: &s.sender,
+                receiver: &s.receiver,
+            },
+        })
+        .collect();
+    let doc = Doc {
+        start: Start {
+            connected: &r.connected,
+            version: format!("iperf 3.12 (routerbench {})", env!("CARGO_PKG_VERSION")),
+            system_info: system_info(),
+            timestamp: Timestamp {
+                time: http_date(r.timesecs),
+                timesecs: r.timesecs,
+            },
+            connecting_to: ConnectingTo {
+                host: &r.host,
+                port: r.port,
+            },
+            cookie: &r.cookie,
+            tcp_mss_default: r.tcp_mss_default.filter(|_| !udp),
+            target_bitrate: r.setup.target_bitrate,
+            sock_bufsize: 0,
+            sndbuf_actual: r.sndbuf_actual,
+            rcvbuf_actual: r.rcvbuf_actual,
+            test_start: TestStart {
+                protocol: match r.setup.protocol {
+                    Protocol::Tcp => "TCP",
+                    Protocol::Udp => "UDP",
+                    Protocol::Sctp => "SCTP",
+                },
+                num_streams: r.setup.num_streams,
+                blksize: r.setup.blksize,
+                omit: r.setup.omit,
+                duration: r.setup.duration,
+                bytes: r.setup.bytes,
+                blocks: r.setup.blocks,
+                reverse: r.setup.reverse as u8,
+                bidir: r.setup.bidir as u8,
+                tos: r.setup.tos,
+                target_bitrate: r.setup.target_bitrate,
+            },
+        },
+        intervals: &r.intervals,
+        end: End {
+            streams,
+            sum: udp.then_some(&r.sum_received),
+            sum_sent: &r.sum_sent,
+            sum_received: &r.sum_received,
+            sum_sent_bidir_reverse: r.sum_sent_bidir_reverse.as_ref(),
+            sum_received_bidir_reverse: r.sum_received_bidir_reverse.as_ref(),
+            cpu_utilization_percent: CpuPercent {
+                host_total: r.cpu_local.total,
+                host_user: r.cpu_local.user,
+                host_system: r.cpu_local.system,
+                remote_total: r.cpu_remote.total,
+                remote_user: r.cpu_remote.user,
+                remote_system: r.cpu_remote.system,
+            },
+            sender_tcp_congestion: r.sender_tcp_congestion.as_deref(),
+            receiver_tcp_congestion: r.receiver_tcp_congestion.as_deref(),
+        },
+        server_output_text: r.server_output_text.as_deref(),
+        server_output_json: r.server_output_json.as_ref(),
+    };
+    serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn date_like_iperf3() {
+        assert_eq!(http_date(1795980445), "Sun, 29 Nov 2026 19:27:25 GMT");
+    }
+}

@@ -1,0 +1,143 @@
+//! The in-device loopback test: our server and our client in one process over 127.0.0.1 (or
+//! ::1), the seed's `iperf3 -s -D && iperf3 -c 127.0.0.1` in one call. One thread per stream
+//! on each end, so `-P` scales with cores; both ends' CPU is accounted per thread.
+
+use super::client::{self, ClientConfig};
+use super::{IntervalSink, Iperf3Error, Result};
+use crate::results::throughput::{Interval, Role, ThroughputResult};
+use crate::server::{Quiet, Server, ServerConfig};
+use crate::util::progress::Progress;
+use crate::wire::iperf3::Protocol;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// A loopback test.
+#[derive(Debug, Clone)]
+pub struct LoopbackConfig {
+    /// Seconds (after the omit period).
+    pub time: u32,
+    pub omit: u32,
+    /// Streams per direction.
+    pub parallel: u32,
+    pub reverse: bool,
+    pub bidir: bool,
+    pub udp: bool,
+    /// bit/s per stream (0 = unlimited TCP; UDP defaults to 1 Mbit/s like iperf3).
+    pub bandwidth: u64,
+    /// Block size; None = iperf3's default (TCP 128 KiB, UDP the loopback MSS).
+    pub len: Option<u32>,
+    pub ipv6: bool,
+    pub tos: Option<u8>,
+    pub congestion: Option<String>,
+    /// Seconds between interval samples.
+    pub interval: f64,
+}
+
+impl Default for LoopbackConfig {
+    fn default() -> Self {
+        LoopbackConfig {
+            time: 10,
+            omit: 0,
+            parallel: 1,
+            reverse: false,
+            bidir: false,
+            udp: false,
+            bandwidth: 0,
+            len: None,
+            ipv6: false,
+            tos: None,
+            congestion: None,
+            interval: 1.0,
+        }
+    }
+}
+
+struct ProgressSink<'a> {
+    progress: &'a dyn Progress,
+    inner: &'a dyn IntervalSink,
+    n: AtomicU64,
+}
+
+impl IntervalSink for ProgressSink<'_> {
+    fn started(&self, connected: &[crate::results::throughput::Connected]) {
+        self.inner.started(connected);
+    }
+    fn interval(&self, iv: &Interval) {
+        let n = self.n.fetch_add(1, Ordering::Relaxed) + 1;
+        let rate = crate::report::iperf3::bitrate(iv.sum.bits_per_second);
+        self.progress.step(n, rate.trim());
+        self.inner.interval(iv);
+    }
+}
+
+/// Runs the loopback test with progress only.
+pub fn run(cfg: &LoopbackConfig, progress: &dyn Progress) -> Result<ThroughputResult> {
+    run_with_sink(cfg, progress, &super::NoIntervals, &AtomicBool::new(false))
+}
+
+/// Runs the loopback test; intervals go to `sink` as they complete; `stop` interrupts it.
+pub fn run_with_sink(
+    cfg: &LoopbackConfig,
+    progress: &dyn Progress,
+    sink: &dyn IntervalSink,
+    stop: &AtomicBool,
+) -> Result<ThroughputResult> {
+    let host = if cfg.ipv6 { "::1" } else { "127.0.0.1" };
+    let bind = (
+        host.parse::<std::net::IpAddr>()
+            .map_err(|e| Iperf3Error::Protocol(e.to_string()))?,
+        0,
+    )
+        .into();
+    let mut scfg = ServerConfig::new(bind);
+    scfg.max_tests = Some(1);
+    scfg.session.interval = 0.0;
+    let server = Server::bind(scfg, Arc::new(Quiet))
+        .map_err(|e| Iperf3Error::io(format!("loopback server on {host}"), e))?
+        .keep_results();
+    let port = server
+        .local_addr()
+        .map_err(|e| Iperf3Error::io("loopback server address", e))?
+        .port();
+    let server_stop = server.stop_flag();
+    let mut ccfg = ClientConfig::new(host, port);
+    let p = &mut ccfg.params;
+    p.protocol = if cfg.udp {
+        Protocol::Udp
+    } else {
+        Protocol::Tcp
+    };
+    p.time = cfg.time;
+    p.omit = cfg.omit;
+    p.parallel = cfg.parallel;
+    p.reverse = cfg.reverse && !cfg.bidir;
+    p.bidirectional = cfg.bidir;
+    p.bandwidth = cfg.bandwidth;
+    p.len = cfg.len;
+    p.tos = cfg.tos;
+    p.congestion = cfg.congestion.clone();
+    ccfg.interval = cfg.interval;
+    progress.phase("loopback", (cfg.time + cfg.omit) as u64);
+    let psink = ProgressSink {
+        progress,
+        inner: sink,
+        n: AtomicU64::new(0),
+    };
+    let outcome = std::thread::scope(|scope| {
+        let srv = scope.spawn(|| server.run());
+        let r = client::run(&ccfg, &psink, stop);
+        if r.is_err() {
+            server_stop.store(true, Ordering::Relaxed);
+        }
+        let srv_r = srv.join();
+        (r, srv_r)
+    });
+    progress.finish();
+    let (client_result, server_run) = outcome;
+    if let Ok(Err(e)) = server_run {
+        return Err(Iperf3Error::io("loopback server", e));
+    }
+    let mut result = client_result?;
+    result.role = Role::Loopback;
+    Ok(result)
+}

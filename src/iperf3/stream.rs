@@ -1,0 +1,511 @@
+//! Data streams: one thread per stream (so `-P` scales with cores), TCP and UDP, send and
+//! receive, with iperf3's UDP loss/jitter arithmetic (spec/iperf3.md §8) and average-rate
+//! pacing for `-b` (§7.4). Workers only count; the meter samples their counters.
+
+use super::control::{is_reset, is_timeout};
+use super::cpu::ThreadCpu;
+use crate::wire::iperf3::UdpHeader;
+use std::io::{Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How often a blocked worker wakes to look at the stop flag.
+pub const WORKER_TICK: Duration = Duration::from_millis(200);
+
+/// A data socket.
+#[derive(Debug)]
+pub enum DataSock {
+    Tcp(TcpStream),
+    Udp(UdpSocket),
+}
+
+impl DataSock {
+    pub fn try_clone(&self) -> std::io::Result<DataSock> {
+        Ok(match self {
+            DataSock::Tcp(s) => DataSock::Tcp(s.try_clone()?),
+            DataSock::Udp(s) => DataSock::Udp(s.try_clone()?),
+        })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        match self {
+            DataSock::Tcp(s) => s.local_addr(),
+            DataSock::Udp(s) => s.local_addr(),
+        }
+    }
+
+    pub fn peer_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        match self {
+            DataSock::Tcp(s) => s.peer_addr(),
+            DataSock::Udp(s) => s.peer_addr(),
+        }
+    }
+
+    /// Wakes a worker blocked on this socket (TCP: shutdown both ways; UDP relies on the tick).
+    pub fn wake(&self) {
+        if let DataSock::Tcp(s) = self {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+/// A UDP receiver's state (iperf_udp_recv).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct UdpRecvStats {
+    /// Highest sequence number seen (iperf3's receiver `packets`).
+    pub packet_count: i64,
+    /// Datagrams inferred lost from gaps, repaid by late arrivals.
+    pub cnt_error: i64,
+    pub outoforder: i64,
+    /// RFC 1889 jitter EWMA in seconds.
+    pub jitter: f64,
+    prev_transit: Option<f64>,
+}
+
+impl UdpRecvStats {
+    /// Accounts one datagram with sequence `pcount` sent at `sent` (sender's monotonic seconds)
+    /// and received at `arrival` (our monotonic seconds).
+    pub fn on_datagram(&mut self, pcount: i64, sent: f64, arrival: f64) {
+        if pcount > self.packet_count {
+            if pcount > self.packet_count + 1 {
+                self.cnt_error += (pcount - 1) - self.packet_count;
+            }
+            self.packet_count = pcount;
+        } else {
+            self.outoforder += 1;
+            if self.cnt_error > 0 {
+                self.cnt_error -= 1;
+            }
+        }
+        let transit = (arrival - sent).abs();
+        let prev = self.prev_transit.unwrap_or(transit);
+        let d = (transit - prev).abs();
+        self.prev_transit = Some(transit);
+        self.jitter += (d - self.jitter) / 16.0;
+    }
+
+    /// The omit period ended: jitter restarts from 0 (iperf3 resets it).
+    pub fn reset_jitter(&mut self) {
+        self.jitter = 0.0;
+    }
+}
+
+/// Counters a worker updates and the meter reads.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub bytes: AtomicU64,
+    /// TCP: writes or reads completed; UDP: datagrams sent or received.
+    pub blocks: AtomicU64,
+    pub udp_rx: Mutex<UdpRecvStats>,
+}
+
+impl Counters {
+    pub fn udp_snapshot(&self) -> UdpRecvStats {
+        self.udp_rx.lock().map(|g| *g).unwrap_or_default()
+    }
+}
+
+/// A shared byte budget for `-n`/`-k` on sending streams: each block is claimed before it is
+/// written, so the test sends at least `limit` and at most one block more per stream.
+#[derive(Debug)]
+pub struct Budget {
+    pub claimed: AtomicU64,
+    pub limit: u64,
+}
+
+impl Budget {
+    fn claim(&self, n: u64) -> bool {
+        self.claimed.fetch_add(n, Ordering::Relaxed) < self.limit
+    }
+}
+
+/// How a worker runs.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    pub sender: bool,
+    /// Block (TCP write/read size) or datagram size.
+    pub len: usize,
+    /// bit/s, 0 = unlimited.
+    pub rate: u64,
+    /// UDP 64-bit sequence numbers.
+    pub wide: bool,
+    pub repeating_payload: bool,
+    pub budget: Option<Arc<Budget>>,
+    /// Receiver: after the stop flag, keep reading (and counting) what is already in flight
+    /// until the socket is idle for [`DRAIN_IDLE`] or closed, at most [`DRAIN_MAX`]. Then
+    /// receiver and sender agree on the bytes (iperf3 drops them: issue #382).
+    pub drain: bool,
+}
+
+/// A draining receiver stops after this long without data.
+pub const DRAIN_IDLE: Duration = Duration::from_millis(40);
+/// A draining receiver stops after this long in any case.
+pub const DRAIN_MAX: Duration = Duration::from_secs(2);
+
+/// The receive loop's view of the stop flag: running, draining, or finished.
+struct StopState {
+    drain_until: Option<Instant>,
+}
+
+impl StopState {
+    /// Returns false when the loop must end; switches `set_idle` on when draining starts.
+    fn keep_going(&mut self, done: &AtomicBool, drain: bool, set_idle: impl FnOnce()) -> bool {
+        if !done.load(Ordering::Relaxed) {
+            return true;
+        }
+        if !drain {
+            return false;
+        }
+        match self.drain_until {
+            None => {
+                self.drain_until = Some(Instant::now() + DRAIN_MAX);
+                set_idle();
+                true
+            }
+            Some(t) => Instant::now() < t,
+        }
+    }
+
+    fn draining(&self) -> bool {
+        self.drain_until.is_some()
+    }
+}
+
+/// What a worker hands back when it ends.
+#[derive(Debug)]
+pub struct WorkerEnd {
+    /// (user, system) CPU seconds of the worker thread.
+    pub cpu: (f64, f64),
+    /// Set if the stream failed while the test was still running.
+    pub error: Option<std::io::Error>,
+}
+
+/// Starts a worker thread for one stream.
+pub fn spawn(
+    id: i32,
+    sock: DataSock,
+    cfg: WorkerConfig,
+    counters: Arc<Counters>,
+    done: Arc<AtomicBool>,
+) -> std::io::Result<JoinHandle<WorkerEnd>> {
+    std::thread::Builder::new()
+        .name(format!("iperf3-stream-{id}"))
+        .spawn(move || {
+            let cpu = ThreadCpu::start();
+            let r = match (sock, cfg.sender) {
+                (DataSock::Tcp(s), true) => tcp_send(s, &cfg, &counters, &done),
+                (DataSock::Tcp(s), false) => tcp_recv(s, &cfg, &counters, &done),
+                (DataSock::Udp(s), true) => udp_send(s, &cfg, &counters, &done),
+                (DataSock::Udp(s), false) => udp_recv(s, &cfg, &counters, &done),
+            };
+            WorkerEnd {
+                cpu: cpu.stop(),
+                error: r.err().filter(|_| !done.load(Ordering::Relaxed)),
+            }
+        })
+}
+
+/// The payload iperf3 sends: random bytes, or "0123456789" repeated.
+pub fn payload(len: usize, repeating: bool) -> Vec<u8> {
+    let mut buf = vec![0u8; len];
+    if repeating {
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = b'0' + (i % 10) as u8;
+        }
+    } else {
+        super::fill_random(&mut buf);
+    }
+    buf
+}
+
+/// Sleeps so that `bytes` sent since `start` stay at or below `rate` bit/s on average.
+fn pace(rate: u64, bytes: u64, start: Instant, done: &AtomicBool) {
+    if rate == 0 {
+        return;
+    }
+    let due = Duration::from_secs_f64(bytes as f64 * 8.0 / rate as f64);
+    let elapsed = start.elapsed();
+    if due > elapsed {
+        // Sleep in slices so a stop is noticed within a tick.
+        let wait = (due - elapsed).min(WORKER_TICK);
+        if !done.load(Ordering::Relaxed) {
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+fn tcp_send(
+    mut s: TcpStream,
+    cfg: &WorkerConfig,
+    c: &Counters,
+    done: &AtomicBool,
+) -> std::io::Result<()> {
+    s.set_write_timeout(Some(WORKER_TICK))?;
+    let buf = payload(cfg.len, cfg.repeating_payload);
+    let start = Instant::now();
+    let mut sent = 0u64;
+    while !done.load(Ordering::Relaxed) {
+        if let Some(b) = &cfg.budget
+            && !b.claim(cfg.len as u64)
+        {
+            return Ok(());
+        }
+        match s.write(&buf) {
+            Ok(n) => {
+                sent += n as u64;
+                c.bytes.fetch_add(n as u64, Ordering::Relaxed);
+                c.blocks.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) if is_timeout(&e) || e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+        pace(cfg.rate, sent, start, done);
+    }
+    Ok(())
+}
+
+fn tcp_recv(
+    mut s: TcpStream,
+    cfg: &WorkerConfig,
+    c: &Counters,
+    done: &AtomicBool,
+) -> std::io::Result<()> {
+    s.set_read_timeout(Some(WORKER_TICK))?;
+    let mut buf = vec![0u8; cfg.len.max(1)];
+    let mut stop = StopState { drain_until: None };
+    while stop.keep_going(done, cfg.drain, || {
+        let _ = s.set_read_timeout(Some(DRAIN_IDLE));
+    }) {
+        match s.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => {
+                c.bytes.fetch_add(n as u64, Ordering::Relaxed);
+                c.blocks.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) if is_timeout(&e) && stop.draining() => return Ok(()),
+            Err(e) if is_timeout(&e) || e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if is_reset(&e) => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// CLOCK_MONOTONIC now, as (seconds, microseconds) and as f64 seconds.
+pub fn monotonic_now() -> (u32, u32, f64) {
+    // SAFETY: timespec is plain data and clock_gettime fills it.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let usec = (ts.tv_nsec / 1000) as u32;
+    (
+        ts.tv_sec as u32,
+        usec,
+        ts.tv_sec as f64 + usec as f64 * 1e-6,
+    )
+}
+
+fn udp_send(
+    s: UdpSocket,
+    cfg: &WorkerConfig,
+    c: &Counters,
+    done: &AtomicBool,
+) -> std::io::Result<()> {
+    s.set_write_timeout(Some(WORKER_TICK))?;
+    let mut buf = payload(cfg.len, cfg.repeating_payload);
+    let start = Instant::now();
+    let mut sent = 0u64;
+    let mut seq: u64 = 0;
+    while !done.load(Ordering::Relaxed) {
+        if let Some(b) = &cfg.budget
+            && !b.claim(cfg.len as u64)
+        {
+            return Ok(());
+        }
+        let (sec, usec, _) = monotonic_now();
+        let h = UdpHeader {
+            sec,
+            usec,
+            pcount: seq + 1,
+            wide: cfg.wide,
+        };
+        if h.emit(&mut buf).is_err() {
+            return Err(std::io::Error::other("UDP block shorter than its header"));
+        }
+        match s.send(&buf) {
+            Ok(n) => {
+                seq += 1;
+                sent += n as u64;
+                c.bytes.fetch_add(n as u64, Ordering::Relaxed);
+                c.blocks.fetch_add(1, Ordering::Relaxed);
+            }
+            // ENOBUFS or a refused port (ICMP) must not end the test: iperf3 goes on too.
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
+            Err(e) if is_timeout(&e) || e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+        pace(cfg.rate, sent, start, done);
+    }
+    Ok(())
+}
+
+fn udp_recv(
+    s: UdpSocket,
+    cfg: &WorkerConfig,
+    c: &Counters,
+    done: &AtomicBool,
+) -> std::io::Result<()> {
+    s.set_read_timeout(Some(WORKER_TICK))?;
+    let mut buf = vec![0u8; cfg.len.max(65536)];
+    let mut stop = StopState { drain_until: None };
+    while stop.keep_going(done, cfg.drain, || {
+        let _ = s.set_read_timeout(Some(DRAIN_IDLE));
+    }) {
+        match s.recv(&mut buf) {
+            Ok(n) => {
+                let Ok(h) = UdpHeader::parse(&buf[..n], cfg.wide) else {
+                    continue; // a stray hello or runt datagram: not data
+                };
+                let (_, _, arrival) = monotonic_now();
+                c.bytes.fetch_add(n as u64, Ordering::Relaxed);
+                c.blocks.fetch_add(1, Ordering::Relaxed);
+                if let Ok(mut st) = c.udp_rx.lock() {
+                    st.on_datagram(h.pcount as i64, h.sent_secs(), arrival);
+                }
+            }
+            Err(e) if is_timeout(&e) && stop.draining() => return Ok(()),
+            Err(e) if is_timeout(&e) || e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Receive buffer asked for on UDP data sockets when the client gave no `-w`.
+pub const UDP_RCVBUF: usize = 1 << 20;
+
+/// Applies the test's socket options to a data socket, as iperf3 does on both ends: TOS,
+/// TCP_CONGESTION, window (SO_SNDBUF/SO_RCVBUF, checked), TCP_NODELAY, SO_MAX_PACING_RATE,
+/// DF. Returns warnings for options that only degrade (an unknown congestion algorithm);
+/// errors name the option that failed.
+pub fn apply_options(
+    sock: &DataSock,
+    p: &crate::wire::iperf3::TestParams,
+) -> Result<Vec<String>, (i32, String)> {
+    use crate::net::sockopt;
+    let mut warnings = Vec::new();
+    let ipv6 = sock.local_addr().map(|a| a.is_ipv6()).unwrap_or(false);
+    let fail = |code: i32, what: &str, e: std::io::Error| (code, format!("{what}: {e}"));
+    match sock {
+        DataSock::Tcp(s) => {
+            if let Some(tos) = p.tos {
+                sockopt::set_tos(s, tos, ipv6).map_err(|e| fail(125, "IP_TOS", e))?;
+            }
+            if let Some(cc) = &p.congestion {
+                match sockopt::set_congestion(s, cc) {
+                    Ok(()) => {}
+                    Err(e) if e.raw_os_error() == Some(libc::ENOENT) => warnings.push(format!(
+                        "congestion control {cc:?} is not available here; using the default"
+                    )),
+                    Err(e) => return Err(fail(134, "TCP_CONGESTION", e)),
+                }
+            }
+            if let Some(w) = p.window {
+                sockopt::set_buffers(s, w as usize).map_err(|e| fail(141, "socket buffer", e))?;
+            }
+            if p.nodelay {
+                s.set_nodelay(true)
+                    .map_err(|e| fail(122, "TCP_NODELAY", e))?;
+            }
+            if p.fqrate > 0 {
+                sockopt::set_max_pacing_rate(s, p.fqrate / 8)
+                    .map_err(|e| fail(140, "SO_MAX_PACING_RATE", e))?;
+            }
+        }
+        DataSock::Udp(s) => {
+            if let Some(tos) = p.tos {
+                sockopt::set_tos(s, tos, ipv6).map_err(|e| fail(125, "IP_TOS", e))?;
+            }
+            if let Some(w) = p.window {
+                sockopt::set_buffers(s, w as usize).map_err(|e| fail(141, "socket buffer", e))?;
+            } else {
+                // Best effort: a 1 MiB receive buffer rides out scheduling hiccups on a busy
+                // box, so the loss we report is the network's (iperf3 keeps the default).
+                let _ = socket2::SockRef::from(s).set_recv_buffer_size(UDP_RCVBUF);
+            }
+            if p.fqrate > 0 {
+                sockopt::set_max_pacing_rate(s, p.fqrate / 8)
+                    .map_err(|e| fail(140, "SO_MAX_PACING_RATE", e))?;
+            }
+            if p.dont_fragment && !ipv6 {
+                sockopt::set_dont_fragment(s).map_err(|e| fail(145, "IP_MTU_DISCOVER", e))?;
+            }
+        }
+    }
+    Ok(warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn udp_loss_and_reorder_like_iperf3() {
+        let mut st = UdpRecvStats::default();
+        for seq in [1, 2, 5, 3, 6] {
+            st.on_datagram(seq, 100.0, 100.001);
+        }
+        // Gap 3..4 counted as 2 lost, the late 3 repays one.
+        assert_eq!((st.packet_count, st.cnt_error, st.outoforder), (6, 1, 1));
+        assert_eq!(st.jitter, 0.0, "constant transit gives zero jitter");
+        st.on_datagram(7, 100.0, 100.017);
+        assert!((st.jitter - 0.016 / 16.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn payload_repeats_digits() {
+        assert_eq!(&payload(12, true), b"012345678901");
+        assert_eq!(payload(100, false).len(), 100);
+    }
+
+    #[test]
+    fn tcp_stream_counts_and_stops() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        let done = Arc::new(AtomicBool::new(false));
+        let budget = Arc::new(Budget {
+            claimed: AtomicU64::new(0),
+            limit: 1_000_000,
+        });
+        let cfg = WorkerConfig {
+            sender: true,
+            len: 65536,
+            rate: 0,
+            wide: false,
+            repeating_payload: false,
+            budget: Some(budget),
+            drain: true,
+        };
+        let tx = Arc::new(Counters::default());
+        let rx = Arc::new(Counters::default());
+        let h1 = spawn(1, DataSock::Tcp(a), cfg.clone(), tx.clone(), done.clone()).unwrap();
+        let rcfg = WorkerConfig {
+            sender: false,
+            budget: None,
+            ..cfg
+        };
+        let h2 = spawn(1, DataSock::Tcp(b), rcfg, rx.clone(), done.clone()).unwrap();
+        let end = h1.join().unwrap();
+        assert!(end.error.is_none());
+        let sent = tx.bytes.load(Ordering::Relaxed);
+        assert_eq!(sent, 16 * 65536, "budget rounds up to whole blocks");
+        let _ = h2.join().unwrap();
+        assert_eq!(rx.bytes.load(Ordering::Relaxed), sent);
+    }
+}

@@ -1,0 +1,25 @@
+//! SIGINT/SIGTERM for the daemon and the client: the handler only sets a flag; loops poll it
+//! (every loop here wakes at least every few hundred milliseconds).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    SIGNALLED.store(true, Ordering::SeqCst);
+}
+
+/// Installs the handler for SIGINT and SIGTERM (idempotent).
+pub fn install() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+}
+
+/// Whether SIGINT or SIGTERM arrived since start.
+pub fn signalled() -> bool {
+    SIGNALLED.load(Ordering::SeqCst)
+}
