@@ -86,6 +86,22 @@ pub struct StatusArgs {
     pub json: bool,
 }
 
+/// Who moves the bytes.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LoadArg {
+    /// routerbench's own iperf3 client and server, threads inside the namespaces.
+    Routerbench,
+    /// Debian's iperf3 binary through `ip netns exec` (a cross-check with an independent tool).
+    Iperf3,
+}
+
+fn generator(l: LoadArg) -> Arc<dyn LoadGenerator> {
+    match l {
+        LoadArg::Routerbench => Arc::new(lab::native_load::NativeIperf3),
+        LoadArg::Iperf3 => Arc::new(ExternalIperf3::default()),
+    }
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Direction {
     Up,
@@ -109,6 +125,8 @@ pub struct MeasureArgs {
     /// Congestion control of the load (default: the lab's --cc).
     #[arg(long)]
     pub cc: Option<String>,
+    #[arg(long, value_enum, default_value = "routerbench")]
+    pub load: LoadArg,
     /// Print only the markdown table row (for bench scripts).
     #[arg(long)]
     pub row: bool,
@@ -131,6 +149,8 @@ pub struct CapacityArgs {
     pub flows: Vec<u32>,
     #[arg(long, default_value = "cubic")]
     pub cc: String,
+    #[arg(long, value_enum, default_value = "routerbench")]
+    pub load: LoadArg,
     /// Leave the lab up afterwards.
     #[arg(long)]
     pub keep: bool,
@@ -237,8 +257,7 @@ fn cmd_measure(a: MeasureArgs) -> anyhow::Result<i32> {
         cc: a.cc.clone().unwrap_or_else(|| cfg.cc.clone()),
         ..Default::default()
     };
-    let generator: Arc<dyn LoadGenerator> = Arc::new(ExternalIperf3::default());
-    let point = lab::accuracy::measure(&cfg, &plan, generator)?;
+    let point = lab::accuracy::measure(&cfg, &plan, generator(a.load))?;
     if a.row {
         print!("{}", crate::report::lab::accuracy_row(&point));
     } else if !a.json {
@@ -274,8 +293,7 @@ fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
         flows: a.flows.clone(),
         cc: a.cc.clone(),
     };
-    let generator = ExternalIperf3::default();
-    let cap = lab::capacity::run(&plan, &generator)?;
+    let cap = lab::capacity::run(&plan, generator(a.load).as_ref())?;
     let cfg = lab::load_config(&a.name)?;
     drop(guard);
     if a.json {

@@ -15,6 +15,7 @@
 pub mod accuracy;
 pub mod capacity;
 pub mod load;
+pub mod native_load;
 pub mod netns;
 pub mod offload;
 pub mod probe;
