@@ -273,6 +273,7 @@ fn cmd_measure(a: MeasureArgs) -> anyhow::Result<i32> {
             capacity: None,
             accuracy: vec![point],
             test: None,
+            checks: Vec::new(),
         };
         println!("{}", serde_json::to_string_pretty(&envelope(lab, started))?);
     }
@@ -303,6 +304,7 @@ fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
             capacity: Some(cap),
             accuracy: Vec::new(),
             test: None,
+            checks: Vec::new(),
         };
         println!("{}", serde_json::to_string_pretty(&envelope(lab, started))?);
     } else {
