@@ -8,6 +8,7 @@ pub mod crypto;
 pub mod device;
 pub mod iperf3;
 pub mod lab;
+pub mod latency;
 pub mod monitor;
 pub mod net;
 pub mod report;

@@ -8,6 +8,7 @@ pub mod device;
 pub mod lab;
 pub mod loopback;
 pub mod monitor;
+pub mod rrul;
 pub mod run;
 pub mod server;
 
@@ -27,6 +28,22 @@ pub enum Command {
     Device(device::DeviceArgs),
     /// The `openssl speed` suite behind the OpenWrt benchmark table, or import of its output.
     Crypto(crypto::CryptoArgs),
+    /// Realtime Response Under Load (flent's rrul): 4 up + 4 down TCP flows (BE, BK, CS5, EF)
+    /// with UDP EF/BK/BE and ICMP latency probes.
+    Rrul(rrul::LatencyArgs),
+    /// rrul with every flow and probe best effort (CS0).
+    #[command(name = "rrul_be")]
+    RrulBe(rrul::LatencyArgs),
+    /// N TCP uploads with an ICMP latency probe.
+    #[command(name = "tcp_nup")]
+    TcpNup(rrul::NflowArgs),
+    /// N TCP downloads with an ICMP latency probe.
+    #[command(name = "tcp_ndown")]
+    TcpNdown(rrul::NflowArgs),
+    /// Idle latency: ICMP and UDP probes, no load.
+    Ping(rrul::LatencyArgs),
+    /// A standalone server for the latency tests (routerbench protocol only).
+    LatencyServer(rrul::ServerArgs),
     /// Sample this machine's CPU, softirq, softnet drops and temperature for a while.
     Monitor(monitor::MonitorArgs),
     /// The netns router lab (root): up, down, status, measure, capacity.
@@ -45,6 +62,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(a) => run::run(a),
         Command::Device(a) => device::run(a),
         Command::Crypto(a) => crypto::run(a),
+        Command::Rrul(a) => rrul::run(crate::latency::TestKind::Rrul, 1, a),
+        Command::RrulBe(a) => rrul::run(crate::latency::TestKind::RrulBe, 1, a),
+        Command::TcpNup(a) => rrul::run(crate::latency::TestKind::TcpNup, a.streams, a.common),
+        Command::TcpNdown(a) => rrul::run(crate::latency::TestKind::TcpNdown, a.streams, a.common),
+        Command::Ping(a) => rrul::run(crate::latency::TestKind::Ping, 1, a),
+        Command::LatencyServer(a) => rrul::serve(a),
         Command::Monitor(a) => monitor::run(a),
         Command::Lab(a) => lab::run(a),
         Command::Server(a) => server::run(a),

@@ -26,6 +26,9 @@ pub struct RunArgs {
     /// A short run for smoke tests: 0.2 s per crypto column, 3 s loopback, 8 s RRUL.
     #[arg(long)]
     pub quick: bool,
+    /// Seconds of the loopback throughput test (the seed's `iperf3 -c 127.0.0.1` is 10 s).
+    #[arg(long, default_value_t = 10)]
+    pub loopback_seconds: u32,
     /// No progress bar.
     #[arg(short, long)]
     pub quiet: bool,
@@ -61,6 +64,45 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         }
     }
 
+    let want_tp = !args.skip.contains(&Part::Throughput);
+    let want_lat = !args.skip.contains(&Part::Latency);
+    // The machine's own view during the network tests.
+    let sampler = if want_tp || want_lat {
+        match crate::monitor::Sampler::start(crate::monitor::SamplerConfig::default()) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                result.notes.push(format!("monitor not started: {e}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    if want_tp {
+        let cfg = crate::iperf3::loopback::LoopbackConfig {
+            time: if args.quick { 3 } else { args.loopback_seconds },
+            ..Default::default()
+        };
+        progress.phase("loopback", u64::from(cfg.time));
+        match crate::iperf3::loopback::run(&cfg, progress.as_ref()) {
+            Ok(t) => result.throughput = Some(t),
+            Err(e) => result
+                .notes
+                .push(format!("loopback throughput test failed: {e}")),
+        }
+        progress.finish();
+    }
+    if want_lat {
+        match loopback_rrul(args.quick, progress.as_ref()) {
+            Ok(l) => result.latency = Some(l),
+            Err(e) => result.notes.push(format!("loopback RRUL failed: {e:#}")),
+        }
+        progress.finish();
+    }
+    if let Some(s) = sampler {
+        result.monitor = Some(s.stop());
+    }
+
     result.finished_at = crate::util::time::now_rfc3339();
     progress.finish();
     print!("{}", crate::report::summary::render_run(&result));
@@ -78,4 +120,41 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     })?;
     println!("\nsaved {}", path.display());
     Ok(0)
+}
+
+/// A short RRUL over loopback against the shared server (iperf3 and routerbench protocols on one
+/// port, as `routerbench server` runs it), started in this process on an ephemeral port.
+fn loopback_rrul(
+    quick: bool,
+    progress: &dyn Progress,
+) -> anyhow::Result<crate::results::latency::LatencyResult> {
+    use crate::server::{Quiet, Server, ServerConfig};
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+    let bind: std::net::SocketAddr = "127.0.0.1:0".parse()?;
+    let service = crate::latency::server::Service::new(crate::latency::server::Bounds {
+        udp_bind: Some(bind.ip()),
+        ..Default::default()
+    })?;
+    let server = Server::bind(ServerConfig::new(bind), Arc::new(Quiet))
+        .map_err(|e| anyhow::anyhow!("cannot start the loopback server: {e}"))?
+        .with_handler(Arc::new(service.clone()));
+    let port = server.local_addr()?.port();
+    let stop = server.stop_flag();
+    let thread = std::thread::Builder::new()
+        .name("rb-run-server".into())
+        .spawn(move || server.run())?;
+    let mut cfg = crate::latency::TestConfig {
+        host: "127.0.0.1".into(),
+        port,
+        ..crate::latency::TestConfig::quick_loopback()
+    };
+    if !quick {
+        cfg.length = std::time::Duration::from_secs(10);
+    }
+    let outcome = crate::latency::run_test(&cfg, progress);
+    stop.store(true, Ordering::SeqCst);
+    service.shutdown();
+    let _ = thread.join();
+    Ok(outcome?)
 }

@@ -36,6 +36,9 @@ pub struct ServerArgs {
     /// Seconds a new connection may take to send its cookie (or routerbench magic).
     #[arg(long = "handshake-timeout", default_value_t = 10)]
     pub handshake_timeout: u64,
+    /// UDP port of the latency probe reflector (0 = ephemeral; never the iperf3 port).
+    #[arg(long = "latency-udp-port", default_value_t = 0)]
+    pub latency_udp_port: u16,
     /// Print each finished test as iperf3 -J JSON on stdout.
     #[arg(short = 'J', long = "json")]
     pub json: bool,
@@ -129,8 +132,26 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
     } else {
         Arc::new(Log { json: args.json })
     };
-    let server = Server::bind(config(&args), observer)?;
-    let summary = server.run()?;
+    // routerbench's own protocol (RRUL and friends) on the same port; its UDP reflector binds
+    // a port of its own (never the iperf3 UDP port), which clients learn in the handshake.
+    let latency = crate::latency::server::Service::new(crate::latency::server::Bounds {
+        udp_bind: args.bind,
+        udp_port: args.latency_udp_port,
+        ..Default::default()
+    })?;
+    if !args.quiet {
+        eprintln!(
+            "routerbench protocol: UDP probe reflector on port {}",
+            latency
+                .udp_port(args.bind.is_some_and(|b| b.is_ipv6()))
+                .or(latency.udp_port(false))
+                .unwrap_or(0)
+        );
+    }
+    let server = Server::bind(config(&args), observer)?.with_handler(Arc::new(latency.clone()));
+    let summary = server.run();
+    latency.shutdown();
+    let summary = summary?;
     if !args.quiet {
         eprintln!(
             "server done: {} tests, {} failed, {} connections refused",

@@ -4,5 +4,6 @@ pub mod crypto;
 pub mod device;
 pub mod iperf3;
 pub mod lab;
+pub mod latency;
 pub mod monitor;
 pub mod summary;

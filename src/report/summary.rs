@@ -26,6 +26,14 @@ pub fn render_run(r: &RunResult) -> String {
         out.push_str(&super::crypto::openwrt_row(c, &identity, block));
         out.push('\n');
     }
+    if let Some(t) = &r.throughput {
+        out.push_str("\n== Loopback throughput (the seed's iperf3 -s -D && iperf3 -c 127.0.0.1)\n");
+        out.push_str(&super::iperf3::render_final(t));
+    }
+    if let Some(l) = &r.latency {
+        out.push_str("\n== Latency under load over loopback (RRUL)\n");
+        out.push_str(&super::latency::render_text(l));
+    }
     if let Some(m) = &r.monitor {
         out.push_str("\n== This machine during the network tests\n");
         out.push_str(&super::monitor::render_text(m));

@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 
 pub mod crypto;
 pub mod device;
+pub mod flent;
 pub mod lab;
+pub mod latency;
 pub mod monitor;
 pub mod throughput;
 
@@ -44,6 +46,9 @@ pub struct RunResult {
     pub device: Option<device::DeviceInfo>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crypto: Option<crypto::CryptoResult>,
+    /// Latency under load (rrul & co.), when run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<latency::LatencyResult>,
     /// The machine's own view (CPU, softirq, softnet, temperature) during the run's tests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitor: Option<monitor::MonitorResult>,
@@ -67,6 +72,7 @@ impl RunResult {
             started_at,
             device: None,
             crypto: None,
+            latency: None,
             monitor: None,
             lab: None,
             throughput: None,

@@ -1,0 +1,167 @@
+//! `routerbench rrul | rrul_be | tcp_nup | tcp_ndown | ping HOST` and `routerbench
+//! latency-server`: the latency-under-load tests and a standalone server for them.
+
+use crate::latency::{IpPref, TestConfig, TestKind};
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Options shared by every latency test.
+#[derive(Debug, Args)]
+pub struct LatencyArgs {
+    /// Server running `routerbench latency-server` (or the shared server).
+    pub host: String,
+    /// Server port.
+    #[arg(short, long, default_value_t = 5201)]
+    pub port: u16,
+    /// Load length in seconds (flent -l).
+    #[arg(short, long, default_value_t = 60.0)]
+    pub length: f64,
+    /// Sampling step in seconds (flent -s).
+    #[arg(short, long, default_value_t = 0.2)]
+    pub step: f64,
+    /// Idle time before and after the load, seconds (flent --delay).
+    #[arg(long, default_value_t = 5.0)]
+    pub delay: f64,
+    /// Probe interval in seconds (default: the step, as flent; down to 0.005).
+    #[arg(long)]
+    pub interval: Option<f64>,
+    /// UDP probe size in bytes (56–1200).
+    #[arg(long, default_value_t = 64)]
+    pub probe_size: usize,
+    /// TCP congestion control for every flow, set at both ends (cubic, reno, bbr, …).
+    #[arg(long)]
+    pub cc: Option<String>,
+    /// Use IPv4 only.
+    #[arg(short = '4', conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// Use IPv6 only.
+    #[arg(short = '6')]
+    pub ipv6: bool,
+    /// Write the result (routerbench JSON) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write flent's data format (version 4) to FILE.flent.gz.
+    #[arg(long, value_name = "FILE")]
+    pub flent: Option<PathBuf>,
+    /// Title stored in the flent file.
+    #[arg(long, default_value = "")]
+    pub title: String,
+    /// No progress line.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// `tcp_nup` / `tcp_ndown`: the shared options plus N.
+#[derive(Debug, Args)]
+pub struct NflowArgs {
+    /// Number of TCP flows.
+    #[arg(short = 'n', long, default_value_t = 1)]
+    pub streams: u8,
+    #[command(flatten)]
+    pub common: LatencyArgs,
+}
+
+/// `routerbench latency-server`.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Address to listen on (TCP) and to bind the UDP reflector to.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: std::net::IpAddr,
+    /// TCP port.
+    #[arg(short, long, default_value_t = 5201)]
+    pub port: u16,
+    /// UDP port of the probe reflector (0 = ephemeral; never share it with iperf3).
+    #[arg(long, default_value_t = 0)]
+    pub udp_port: u16,
+    /// Concurrent sessions.
+    #[arg(long, default_value_t = 16)]
+    pub max_sessions: usize,
+    /// Longest load phase a client may ask for, seconds.
+    #[arg(long, default_value_t = 600)]
+    pub max_duration: u64,
+}
+
+fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(v)
+        .map_err(|_| anyhow::anyhow!("{what} must be a non-negative number of seconds, got {v}"))
+}
+
+fn config(kind: TestKind, streams: u8, a: &LatencyArgs) -> anyhow::Result<TestConfig> {
+    let step = secs(a.step, "--step")?;
+    Ok(TestConfig {
+        kind,
+        host: a.host.clone(),
+        port: a.port,
+        streams,
+        length: secs(a.length, "--length")?,
+        delay: secs(a.delay, "--delay")?,
+        step,
+        probe_interval: a
+            .interval
+            .map(|i| secs(i, "--interval"))
+            .transpose()?
+            .unwrap_or(step),
+        probe_size: a.probe_size,
+        cc: a.cc.clone(),
+        ip: if a.ipv4 {
+            IpPref::V4
+        } else if a.ipv6 {
+            IpPref::V6
+        } else {
+            IpPref::Any
+        },
+        ..TestConfig::default()
+    })
+}
+
+/// Runs one latency test and writes its outputs.
+pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
+    let cfg = config(kind, streams, &a)?;
+    let progress: Box<dyn crate::util::progress::Progress> = if a.quiet {
+        Box::new(crate::util::progress::NoProgress)
+    } else {
+        Box::new(crate::util::progress::BarProgress::new())
+    };
+    let result = crate::latency::run_test(&cfg, progress.as_ref())?;
+    print!("{}", crate::report::latency::render_text(&result));
+    if let Some(path) = &a.json {
+        let mut run = crate::results::RunResult::new(result.started_at.clone());
+        run.finished_at = crate::util::time::now_rfc3339();
+        run.device = Some(crate::device::detect());
+        run.latency = Some(result.clone());
+        crate::results::save(&run, path)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        println!("saved {}", path.display());
+    }
+    if let Some(path) = &a.flent {
+        crate::results::flent::write(&result, &a.title, path)?;
+        println!(
+            "saved {} (plot: flent -i {} -p all_scaled -o plot.png)",
+            path.display(),
+            path.display()
+        );
+    }
+    Ok(0)
+}
+
+/// Runs the standalone routerbench-protocol server until killed.
+pub fn serve(a: ServerArgs) -> anyhow::Result<i32> {
+    let bounds = crate::latency::server::Bounds {
+        max_sessions: a.max_sessions,
+        max_duration: Duration::from_secs(a.max_duration),
+        udp_port: a.udp_port,
+        udp_bind: Some(a.bind),
+        ..Default::default()
+    };
+    let addr = std::net::SocketAddr::new(a.bind, a.port);
+    let listener = std::net::TcpListener::bind(addr)
+        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e} (port in use? try -p)"))?;
+    let service = crate::latency::server::Service::new(bounds)?;
+    eprintln!(
+        "routerbench latency-server: listening on {addr}, UDP reflector on port {}",
+        service.udp_port(a.bind.is_ipv6()).unwrap_or(0)
+    );
+    crate::latency::server::serve_standalone(listener, service)?;
+    Ok(0)
+}

@@ -1,0 +1,115 @@
+//! Frame I/O for the routerbench protocol over a TCP stream, and the random payload of load
+//! flows. The byte format lives in `wire::rb`; this only reads and writes it.
+
+use crate::wire::rb::{self, Message, WireError};
+use std::io::{self, Read, Write};
+
+/// Why a control frame could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnError {
+    #[error("peer closed the connection")]
+    Closed,
+    #[error("no message within the timeout")]
+    Timeout,
+    #[error("{0}")]
+    Io(io::Error),
+    #[error("malformed message: {0}")]
+    Wire(#[from] WireError),
+}
+
+impl From<io::Error> for ConnError {
+    fn from(e: io::Error) -> Self {
+        match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Self::Timeout,
+            io::ErrorKind::UnexpectedEof
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::BrokenPipe
+            | io::ErrorKind::ConnectionAborted => Self::Closed,
+            _ => Self::Io(e),
+        }
+    }
+}
+
+/// Reads one frame. The stream's read timeout bounds the wait; a frame cut short is an error.
+pub fn read_msg(r: &mut impl Read) -> Result<Message, ConnError> {
+    let mut header = [0u8; rb::FRAME_HEADER_LEN];
+    r.read_exact(&mut header)?;
+    let len = rb::frame_payload_len(&header)?;
+    let mut payload = vec![0u8; len];
+    r.read_exact(&mut payload)
+        .map_err(|e| match ConnError::from(e) {
+            ConnError::Closed => ConnError::Wire(WireError::Truncated {
+                needed: rb::FRAME_HEADER_LEN + len,
+                got: rb::FRAME_HEADER_LEN,
+            }),
+            other => other,
+        })?;
+    Ok(Message::parse(header[0], &payload)?)
+}
+
+/// Writes one frame.
+pub fn write_msg(w: &mut impl Write, m: &Message) -> io::Result<()> {
+    w.write_all(&m.emit())
+}
+
+/// 128 KiB of pseudo-random bytes (xorshift64*), so compression on the path gains nothing.
+pub fn random_payload(seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut out = Vec::with_capacity(128 * 1024);
+    while out.len() < 128 * 1024 {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        out.extend_from_slice(&x.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
+    }
+    out
+}
+
+/// A seed that differs between calls and processes (time, pid, a counter, std's random keys).
+pub fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(crate::net::latency_sockopts::realtime_ns());
+    h.write_u32(std::process::id());
+    h.write_u64(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_msg_roundtrip_and_truncation() {
+        let bytes = Message::Start {
+            start_in_us: 1,
+            duration_ms: 2,
+            step_ms: 3,
+        }
+        .emit();
+        let mut cur = io::Cursor::new(bytes.clone());
+        assert_eq!(
+            read_msg(&mut cur).unwrap(),
+            Message::Start {
+                start_in_us: 1,
+                duration_ms: 2,
+                step_ms: 3
+            }
+        );
+        assert!(matches!(read_msg(&mut cur), Err(ConnError::Closed)));
+        let mut cut = io::Cursor::new(bytes[..7].to_vec());
+        assert!(matches!(
+            read_msg(&mut cut),
+            Err(ConnError::Wire(WireError::Truncated { .. }))
+        ));
+    }
+
+    #[test]
+    fn payload_is_not_compressible_and_seeds_differ() {
+        let p = random_payload(7);
+        let distinct: std::collections::HashSet<&[u8]> = p.chunks(8).collect();
+        assert!(distinct.len() > p.len() / 8 - 8);
+        assert_ne!(random_u64(), random_u64());
+    }
+}

@@ -1,0 +1,226 @@
+//! The UDP reflector: answers probes of live sessions with the kernel receive timestamp, the
+//! reflector's send time and the kernel send timestamp of the previous reply of that stream.
+//!
+//! It answers only a probe that parses, belongs to a live session, comes from that session's IP
+//! address, is within the size limit and within the session's rate; the reply is the received
+//! bytes, rewritten in place, so it is never larger than the probe (no amplification). The reply
+//! carries the probe's own DSCP mark back (EF stays EF in both directions).
+
+use super::server::{Inner, MAX_STREAMS};
+use crate::net::latency_sockopts as so;
+use crate::wire::rb::{self, ProbePacket};
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// The reflector's sockets (one per address family).
+pub struct Reflector {
+    port_v4: Option<u16>,
+    port_v6: Option<u16>,
+}
+
+impl Reflector {
+    pub(crate) fn start(inner: Arc<Inner>) -> anyhow::Result<Self> {
+        let b = &inner.bounds;
+        let (want_v4, want_v6, ip4, ip6) = match b.udp_bind {
+            Some(IpAddr::V4(ip)) => (true, false, ip, Ipv6Addr::UNSPECIFIED),
+            Some(IpAddr::V6(ip)) => (false, true, Ipv4Addr::UNSPECIFIED, ip),
+            None => (true, true, Ipv4Addr::UNSPECIFIED, Ipv6Addr::UNSPECIFIED),
+        };
+        let mut port_v4 = None;
+        let mut port_v6 = None;
+        let mut errors = Vec::new();
+        if want_v4 {
+            match bind(SocketAddr::new(IpAddr::V4(ip4), b.udp_port), false) {
+                Ok(s) => {
+                    port_v4 = Some(s.local_addr()?.port());
+                    spawn(inner.clone(), s, false)?;
+                }
+                Err(e) => errors.push(format!("IPv4 {ip4}:{}: {e}", b.udp_port)),
+            }
+        }
+        if want_v6 {
+            // Same port number as IPv4 when it is free, so one number serves both families.
+            let port = port_v4.unwrap_or(b.udp_port);
+            let sock = bind(SocketAddr::new(IpAddr::V6(ip6), port), true)
+                .or_else(|_| bind(SocketAddr::new(IpAddr::V6(ip6), b.udp_port), true));
+            match sock {
+                Ok(s) => {
+                    port_v6 = Some(s.local_addr()?.port());
+                    spawn(inner.clone(), s, true)?;
+                }
+                Err(e) => errors.push(format!("IPv6 [{ip6}]:{port}: {e}")),
+            }
+        }
+        if port_v4.is_none() && port_v6.is_none() {
+            anyhow::bail!(
+                "cannot bind the UDP reflector ({}); choose another --udp-port",
+                errors.join("; ")
+            );
+        }
+        Ok(Self { port_v4, port_v6 })
+    }
+
+    pub fn port(&self, v6: bool) -> Option<u16> {
+        if v6 { self.port_v6 } else { self.port_v4 }
+    }
+}
+
+fn bind(addr: SocketAddr, v6: bool) -> std::io::Result<UdpSocket> {
+    let domain = if v6 {
+        socket2::Domain::IPV6
+    } else {
+        socket2::Domain::IPV4
+    };
+    let s = socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
+    if v6 {
+        s.set_only_v6(true)?;
+    }
+    s.bind(&addr.into())?;
+    let s: UdpSocket = s.into();
+    s.set_read_timeout(Some(Duration::from_millis(200)))?;
+    so::enable_timestamps(&s)?;
+    so::enable_recv_tos(&s, v6)?;
+    Ok(s)
+}
+
+fn spawn(inner: Arc<Inner>, sock: UdpSocket, v6: bool) -> anyhow::Result<()> {
+    std::thread::Builder::new()
+        .name(format!("rb-reflector{}", if v6 { "6" } else { "4" }))
+        .spawn(move || run(inner, sock, v6))?;
+    Ok(())
+}
+
+/// Why a datagram was not answered (counted, and logged on the 1st, 2nd, 4th, 8th… time).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Drop {
+    NotProbe,
+    Truncated,
+    TooLong,
+    UnknownSession,
+    WrongAddress,
+    BadStream,
+    RateLimited,
+}
+
+fn run(inner: Arc<Inner>, sock: UdpSocket, v6: bool) {
+    let mut buf = vec![0u8; rb::PROBE_MAX_LEN + 1];
+    let mut drops: HashMap<Drop, u64> = HashMap::new();
+    // Kernel send-timestamp ids count sends on this socket; map them back to (session, stream, seq).
+    let mut next_tx_id: u32 = 0;
+    let mut pending: HashMap<u32, (u64, u8, u32)> = HashMap::new();
+    let mut current_tos: u8 = 0;
+    while !inner.shutdown.load(Ordering::SeqCst) {
+        let r = match so::recv_timestamped(&sock, &mut buf) {
+            Ok(r) => r,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue;
+            }
+            Err(e) => {
+                inner.log(format!("reflector: receive failed: {e}"));
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+        };
+        let Some(from) = r.from else { continue };
+        let verdict = check(&inner, &buf, r.len, r.truncated, from);
+        let (session, stream, seq) = match verdict {
+            Ok(v) => v,
+            Err(d) => {
+                let n = drops.entry(d).or_insert(0);
+                *n += 1;
+                if n.is_power_of_two() {
+                    inner.log(format!(
+                        "reflector: ignored a datagram from {from}: {d:?} ({n} so far)"
+                    ));
+                }
+                continue;
+            }
+        };
+        let prev_tx = inner.session(session).and_then(|s| {
+            s.probes
+                .lock()
+                .ok()
+                .and_then(|p| p.streams.get(&stream).and_then(|st| st.prev_tx))
+        });
+        let rx_ns = r.kernel_ns.unwrap_or(r.user_ns);
+        let tos = r.tos.unwrap_or(0);
+        if tos != current_tos && so::set_tos(&sock, v6, tos).is_ok() {
+            current_tos = tos;
+        }
+        let Ok(mut pkt) = ProbePacket::new_checked(&mut buf[..r.len]) else {
+            continue;
+        };
+        pkt.make_reply(rx_ns, so::realtime_ns(), prev_tx);
+        if sock.send_to(&buf[..r.len], from).is_ok() {
+            pending.insert(next_tx_id, (session, stream, seq));
+            next_tx_id = next_tx_id.wrapping_add(1);
+            if let Some(s) = inner.session(session)
+                && let Ok(mut p) = s.probes.lock()
+            {
+                p.streams.entry(stream).or_default().reflected += 1;
+            }
+        }
+        for (id, ns) in so::read_tx_timestamps(&sock) {
+            if let Some((sess, stream, seq)) = pending.remove(&id)
+                && let Some(s) = inner.session(sess)
+                && let Ok(mut p) = s.probes.lock()
+            {
+                p.streams.entry(stream).or_default().prev_tx = Some((seq, ns));
+            }
+        }
+        if pending.len() > 4096 {
+            // Stamps that never came (queue overflow): forget the oldest ids.
+            let floor = next_tx_id.wrapping_sub(1024);
+            pending.retain(|&id, _| id.wrapping_sub(floor) < 1024);
+        }
+    }
+}
+
+/// Validates one datagram; on success counts it as received and returns (session, stream, seq).
+fn check(
+    inner: &Inner,
+    buf: &[u8],
+    len: usize,
+    truncated: bool,
+    from: SocketAddr,
+) -> Result<(u64, u8, u32), Drop> {
+    if truncated || len > rb::PROBE_MAX_LEN {
+        return Err(Drop::TooLong);
+    }
+    let pkt = match ProbePacket::new_checked(&buf[..len]) {
+        Ok(p) => p,
+        Err(rb::WireError::Truncated { .. }) => return Err(Drop::Truncated),
+        Err(_) => return Err(Drop::NotProbe),
+    };
+    if pkt.kind() != rb::KIND_PROBE {
+        return Err(Drop::NotProbe);
+    }
+    let session = inner.session(pkt.session()).ok_or(Drop::UnknownSession)?;
+    if !so::same_ip(session.peer_ip, from.ip()) {
+        return Err(Drop::WrongAddress);
+    }
+    let stream = pkt.stream();
+    let mut p = session.probes.lock().map_err(|_| Drop::UnknownSession)?;
+    if !p.streams.contains_key(&stream) && p.streams.len() >= MAX_STREAMS {
+        return Err(Drop::BadStream);
+    }
+    let now = Instant::now();
+    let b = &inner.bounds;
+    let refill = now.duration_since(p.last_refill).as_secs_f64() * b.probe_rate as f64;
+    p.tokens = (p.tokens + refill).min(b.probe_burst as f64);
+    p.last_refill = now;
+    p.streams.entry(stream).or_default().received += 1;
+    if p.tokens < 1.0 {
+        return Err(Drop::RateLimited);
+    }
+    p.tokens -= 1.0;
+    Ok((pkt.session(), stream, pkt.seq()))
+}

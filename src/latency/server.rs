@@ -1,0 +1,580 @@
+//! The server side of routerbench's own protocol: a [`Service`] that holds sessions and their
+//! limits, serves control and load connections handed over by the shared port, and runs the UDP
+//! reflector (`reflector.rs`) on a port of its own.
+//!
+//! Every wait is bounded: handshakes by [`Bounds::handshake_timeout`], sessions by
+//! `max_duration` plus slack, sockets by read/write timeouts. A misbehaving or vanished client is
+//! logged, its slot freed, and the others keep going.
+
+use super::conn::{self, ConnError};
+use super::reflector::Reflector;
+use crate::net::latency_sockopts as so;
+use crate::wire::rb::{self, Direction, ErrorCode, FlowStep, Message};
+use std::collections::{HashMap, VecDeque};
+use std::io::{Read, Write};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// Limits of one server.
+#[derive(Debug, Clone)]
+pub struct Bounds {
+    /// Concurrent sessions (control connections).
+    pub max_sessions: usize,
+    /// Load flows per session.
+    pub max_flows: u8,
+    /// Longest load phase a client may ask for; the session lives at most this plus slack.
+    pub max_duration: Duration,
+    /// Time a client has to send its first message, and between control messages.
+    pub handshake_timeout: Duration,
+    /// Time a session may stay idle (no Start/Finish) before it is dropped.
+    pub idle_timeout: Duration,
+    /// Probes per second per session that the reflector answers (token bucket).
+    pub probe_rate: u32,
+    /// Token-bucket depth.
+    pub probe_burst: u32,
+    /// UDP port of the reflector (0 = ephemeral). Never the iperf3 port.
+    pub udp_port: u16,
+    /// Address the reflector binds; None = the wildcard of each family.
+    pub udp_bind: Option<IpAddr>,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Self {
+            max_sessions: 16,
+            max_flows: 32,
+            max_duration: Duration::from_secs(600),
+            handshake_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(30),
+            probe_rate: 1000,
+            probe_burst: 200,
+            udp_port: 0,
+            udp_bind: None,
+        }
+    }
+}
+
+/// One load flow as the server holds it.
+pub(crate) struct FlowHandle {
+    pub id: u8,
+    pub direction: Direction,
+    /// Bytes received (uploads) since the flow started.
+    pub bytes: Arc<AtomicU64>,
+    /// A clone of the socket, for TCP_INFO.
+    pub sock: TcpStream,
+}
+
+/// Probe counts and the last kernel send stamp, per stream.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct StreamState {
+    pub received: u32,
+    pub reflected: u32,
+    pub prev_tx: Option<(u32, u64)>,
+}
+
+/// The reflector's per-session state.
+pub(crate) struct ProbeState {
+    pub tokens: f64,
+    pub last_refill: Instant,
+    pub streams: HashMap<u8, StreamState>,
+}
+
+pub(crate) struct Session {
+    pub id: u64,
+    pub peer_ip: IpAddr,
+    pub deadline: Instant,
+    pub abort: AtomicBool,
+    /// (start instant, duration) once Start arrived.
+    pub start: Mutex<Option<(Instant, Duration)>>,
+    pub start_cv: Condvar,
+    pub flows: Mutex<Vec<FlowHandle>>,
+    pub probes: Mutex<ProbeState>,
+}
+
+/// Most streams a session may probe with.
+pub const MAX_STREAMS: usize = 16;
+
+pub(crate) struct Inner {
+    pub bounds: Bounds,
+    pub sessions: Mutex<HashMap<u64, Arc<Session>>>,
+    events: Mutex<VecDeque<String>>,
+    pub shutdown: AtomicBool,
+}
+
+impl Inner {
+    /// Logs a server event on stderr and keeps the last 256 for inspection.
+    pub fn log(&self, msg: String) {
+        eprintln!("routerbench latency-server: {msg}");
+        if let Ok(mut ev) = self.events.lock() {
+            if ev.len() >= 256 {
+                ev.pop_front();
+            }
+            ev.push_back(msg);
+        }
+    }
+    pub fn session(&self, id: u64) -> Option<Arc<Session>> {
+        self.sessions.lock().ok()?.get(&id).cloned()
+    }
+}
+
+/// The routerbench-protocol service: sessions, limits and the UDP reflector.
+#[derive(Clone)]
+pub struct Service {
+    pub(crate) inner: Arc<Inner>,
+    reflector: Arc<Reflector>,
+}
+
+impl Service {
+    /// Starts the reflector threads and returns the service. Fails if no UDP port can be bound.
+    pub fn new(bounds: Bounds) -> anyhow::Result<Self> {
+        let inner = Arc::new(Inner {
+            bounds,
+            sessions: Mutex::new(HashMap::new()),
+            events: Mutex::new(VecDeque::new()),
+            shutdown: AtomicBool::new(false),
+        });
+        let reflector = Arc::new(Reflector::start(inner.clone())?);
+        Ok(Self { inner, reflector })
+    }
+
+    /// The reflector's UDP port for clients of the given family (None if not bound).
+    pub fn udp_port(&self, v6: bool) -> Option<u16> {
+        self.reflector.port(v6)
+    }
+
+    /// Live sessions.
+    pub fn session_count(&self) -> usize {
+        self.inner.sessions.lock().map(|s| s.len()).unwrap_or(0)
+    }
+
+    /// The last logged events (oldest first).
+    pub fn events(&self) -> Vec<String> {
+        self.inner
+            .events
+            .lock()
+            .map(|e| e.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Stops the reflector threads (the accept loop of `serve_standalone` stops too).
+    pub fn shutdown(&self) {
+        self.inner.shutdown.store(true, Ordering::SeqCst);
+    }
+
+    fn control(&self, mut stream: TcpStream, peer: SocketAddr, version: u16) -> anyhow::Result<()> {
+        let b = &self.inner.bounds;
+        if version != rb::VERSION {
+            let msg = format!(
+                "client speaks protocol version {version}, this server speaks {}",
+                rb::VERSION
+            );
+            self.inner.log(format!("{peer}: refused: {msg}"));
+            let _ = conn::write_msg(
+                &mut stream,
+                &Message::error(ErrorCode::UnsupportedVersion, msg),
+            );
+            return Ok(());
+        }
+        let v6 = peer.ip().is_ipv6() && !is_mapped(peer.ip());
+        let Some(udp_port) = self.udp_port(v6) else {
+            let msg = format!("no UDP reflector for IPv{}", if v6 { 6 } else { 4 });
+            let _ = conn::write_msg(
+                &mut stream,
+                &Message::error(ErrorCode::BadRequest, msg.clone()),
+            );
+            self.inner.log(format!("{peer}: refused: {msg}"));
+            return Ok(());
+        };
+        let session = {
+            let mut map = self
+                .inner
+                .sessions
+                .lock()
+                .map_err(|_| anyhow::anyhow!("session table poisoned"))?;
+            if map.len() >= b.max_sessions {
+                drop(map);
+                let msg = format!(
+                    "all {} session slots are in use: retry later",
+                    b.max_sessions
+                );
+                self.inner.log(format!("{peer}: refused: {msg}"));
+                let _ = conn::write_msg(&mut stream, &Message::error(ErrorCode::Busy, msg));
+                return Ok(());
+            }
+            let id = loop {
+                let id = conn::random_u64();
+                if id != 0 && !map.contains_key(&id) {
+                    break id;
+                }
+            };
+            let s = Arc::new(Session {
+                id,
+                peer_ip: peer.ip(),
+                deadline: Instant::now() + b.max_duration + 2 * b.idle_timeout,
+                abort: AtomicBool::new(false),
+                start: Mutex::new(None),
+                start_cv: Condvar::new(),
+                flows: Mutex::new(Vec::new()),
+                probes: Mutex::new(ProbeState {
+                    tokens: b.probe_burst as f64,
+                    last_refill: Instant::now(),
+                    streams: HashMap::new(),
+                }),
+            });
+            map.insert(id, s.clone());
+            s
+        };
+        self.inner
+            .log(format!("{peer}: session {:016x} opened", session.id));
+        let outcome = self.run_session(&mut stream, &session, udp_port);
+        session.abort.store(true, Ordering::SeqCst);
+        session.start_cv.notify_all();
+        if let Ok(mut map) = self.inner.sessions.lock() {
+            map.remove(&session.id);
+        }
+        match &outcome {
+            Ok(()) => self
+                .inner
+                .log(format!("{peer}: session {:016x} finished", session.id)),
+            Err(e) => self.inner.log(format!(
+                "{peer}: session {:016x} ended: {e}; slot freed",
+                session.id
+            )),
+        }
+        let _ = stream.shutdown(Shutdown::Both);
+        outcome
+    }
+
+    fn run_session(
+        &self,
+        stream: &mut TcpStream,
+        s: &Arc<Session>,
+        udp_port: u16,
+    ) -> anyhow::Result<()> {
+        let b = &self.inner.bounds;
+        conn::write_msg(
+            stream,
+            &Message::Welcome {
+                version: rb::VERSION,
+                session: s.id,
+                udp_port,
+                max_duration_ms: b.max_duration.as_millis().min(u32::MAX as u128) as u32,
+                max_flows: b.max_flows,
+            },
+        )?;
+        loop {
+            let left = s.deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                anyhow::bail!("session exceeded its time limit");
+            }
+            stream.set_read_timeout(Some(left.min(b.idle_timeout)))?;
+            let msg = match conn::read_msg(stream) {
+                Ok(m) => m,
+                Err(ConnError::Closed) => anyhow::bail!("client vanished (connection closed)"),
+                Err(ConnError::Timeout) => {
+                    anyhow::bail!("client silent for {:?}", left.min(b.idle_timeout))
+                }
+                Err(e) => {
+                    let _ = conn::write_msg(
+                        stream,
+                        &Message::error(ErrorCode::BadRequest, e.to_string()),
+                    );
+                    anyhow::bail!("bad control message: {e}");
+                }
+            };
+            match msg {
+                Message::Start {
+                    start_in_us,
+                    duration_ms,
+                    step_ms,
+                } => {
+                    let duration = Duration::from_millis(duration_ms as u64);
+                    if duration > b.max_duration
+                        || start_in_us > 10_000_000
+                        || !(5..=10_000).contains(&step_ms)
+                    {
+                        let m = format!(
+                            "Start asks {duration:?} (max {:?}), start in {start_in_us} us (max 10 s), step {step_ms} ms (5..=10000)",
+                            b.max_duration
+                        );
+                        let _ = conn::write_msg(
+                            stream,
+                            &Message::error(ErrorCode::LimitExceeded, m.clone()),
+                        );
+                        anyhow::bail!("{m}");
+                    }
+                    let start = Instant::now() + Duration::from_micros(start_in_us as u64);
+                    if let Ok(mut st) = s.start.lock() {
+                        *st = Some((start, duration));
+                    }
+                    s.start_cv.notify_all();
+                    self.report_steps(
+                        stream,
+                        s,
+                        start,
+                        duration,
+                        Duration::from_millis(step_ms as u64),
+                    )?;
+                }
+                Message::Finish => {
+                    let streams = s
+                        .probes
+                        .lock()
+                        .map(|p| {
+                            let mut v: Vec<rb::StreamCount> = p
+                                .streams
+                                .iter()
+                                .map(|(&stream, st)| rb::StreamCount {
+                                    stream,
+                                    received: st.received,
+                                    reflected: st.reflected,
+                                })
+                                .collect();
+                            v.sort_by_key(|c| c.stream);
+                            v
+                        })
+                        .unwrap_or_default();
+                    conn::write_msg(stream, &Message::Finished { streams })?;
+                    return Ok(());
+                }
+                other => {
+                    let m = format!("unexpected message {other:?} on a control connection");
+                    let _ =
+                        conn::write_msg(stream, &Message::error(ErrorCode::BadRequest, m.clone()));
+                    anyhow::bail!("{m}");
+                }
+            }
+        }
+    }
+
+    /// Sends one StepReport per step while the flows run: upload bytes and download TCP RTT.
+    fn report_steps(
+        &self,
+        stream: &mut TcpStream,
+        s: &Session,
+        start: Instant,
+        duration: Duration,
+        step: Duration,
+    ) -> anyhow::Result<()> {
+        stream.set_write_timeout(Some(Duration::from_secs(5)))?;
+        let steps = (duration.as_secs_f64() / step.as_secs_f64())
+            .round()
+            .max(1.0) as u32;
+        let mut last: HashMap<u8, u64> = HashMap::new();
+        for k in 0..steps {
+            let at = start + step * (k + 1);
+            while let Some(left) = at.checked_duration_since(Instant::now()) {
+                if s.abort.load(Ordering::SeqCst) || self.inner.shutdown.load(Ordering::SeqCst) {
+                    anyhow::bail!("aborted");
+                }
+                std::thread::sleep(left.min(Duration::from_millis(50)));
+            }
+            let flows: Vec<FlowStep> = match s.flows.lock() {
+                Ok(fl) => fl
+                    .iter()
+                    .map(|f| {
+                        let total = f.bytes.load(Ordering::Relaxed);
+                        let prev = last.insert(f.id, total).unwrap_or(0);
+                        FlowStep {
+                            flow: f.id,
+                            bytes: if f.direction == Direction::Upload {
+                                total.saturating_sub(prev)
+                            } else {
+                                0
+                            },
+                            tcp_rtt_us: so::tcp_rtt_us(&f.sock).unwrap_or(0),
+                        }
+                    })
+                    .collect(),
+                Err(_) => Vec::new(),
+            };
+            conn::write_msg(stream, &Message::StepReport { step: k, flows })
+                .map_err(|e| anyhow::anyhow!("client vanished during the load phase ({e})"))?;
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn load(
+        &self,
+        mut stream: TcpStream,
+        peer: SocketAddr,
+        version: u16,
+        session: u64,
+        flow: u8,
+        direction: Direction,
+        tos: u8,
+        cc: String,
+    ) -> anyhow::Result<()> {
+        let refuse = |stream: &mut TcpStream, code, msg: String| -> anyhow::Result<()> {
+            let _ = conn::write_msg(stream, &Message::error(code, msg.clone()));
+            self.inner.log(format!("{peer}: load flow refused: {msg}"));
+            Ok(())
+        };
+        if version != rb::VERSION {
+            return refuse(
+                &mut stream,
+                ErrorCode::UnsupportedVersion,
+                format!("protocol version {version}"),
+            );
+        }
+        let Some(s) = self.inner.session(session) else {
+            return refuse(
+                &mut stream,
+                ErrorCode::UnknownSession,
+                format!("no session {session:016x}"),
+            );
+        };
+        if !so::same_ip(s.peer_ip, peer.ip()) {
+            return refuse(
+                &mut stream,
+                ErrorCode::UnknownSession,
+                format!("session {session:016x} belongs to another address"),
+            );
+        }
+        let v6 = peer.is_ipv6() && !is_mapped(peer.ip());
+        so::set_tos(&stream, v6, tos)?;
+        if !cc.is_empty()
+            && let Err(e) = so::set_congestion(&stream, &cc)
+        {
+            return refuse(&mut stream, ErrorCode::BadRequest, e.to_string());
+        }
+        let bytes = Arc::new(AtomicU64::new(0));
+        {
+            let mut flows = s.flows.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+            if flows.len() >= self.inner.bounds.max_flows as usize
+                || flows.iter().any(|f| f.id == flow)
+            {
+                drop(flows);
+                return refuse(
+                    &mut stream,
+                    ErrorCode::LimitExceeded,
+                    format!("flow {flow} is a duplicate or over the limit"),
+                );
+            }
+            flows.push(FlowHandle {
+                id: flow,
+                direction,
+                bytes: bytes.clone(),
+                sock: stream.try_clone()?,
+            });
+        }
+        let accept = Message::LoadAccept {
+            flow,
+            tos: so::tos(&stream, v6)?,
+            cc: so::congestion(&stream)?,
+        };
+        conn::write_msg(&mut stream, &accept)?;
+        // Wait for Start (bounded by the session's deadline).
+        let (start, duration) = {
+            let mut st = s.start.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+            loop {
+                if let Some(v) = *st {
+                    break v;
+                }
+                if s.abort.load(Ordering::SeqCst) || Instant::now() >= s.deadline {
+                    return Ok(());
+                }
+                st = s
+                    .start_cv
+                    .wait_timeout(st, Duration::from_millis(200))
+                    .map_err(|_| anyhow::anyhow!("poisoned"))?
+                    .0;
+            }
+        };
+        if let Some(wait) = start.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        let end = start + duration;
+        let stop = || s.abort.load(Ordering::SeqCst) || self.inner.shutdown.load(Ordering::SeqCst);
+        match direction {
+            Direction::Upload => {
+                stream.set_read_timeout(Some(Duration::from_millis(250)))?;
+                let mut buf = vec![0u8; 128 * 1024];
+                let hard_end = end + Duration::from_secs(3);
+                while !stop() && Instant::now() < hard_end {
+                    match stream.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => {
+                            bytes.fetch_add(n as u64, Ordering::Relaxed);
+                        }
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                            ) => {}
+                        Err(_) => break,
+                    }
+                }
+            }
+            Direction::Download => {
+                stream.set_write_timeout(Some(Duration::from_millis(250)))?;
+                let payload = conn::random_payload(conn::random_u64());
+                while !stop() && Instant::now() < end {
+                    match stream.write(&payload) {
+                        Ok(n) => {
+                            bytes.fetch_add(n as u64, Ordering::Relaxed);
+                        }
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                            ) => {}
+                        Err(_) => break,
+                    }
+                }
+                let _ = stream.shutdown(Shutdown::Write);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn is_mapped(ip: IpAddr) -> bool {
+    matches!(ip, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some())
+}
+
+impl crate::server::ProtocolHandler for Service {
+    fn handle(&self, mut stream: TcpStream, _prefix: &[u8]) -> anyhow::Result<()> {
+        let peer = stream.peer_addr()?;
+        let b = &self.inner.bounds;
+        stream.set_read_timeout(Some(b.handshake_timeout))?;
+        stream.set_write_timeout(Some(b.handshake_timeout))?;
+        let _ = stream.set_nodelay(true);
+        match conn::read_msg(&mut stream) {
+            Ok(Message::Hello { version }) => self.control(stream, peer, version),
+            Ok(Message::LoadHello {
+                version,
+                session,
+                flow,
+                direction,
+                tos,
+                cc,
+            }) => self.load(stream, peer, version, session, flow, direction, tos, cc),
+            Ok(other) => {
+                let m = format!("expected Hello or LoadHello first, got {other:?}");
+                let _ = conn::write_msg(
+                    &mut stream,
+                    &Message::error(ErrorCode::BadRequest, m.clone()),
+                );
+                self.inner.log(format!("{peer}: {m}"));
+                Ok(())
+            }
+            Err(e) => {
+                let m = format!("bad first message: {e}");
+                if !matches!(e, ConnError::Closed) {
+                    let _ = conn::write_msg(
+                        &mut stream,
+                        &Message::error(ErrorCode::BadRequest, m.clone()),
+                    );
+                }
+                self.inner.log(format!("{peer}: {m}"));
+                Ok(())
+            }
+        }
+    }
+}
+
+pub use super::standalone::{serve_standalone, spawn_in_process};

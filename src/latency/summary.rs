@@ -1,0 +1,344 @@
+//! Turns what the runner collected (raw probe timestamps, per-step byte counts) into the result
+//! model: RTTs from kernel timestamps, one-way delays through the clock offset, loss per
+//! direction, per-series statistics, idle vs loaded latency, grade and RPM. No I/O.
+
+use super::plan::{FlowPlan, ProbeKind, dir_word};
+use super::probe::{RawProbe, StreamData};
+use super::stats::{self, Exchange};
+use crate::results::latency::*;
+use crate::wire::rb::Direction;
+
+/// One load flow as the runner collected it.
+#[derive(Debug, Clone)]
+pub struct RawFlow {
+    pub plan: FlowPlan,
+    pub tos_client: Option<u8>,
+    pub tos_server: Option<u8>,
+    pub cc_client: Option<String>,
+    pub cc_server: Option<String>,
+    /// Per step: bytes delivered to the receiver and the sender's TCP RTT (µs).
+    pub steps: Vec<(u64, Option<u32>)>,
+}
+
+/// Everything a run produced, before summarising.
+#[derive(Debug, Clone)]
+pub struct RawRun {
+    pub test: String,
+    pub host: String,
+    pub port: u16,
+    pub ip_version: u8,
+    pub started_at: String,
+    /// T0, CLOCK_REALTIME ns: when probing began.
+    pub t0_ns: u64,
+    pub length_s: f64,
+    pub delay_s: f64,
+    pub step_s: f64,
+    pub has_load: bool,
+    pub probe_interval_s: f64,
+    pub probe_size: usize,
+    pub congestion_control: Option<String>,
+    pub flows: Vec<RawFlow>,
+    pub probes: Vec<StreamData>,
+    /// Per probe stream index: (received by the reflector, answered by it).
+    pub reflector_counts: Vec<Option<(u32, u32)>>,
+    pub notes: Vec<String>,
+}
+
+/// Drift beyond this (µs per s) earns a note: quartz drifts tens of ppm, not hundreds.
+pub const DRIFT_WARN_PPM: f64 = 200.0;
+
+fn ms(ns: i64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// The four timestamps of a UDP exchange, best available (kernel, else user space).
+fn exchange(p: &RawProbe) -> Option<Exchange> {
+    Some(Exchange {
+        client_send: p.send_kernel_ns.unwrap_or(p.send_user_ns),
+        server_rx: p.server_rx_ns?,
+        server_tx: p.server_tx_kernel_ns.or(p.server_tx_user_ns)?,
+        client_recv: p.recv_kernel_ns.or(p.recv_user_ns)?,
+    })
+}
+
+impl RawRun {
+    fn t_of(&self, ns: u64) -> f64 {
+        (ns as i64 - self.t0_ns as i64) as f64 / 1e9
+    }
+    /// The idle baseline: the lead-in before the load (the tail is still draining queues, so it
+    /// serves the drift check only); the whole run for `ping`.
+    fn is_idle(&self, t: f64) -> bool {
+        !self.has_load || t < self.delay_s
+    }
+    fn is_loaded(&self, t: f64) -> bool {
+        self.has_load && t >= self.delay_s && t < self.delay_s + self.length_s
+    }
+    fn total_length(&self) -> f64 {
+        if self.has_load {
+            self.length_s + 2.0 * self.delay_s
+        } else {
+            self.length_s
+        }
+    }
+
+    /// Offset at the start (idle lead-in) and end (idle tail) from the UDP probes.
+    fn clock(&self) -> Option<(ClockSync, f64, f64)> {
+        let (head_end, tail_start) = if self.has_load {
+            (self.delay_s, self.delay_s + self.length_s)
+        } else {
+            (f64::INFINITY, f64::INFINITY)
+        };
+        let mut head = Vec::new();
+        let mut tail = Vec::new();
+        for s in self.probes.iter().filter(|s| s.plan.kind == ProbeKind::Udp) {
+            for p in &s.samples {
+                let Some(e) = exchange(p) else { continue };
+                let t = self.t_of(p.send_user_ns);
+                if t < head_end {
+                    head.push(e);
+                } else if t >= tail_start {
+                    tail.push(e);
+                }
+            }
+        }
+        let (start, used, at_head) = stats::clock_offset(&head)?;
+        let t_head = self.t_of(at_head);
+        let tail_est = stats::clock_offset(&tail);
+        let end = tail_est.map(|(o, _, _)| o);
+        let t_tail = tail_est.map(|(_, _, at)| self.t_of(at)).unwrap_or(t_head);
+        let drift_ppm = end
+            .filter(|_| t_tail > t_head)
+            .map(|e| (e - start) / 1e3 / (t_tail - t_head));
+        let sync = ClockSync {
+            offset_ms: start / 1e6,
+            offset_end_ms: end.map(|e| e / 1e6),
+            drift_ppm,
+            samples: used,
+        };
+        Some((sync, t_head, t_tail))
+    }
+
+    /// Builds the result.
+    pub fn summarise(mut self) -> LatencyResult {
+        let clock = self.clock();
+        if let Some(d) = clock
+            .as_ref()
+            .and_then(|c| c.0.drift_ppm)
+            .filter(|d| d.abs() > DRIFT_WARN_PPM)
+        {
+            self.notes.push(format!(
+                "clock offset moved {d:.0} ppm between the idle lead-in and tail: one-way delays \
+                 are corrected linearly but less certain (NTP stepping the clock during the test?)"
+            ));
+        }
+        // Offset (ns) at time t: linear between the head and tail estimates (drift correction).
+        let offset_at = |t: f64| -> Option<f64> {
+            let (c, th, tt) = clock.as_ref()?;
+            let start = c.offset_ms * 1e6;
+            Some(match c.offset_end_ms {
+                Some(end) if tt > th => start + (end * 1e6 - start) * (t - th) / (tt - th),
+                _ => start,
+            })
+        };
+        let mut probes = Vec::new();
+        let (mut idle_all, mut loaded_all, mut loaded_user, mut up_l, mut down_l, mut user_delay) =
+            (vec![], vec![], vec![], vec![], vec![], vec![]);
+        for (idx, s) in self.probes.iter().enumerate() {
+            let udp = s.plan.kind == ProbeKind::Udp;
+            let mut points = Vec::with_capacity(s.samples.len());
+            let (mut n_kernel_tx, mut n_kernel_rx, mut received) = (0usize, 0usize, 0u32);
+            for p in &s.samples {
+                let t = self.t_of(p.send_user_ns);
+                let mut pt = ProbePoint {
+                    t,
+                    seq: p.seq,
+                    rtt_ms: None,
+                    rtt_user_ms: None,
+                    owd_up_ms: None,
+                    owd_down_ms: None,
+                    user_delay_ms: None,
+                    server_ms: None,
+                };
+                if let Some(recv_user) = p.recv_user_ns {
+                    received += 1;
+                    n_kernel_tx += p.send_kernel_ns.is_some() as usize;
+                    n_kernel_rx += p.recv_kernel_ns.is_some() as usize;
+                    let send = p.send_kernel_ns.unwrap_or(p.send_user_ns);
+                    let recv = p.recv_kernel_ns.unwrap_or(recv_user);
+                    pt.rtt_user_ms = Some(ms(recv_user as i64 - p.send_user_ns as i64));
+                    if let (Some(k), Some(sk)) = (p.recv_kernel_ns, p.send_kernel_ns) {
+                        pt.user_delay_ms = Some(ms((recv_user - k.min(recv_user)) as i64
+                            + (sk as i64 - p.send_user_ns as i64).max(0)));
+                    }
+                    pt.rtt_ms = Some(ms(recv as i64 - send as i64));
+                    if udp && let Some(e) = exchange(p) {
+                        pt.rtt_ms = Some(ms(e.rtt_ns()));
+                        pt.server_ms = Some(ms(e.server_tx as i64 - e.server_rx as i64));
+                        if let Some(off) = offset_at(t) {
+                            // Integer differences first: absolute ns lose precision in an f64.
+                            let up = (e.server_rx as i64 - e.client_send as i64) as f64 - off;
+                            let down = (e.client_recv as i64 - e.server_tx as i64) as f64 + off;
+                            pt.owd_up_ms = Some(up / 1e6);
+                            pt.owd_down_ms = Some(down / 1e6);
+                        }
+                    }
+                }
+                if let Some(r) = pt.rtt_ms {
+                    if self.is_loaded(t) {
+                        loaded_all.push(r);
+                        loaded_user.extend(pt.rtt_user_ms);
+                        up_l.extend(pt.owd_up_ms);
+                        down_l.extend(pt.owd_down_ms);
+                    } else if self.is_idle(t) {
+                        idle_all.push(r);
+                    }
+                }
+                user_delay.extend(pt.user_delay_ms);
+                points.push(pt);
+            }
+            let sent = s.samples.iter().filter(|p| !p.send_failed).count() as u32;
+            if udp && sent > 0 && received == 0 {
+                self.notes.push(format!(
+                    "{}: none of {sent} UDP probes came back: is the reflector's UDP port \
+                     blocked by a firewall or NAT between here and the server?",
+                    s.plan.name
+                ));
+            }
+            let counts = self
+                .reflector_counts
+                .get(idx)
+                .copied()
+                .flatten()
+                .filter(|_| udp);
+            let timestamps = match (received as usize, n_kernel_tx, n_kernel_rx) {
+                (0, _, _) => "none",
+                (r, tx, rx) if tx * 2 >= r && rx * 2 >= r => "kernel",
+                (r, _, rx) if rx * 2 >= r => "kernel-rx",
+                _ => "user",
+            };
+            let window = |loaded: bool| {
+                stats::series_stats(
+                    points
+                        .iter()
+                        .filter(|p| {
+                            if loaded {
+                                self.is_loaded(p.t)
+                            } else {
+                                self.is_idle(p.t)
+                            }
+                        })
+                        .filter_map(|p| p.rtt_ms),
+                )
+            };
+            probes.push(ProbeResult {
+                name: s.plan.name.clone(),
+                kind: if udp { "udp" } else { "icmp" }.into(),
+                tos: s.plan.tos,
+                timestamps: timestamps.into(),
+                sent,
+                received,
+                lost_up: counts.map(|(r, _)| sent.saturating_sub(r)),
+                lost_down: counts.map(|(_, a)| a.saturating_sub(received)),
+                rtt_ms: stats::series_stats(points.iter().filter_map(|p| p.rtt_ms)),
+                rtt_user_ms: stats::series_stats(points.iter().filter_map(|p| p.rtt_user_ms)),
+                idle_rtt_ms: window(false),
+                loaded_rtt_ms: window(true),
+                samples: points,
+                note: s.note.clone(),
+            });
+        }
+        let flows: Vec<FlowResult> = self
+            .flows
+            .iter()
+            .map(|f| {
+                let samples: Vec<ThroughputSample> = f
+                    .steps
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &(bytes, rtt))| ThroughputSample {
+                        t: self.delay_s + (k + 1) as f64 * self.step_s,
+                        mbps: bytes as f64 * 8.0 / self.step_s / 1e6,
+                        tcp_rtt_ms: rtt.filter(|&r| r > 0).map(|r| r as f64 / 1e3),
+                    })
+                    .collect();
+                FlowResult {
+                    name: f.plan.name.clone(),
+                    label: f.plan.label.clone(),
+                    direction: dir_word(f.plan.direction).into(),
+                    tos: f.plan.tos,
+                    tos_client: f.tos_client,
+                    tos_server: f.tos_server,
+                    cc_client: f.cc_client.clone(),
+                    cc_server: f.cc_server.clone(),
+                    bytes: f.steps.iter().map(|s| s.0).sum(),
+                    mbps: stats::series_stats(samples.iter().map(|s| s.mbps)),
+                    tcp_rtt_ms: stats::series_stats(samples.iter().filter_map(|s| s.tcp_rtt_ms)),
+                    samples,
+                }
+            })
+            .collect();
+        for f in flows.iter().filter(|f| f.bytes == 0) {
+            self.notes.push(format!(
+                "{} moved no data: the path dropped or blocked it (a firewall, or a shaper whose \
+                 burst is smaller than the packets?)",
+                f.name
+            ));
+        }
+        let dir_mbps = |d: Direction| {
+            let fl: Vec<&RawFlow> = self
+                .flows
+                .iter()
+                .filter(|f| f.plan.direction == d)
+                .collect();
+            (!fl.is_empty() && self.length_s > 0.0).then(|| {
+                fl.iter()
+                    .flat_map(|f| f.steps.iter().map(|s| s.0))
+                    .sum::<u64>() as f64
+                    * 8.0
+                    / self.length_s
+                    / 1e6
+            })
+        };
+        let idle = stats::series_stats(idle_all);
+        let loaded = stats::series_stats(loaded_all);
+        let increase = loaded.mean.zip(idle.mean).map(|(l, i)| l - i);
+        let summary = LatencySummary {
+            grade: increase.map(|x| stats::grade(x).to_string()),
+            increase_ms: increase,
+            rpm_loaded: loaded.mean.and_then(stats::rpm),
+            rpm_idle: idle.mean.and_then(stats::rpm),
+            idle_rtt_ms: idle,
+            loaded_rtt_ms: loaded,
+            upload_mbps: dir_mbps(Direction::Upload),
+            download_mbps: dir_mbps(Direction::Download),
+            loaded_owd_up_ms: stats::series_stats(up_l),
+            loaded_owd_down_ms: stats::series_stats(down_l),
+            loaded_rtt_user_ms: stats::series_stats(loaded_user),
+            user_delay_ms: stats::series_stats(user_delay),
+        };
+        LatencyResult {
+            test: self.test.clone(),
+            host: self.host.clone(),
+            port: self.port,
+            ip_version: self.ip_version,
+            started_at: self.started_at.clone(),
+            t0_unix: self.t0_ns as f64 / 1e9,
+            length_s: self.length_s,
+            delay_s: if self.has_load { self.delay_s } else { 0.0 },
+            step_s: self.step_s,
+            total_length_s: self.total_length(),
+            probe_interval_s: self.probe_interval_s,
+            probe_size: self.probe_size,
+            congestion_control: self.congestion_control.clone(),
+            flows,
+            probes,
+            clock: clock.map(|c| c.0),
+            summary,
+            notes: self.notes,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "summary_tests.rs"]
+mod tests;

@@ -1,0 +1,281 @@
+//! Export of a latency result to flent's data format, version 4 (spec/latency.md §1.7): gzip
+//! JSON with `version`, `x_values` (the step grid), `results` (every series interpolated onto
+//! the grid, null outside its samples), `raw_values` (`{t, val, …}` with absolute Unix `t`) and
+//! `metadata` (NAME, LENGTH, TOTAL_LENGTH, STEP_SIZE, T0, HOSTS, SERIES_META, …), so that
+//! `flent -i FILE.flent.gz -p all_scaled` plots it with flent's own plot definitions.
+
+use crate::results::latency::LatencyResult;
+use serde_json::{Map, Value, json};
+use std::io::Write;
+use std::path::Path;
+
+/// flent's data file format version written here.
+pub const FILEFORMAT_VERSION: u32 = 4;
+
+/// Linear interpolation of `(t, v)` samples (sorted by t) onto `grid`; None outside the samples.
+pub fn interpolate(samples: &[(f64, f64)], grid: &[f64]) -> Vec<Option<f64>> {
+    let mut out = Vec::with_capacity(grid.len());
+    let mut j = 0;
+    for &x in grid {
+        let (Some(first), Some(last)) = (samples.first(), samples.last()) else {
+            out.push(None);
+            continue;
+        };
+        if x < first.0 || x > last.0 {
+            out.push(None);
+            continue;
+        }
+        while j + 1 < samples.len() && samples[j + 1].0 < x {
+            j += 1;
+        }
+        let (t0, v0) = samples[j];
+        let v = match samples.get(j + 1) {
+            Some(&(t1, v1)) if t1 > t0 && x >= t0 => v0 + (v1 - v0) * (x - t0) / (t1 - t0),
+            _ => v0,
+        };
+        out.push(Some(v));
+    }
+    out
+}
+
+/// Combines series point by point, ignoring nulls: flent's `average` and `sum` runners.
+fn combine(series: &[&Vec<Option<f64>>], len: usize, mean: bool) -> Vec<Option<f64>> {
+    (0..len)
+        .map(|i| {
+            let vals: Vec<f64> = series
+                .iter()
+                .filter_map(|s| s.get(i).copied().flatten())
+                .collect();
+            if vals.is_empty() {
+                None
+            } else {
+                let sum: f64 = vals.iter().sum();
+                Some(if mean { sum / vals.len() as f64 } else { sum })
+            }
+        })
+        .collect()
+}
+
+/// `2026-11-29T20:13:19.123456Z` for a Unix time (what flent's parse_date reads as UTC).
+fn flent_time(unix: f64) -> String {
+    let secs = unix.floor() as i64;
+    let micros = ((unix - secs as f64) * 1e6).round().min(999_999.0) as u32;
+    let base = crate::util::time::rfc3339_utc(secs);
+    format!("{}.{micros:06}Z", base.trim_end_matches('Z'))
+}
+
+/// Builds the flent document (uncompressed JSON value).
+pub fn to_flent_json(r: &LatencyResult, title: &str) -> Value {
+    let n = (r.total_length_s / r.step_s).round() as usize + 1;
+    let grid: Vec<f64> = (0..n)
+        .map(|i| ((i as f64 * r.step_s) * 1e6).round() / 1e6)
+        .collect();
+    let mut results: Map<String, Value> = Map::new();
+    let mut raw: Map<String, Value> = Map::new();
+    let mut meta: Map<String, Value> = Map::new();
+    let mut interpolated: Vec<(String, Vec<Option<f64>>)> = Vec::new();
+    for f in &r.flows {
+        let pts: Vec<(f64, f64)> = f.samples.iter().map(|s| (s.t, s.mbps)).collect();
+        let raw_pts: Vec<Value> = f
+            .samples
+            .iter()
+            .map(|s| json!({"t": r.t0_unix + s.t, "val": s.mbps, "dur": r.step_s}))
+            .collect();
+        raw.insert(f.name.clone(), Value::Array(raw_pts));
+        interpolated.push((f.name.clone(), interpolate(&pts, &grid)));
+        meta.insert(
+            f.name.clone(),
+            json!({
+                "UNITS": "Mbits/s",
+                "RUNNER": "routerbench",
+                "MEAN_VALUE": f.mbps.mean,
+                "MARKING": format!("{:#04x}", f.tos),
+                "UPSTREAM_TOS": f.tos_client.map(|t| format!("{t:#04x}")),
+                "DOWNSTREAM_TOS": f.tos_server.map(|t| format!("{t:#04x}")),
+                "CONG_CONTROL": f.cc_client,
+                "CONG_CONTROL_SERVER": f.cc_server,
+                "BYTES": f.bytes,
+                "TCP_RTT_MEAN_MS": f.tcp_rtt_ms.mean,
+            }),
+        );
+    }
+    for p in &r.probes {
+        let mut pts = Vec::new();
+        let mut raw_pts = Vec::new();
+        for s in &p.samples {
+            let t = r.t0_unix + s.t;
+            match s.rtt_ms {
+                Some(v) => {
+                    pts.push((s.t, v));
+                    let mut o = json!({"t": t, "val": v, "seq": s.seq});
+                    if let (Some(u), Some(d)) = (s.owd_up_ms, s.owd_down_ms) {
+                        o["owd_up"] = json!(u);
+                        o["owd_down"] = json!(d);
+                    }
+                    raw_pts.push(o);
+                }
+                None => raw_pts.push(json!({"t": t, "seq": s.seq, "lost": true})),
+            }
+        }
+        raw.insert(p.name.clone(), Value::Array(raw_pts));
+        interpolated.push((p.name.clone(), interpolate(&pts, &grid)));
+        meta.insert(
+            p.name.clone(),
+            json!({
+                "UNITS": "ms",
+                "RUNNER": "routerbench",
+                "MEAN_VALUE": p.rtt_ms.mean,
+                "RTT_MEDIAN": p.rtt_ms.median,
+                "MARKING": format!("{:#04x}", p.tos),
+                "TIMESTAMPS": p.timestamps,
+                "PACKETS_SENT": p.sent,
+                "PACKETS_RECEIVED": p.received,
+                "LOST_UP": p.lost_up,
+                "LOST_DOWN": p.lost_down,
+            }),
+        );
+    }
+    // Computed series, as the test's .conf defines them.
+    let pick = |pred: &dyn Fn(&str) -> bool| -> Vec<&Vec<Option<f64>>> {
+        interpolated
+            .iter()
+            .filter(|(name, _)| pred(name))
+            .map(|(_, v)| v)
+            .collect()
+    };
+    let mut computed: Vec<(String, Vec<Option<f64>>, &str)> = Vec::new();
+    for dir in ["upload", "download"] {
+        let prefix = format!("TCP {dir}");
+        let flows = pick(&|name: &str| name.starts_with(&prefix));
+        if !flows.is_empty() {
+            computed.push((
+                format!("TCP {dir} avg"),
+                combine(&flows, n, true),
+                "Mbits/s",
+            ));
+            computed.push((
+                format!("TCP {dir} sum"),
+                combine(&flows, n, false),
+                "Mbits/s",
+            ));
+        }
+    }
+    if matches!(r.test.as_str(), "rrul" | "rrul_be") {
+        let all = pick(&|name: &str| name.starts_with("TCP "));
+        computed.push(("TCP totals".into(), combine(&all, n, false), "Mbits/s"));
+        let pings = pick(&|name: &str| name.starts_with("Ping (ms)"));
+        computed.push(("Ping (ms) avg".into(), combine(&pings, n, true), "ms"));
+    }
+    for (name, values) in interpolated {
+        results.insert(name, json!(values));
+    }
+    for (name, values, units) in computed {
+        let present: Vec<f64> = values.iter().flatten().copied().collect();
+        let mean =
+            (!present.is_empty()).then(|| present.iter().sum::<f64>() / present.len() as f64);
+        meta.insert(
+            name.clone(),
+            json!({"UNITS": units, "RUNNER": "computed", "MEAN_VALUE": mean}),
+        );
+        results.insert(name.clone(), json!(values));
+        raw.insert(name, json!([]));
+    }
+    let mut test_parameters = Map::new();
+    let nflows = r.flows.len();
+    match r.test.as_str() {
+        "tcp_nup" => {
+            test_parameters.insert("upload_streams".into(), json!(nflows.to_string()));
+        }
+        "tcp_ndown" => {
+            test_parameters.insert("download_streams".into(), json!(nflows.to_string()));
+        }
+        _ => {}
+    }
+    if let Some(cc) = &r.congestion_control {
+        test_parameters.insert("tcp_cong_control".into(), json!(cc));
+    }
+    let time = flent_time(r.t0_unix);
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let metadata = json!({
+        "NAME": r.test,
+        "TITLE": title,
+        "NOTE": r.notes.join("; "),
+        "HOSTS": [r.host],
+        "HOST": r.host,
+        "LOCAL_HOST": hostname,
+        "LENGTH": r.length_s,
+        "TOTAL_LENGTH": r.total_length_s,
+        "STEP_SIZE": r.step_s,
+        "DELAY": r.delay_s,
+        "TIME": time,
+        "T0": time,
+        "IP_VERSION": r.ip_version,
+        "GENERATED_BY": format!("routerbench {}", env!("CARGO_PKG_VERSION")),
+        "TEST_PARAMETERS": test_parameters,
+        "FAILED_RUNNERS": 0,
+        "SERIES_META": meta,
+        "DATA_FILENAME": Value::Null,
+    });
+    json!({
+        "version": FILEFORMAT_VERSION,
+        "x_values": grid,
+        "results": results,
+        "raw_values": raw,
+        "metadata": metadata,
+    })
+}
+
+/// Writes `r` as a gzip-compressed flent data file (the name should end in `.flent.gz`).
+pub fn write(r: &LatencyResult, title: &str, path: &Path) -> anyhow::Result<()> {
+    let mut doc = to_flent_json(r, title);
+    if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+        doc["metadata"]["DATA_FILENAME"] = json!(name);
+    }
+    let file = std::fs::File::create(path)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?;
+    let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+    serde_json::to_writer(&mut gz, &doc)?;
+    gz.write_all(b"\n")?;
+    gz.finish()
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interpolation_matches_flent_grid_rules() {
+        let grid = [0.0, 0.2, 0.4, 0.6, 0.8];
+        let s = [(0.1, 1.0), (0.5, 3.0)];
+        let v = interpolate(&s, &grid);
+        assert_eq!(v[0], None, "before the first sample");
+        assert!((v[1].unwrap() - 1.5).abs() < 1e-9);
+        assert!((v[2].unwrap() - 2.5).abs() < 1e-9);
+        assert_eq!(v[3], None, "after the last sample");
+        assert_eq!(interpolate(&[], &grid), vec![None; 5]);
+        assert_eq!(interpolate(&[(0.4, 7.0)], &grid)[2], Some(7.0));
+    }
+
+    #[test]
+    fn combine_ignores_nulls() {
+        let a = vec![Some(1.0), None, None];
+        let b = vec![Some(3.0), Some(5.0), None];
+        assert_eq!(
+            combine(&[&a, &b], 3, true),
+            vec![Some(2.0), Some(5.0), None]
+        );
+        assert_eq!(
+            combine(&[&a, &b], 3, false),
+            vec![Some(4.0), Some(5.0), None]
+        );
+    }
+
+    #[test]
+    fn time_format_is_flent_utc() {
+        assert_eq!(flent_time(1_795_983_199.25), "2026-11-29T20:13:19.250000Z");
+    }
+}

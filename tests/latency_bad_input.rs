@@ -1,0 +1,402 @@
+//! Bad input to the routerbench-protocol server: unknown version, truncated control messages,
+//! probes with a wrong session, size or source address, floods, and a client vanishing mid-test.
+//! Each time the server logs it, frees the slot and keeps serving others.
+
+use routerbench::latency::server::{Bounds, Service, spawn_in_process};
+use routerbench::latency::{TestConfig, TestKind};
+use routerbench::wire::ROUTERBENCH_MAGIC;
+use routerbench::wire::rb::{self, Direction, ErrorCode, Message, ProbePacket, ProbeRepr};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::time::{Duration, Instant};
+
+fn server(bounds: Bounds) -> (SocketAddr, Service) {
+    spawn_in_process("127.0.0.1:0".parse().unwrap(), bounds).unwrap()
+}
+
+fn read_frame(s: &mut TcpStream) -> Option<Message> {
+    s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let mut h = [0u8; 3];
+    s.read_exact(&mut h).ok()?;
+    let len = rb::frame_payload_len(&h).ok()?;
+    let mut p = vec![0u8; len];
+    s.read_exact(&mut p).ok()?;
+    Message::parse(h[0], &p).ok()
+}
+
+fn connect(addr: SocketAddr, first: &[u8]) -> TcpStream {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).unwrap();
+    let mut bytes = ROUTERBENCH_MAGIC.to_vec();
+    bytes.extend_from_slice(first);
+    s.write_all(&bytes).unwrap();
+    s
+}
+
+/// Opens a session: returns the control stream, the session id and the reflector port.
+fn session(addr: SocketAddr) -> (TcpStream, u64, u16) {
+    let mut s = connect(
+        addr,
+        &Message::Hello {
+            version: rb::VERSION,
+        }
+        .emit(),
+    );
+    match read_frame(&mut s) {
+        Some(Message::Welcome {
+            session, udp_port, ..
+        }) => (s, session, udp_port),
+        other => panic!("expected Welcome, got {other:?}"),
+    }
+}
+
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(Instant::now() < end, "timed out waiting for: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn logged(svc: &Service, needle: &str) -> bool {
+    svc.events().iter().any(|e| e.contains(needle))
+}
+
+/// A short real test, to show the server still serves others.
+fn short_test_works(addr: SocketAddr) {
+    let cfg = TestConfig {
+        kind: TestKind::TcpNup,
+        host: "127.0.0.1".into(),
+        port: addr.port(),
+        streams: 1,
+        length: Duration::from_millis(600),
+        delay: Duration::from_millis(400),
+        ..TestConfig::default()
+    };
+    let r = routerbench::latency::run_test(&cfg, &routerbench::util::progress::NoProgress)
+        .expect("a normal test still runs");
+    assert!(r.flows[0].bytes > 0);
+}
+
+#[test]
+fn unknown_version_is_refused_with_a_reason() {
+    let (addr, svc) = server(Bounds::default());
+    let mut s = connect(addr, &Message::Hello { version: 99 }.emit());
+    match read_frame(&mut s) {
+        Some(Message::Error { code, message, .. }) => {
+            assert_eq!(code, Some(ErrorCode::UnsupportedVersion));
+            assert!(message.contains("99"), "{message}");
+        }
+        other => panic!("expected an Error frame, got {other:?}"),
+    }
+    assert!(logged(&svc, "version 99"));
+    assert_eq!(svc.session_count(), 0);
+    // A load connection with a wrong version is refused too.
+    let hello = Message::LoadHello {
+        version: 7,
+        session: 1,
+        flow: 0,
+        direction: Direction::Upload,
+        tos: 0,
+        cc: String::new(),
+    };
+    let mut s = connect(addr, &hello.emit());
+    assert!(matches!(
+        read_frame(&mut s),
+        Some(Message::Error {
+            code: Some(ErrorCode::UnsupportedVersion),
+            ..
+        })
+    ));
+    short_test_works(addr);
+    svc.shutdown();
+}
+
+#[test]
+fn truncated_and_garbage_control_messages() {
+    let bounds = Bounds {
+        handshake_timeout: Duration::from_millis(500),
+        ..Bounds::default()
+    };
+    let (addr, svc) = server(bounds);
+    // Header promises 10 bytes, 2 arrive, then the client goes away.
+    let s = connect(addr, &[0x01, 0x00, 0x0a, 0x00, 0x01]);
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    wait_until("truncation logged", || logged(&svc, "truncated"));
+    drop(s);
+    // Half a magic, then silence: the handshake timeout frees the thread.
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(&ROUTERBENCH_MAGIC[..3]).unwrap();
+    wait_until("silent client logged", || logged(&svc, "no magic within"));
+    drop(s);
+    // An unknown frame type, and a length beyond the limit.
+    let mut s = connect(addr, &[0x55, 0x00, 0x00]);
+    assert!(matches!(
+        read_frame(&mut s),
+        Some(Message::Error {
+            code: Some(ErrorCode::BadRequest),
+            ..
+        })
+    ));
+    let mut s = connect(addr, &[0x01, 0xff, 0xff]);
+    assert!(matches!(
+        read_frame(&mut s),
+        Some(Message::Error {
+            code: Some(ErrorCode::BadRequest),
+            ..
+        })
+    ));
+    // Inside a session: a truncated Start, then close. The slot is freed.
+    let (mut ctl, _, _) = session(addr);
+    assert_eq!(svc.session_count(), 1);
+    ctl.write_all(
+        &Message::Start {
+            start_in_us: 0,
+            duration_ms: 1000,
+            step_ms: 200,
+        }
+        .emit()[..6],
+    )
+    .unwrap();
+    drop(ctl);
+    wait_until("slot freed", || svc.session_count() == 0);
+    assert!(logged(&svc, "slot freed"));
+    // A Start beyond the limits is refused with LimitExceeded.
+    let (mut ctl, _, _) = session(addr);
+    ctl.write_all(
+        &Message::Start {
+            start_in_us: 0,
+            duration_ms: 4_000_000,
+            step_ms: 200,
+        }
+        .emit(),
+    )
+    .unwrap();
+    assert!(matches!(
+        read_frame(&mut ctl),
+        Some(Message::Error {
+            code: Some(ErrorCode::LimitExceeded),
+            ..
+        })
+    ));
+    wait_until("slot freed after refusal", || svc.session_count() == 0);
+    short_test_works(addr);
+    svc.shutdown();
+}
+
+fn probe(session: u64, seq: u32, len: usize) -> Vec<u8> {
+    let mut b = vec![0x5a; len];
+    ProbeRepr {
+        stream: 0,
+        session,
+        seq,
+        client_tx_ns: 1,
+    }
+    .emit(&mut b)
+    .unwrap();
+    b
+}
+
+fn udp_from(ip: &str, port: u16) -> UdpSocket {
+    let s = UdpSocket::bind((ip, 0)).unwrap();
+    s.connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    s
+}
+
+fn answered(s: &UdpSocket, pkt: &[u8]) -> Option<Vec<u8>> {
+    s.send(pkt).unwrap();
+    let mut buf = [0u8; 2048];
+    s.recv(&mut buf).ok().map(|n| buf[..n].to_vec())
+}
+
+#[test]
+fn reflector_answers_only_live_sessions_from_their_address() {
+    let (addr, svc) = server(Bounds {
+        probe_rate: 50,
+        probe_burst: 10,
+        ..Bounds::default()
+    });
+    let (_ctl, id, port) = session(addr);
+    let s = udp_from("127.0.0.1", port);
+    // A valid probe: answered, same length, with a server receive stamp.
+    let reply = answered(&s, &probe(id, 0, 100)).expect("valid probe answered");
+    assert_eq!(reply.len(), 100, "reply never larger than the probe");
+    let p = ProbePacket::new_checked(&reply[..]).unwrap();
+    assert_eq!((p.kind(), p.session(), p.seq()), (rb::KIND_REPLY, id, 0));
+    assert!(p.server_rx_ns() > 0);
+    // Wrong session id, too short, too long, not a probe, a reply sent back at us.
+    assert!(
+        answered(&s, &probe(id ^ 1, 1, 100)).is_none(),
+        "wrong session"
+    );
+    assert!(
+        answered(&s, &probe(id, 2, 100)[..40]).is_none(),
+        "truncated"
+    );
+    assert!(answered(&s, &[0x5a; 1300]).is_none(), "oversize garbage");
+    let mut big = probe(id, 3, rb::PROBE_MAX_LEN);
+    big.push(0);
+    assert!(answered(&s, &big).is_none(), "over the size limit");
+    assert!(answered(&s, &reply).is_none(), "a reply is not a probe");
+    // The right session id from another address (127.0.0.2 is loopback too).
+    let other = udp_from("127.0.0.2", port);
+    assert!(
+        answered(&other, &probe(id, 4, 100)).is_none(),
+        "another address"
+    );
+    assert!(logged(&svc, "UnknownSession"));
+    assert!(logged(&svc, "WrongAddress"));
+    assert!(logged(&svc, "Truncated"));
+    assert!(logged(&svc, "TooLong"));
+    // A flood: 300 probes as fast as possible; the bucket (10 + 50/s) bounds the answers.
+    let flood = udp_from("127.0.0.1", port);
+    flood.set_nonblocking(true).unwrap();
+    let start = Instant::now();
+    for seq in 0..300 {
+        let _ = flood.send(&probe(id, 100 + seq, 64));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let mut got = 0;
+    let mut buf = [0u8; 256];
+    while flood.recv(&mut buf).is_ok() {
+        got += 1;
+    }
+    let allowed = 10.0 + 50.0 * start.elapsed().as_secs_f64() + 2.0;
+    assert!(
+        got as f64 <= allowed,
+        "{got} answers to a flood, limit {allowed}"
+    );
+    assert!(got >= 5, "the bucket's burst is answered ({got})");
+    assert!(logged(&svc, "RateLimited"));
+    svc.shutdown();
+}
+
+#[test]
+fn client_vanishing_mid_test_frees_the_slot() {
+    let (addr, svc) = server(Bounds::default());
+    let (mut ctl, id, port) = session(addr);
+    let mut flows = Vec::new();
+    for (i, dir) in [Direction::Upload, Direction::Download]
+        .into_iter()
+        .enumerate()
+    {
+        let hello = Message::LoadHello {
+            version: rb::VERSION,
+            session: id,
+            flow: i as u8,
+            direction: dir,
+            tos: 0x20,
+            cc: String::new(),
+        };
+        let mut f = connect(addr, &hello.emit());
+        assert!(matches!(
+            read_frame(&mut f),
+            Some(Message::LoadAccept { tos: 0x20, .. })
+        ));
+        flows.push(f);
+    }
+    // A load flow for a session that does not exist, and one from the wrong flow id twice.
+    let bogus = Message::LoadHello {
+        version: rb::VERSION,
+        session: id ^ 0xff,
+        flow: 0,
+        direction: Direction::Upload,
+        tos: 0,
+        cc: String::new(),
+    };
+    let mut b = connect(addr, &bogus.emit());
+    assert!(matches!(
+        read_frame(&mut b),
+        Some(Message::Error {
+            code: Some(ErrorCode::UnknownSession),
+            ..
+        })
+    ));
+    let dup = Message::LoadHello {
+        version: rb::VERSION,
+        session: id,
+        flow: 0,
+        direction: Direction::Upload,
+        tos: 0,
+        cc: String::new(),
+    };
+    let mut d = connect(addr, &dup.emit());
+    assert!(matches!(
+        read_frame(&mut d),
+        Some(Message::Error {
+            code: Some(ErrorCode::LimitExceeded),
+            ..
+        })
+    ));
+    ctl.write_all(
+        &Message::Start {
+            start_in_us: 0,
+            duration_ms: 30_000,
+            step_ms: 200,
+        }
+        .emit(),
+    )
+    .unwrap();
+    flows[0].write_all(&[0u8; 65536]).unwrap();
+    assert!(matches!(
+        read_frame(&mut ctl),
+        Some(Message::StepReport { .. })
+    ));
+    let u = udp_from("127.0.0.1", port);
+    assert!(answered(&u, &probe(id, 0, 64)).is_some());
+    // The client vanishes: every socket closes at once, 27 s before the test would end.
+    drop(ctl);
+    drop(flows);
+    wait_until("slot freed", || svc.session_count() == 0);
+    assert!(logged(&svc, "vanished"), "{:?}", svc.events());
+    // Its probes are no longer answered.
+    assert!(
+        answered(&u, &probe(id, 1, 64)).is_none(),
+        "dead session still reflected"
+    );
+    short_test_works(addr);
+    svc.shutdown();
+}
+
+#[test]
+fn busy_server_says_so() {
+    let (addr, svc) = server(Bounds {
+        max_sessions: 1,
+        ..Bounds::default()
+    });
+    let (_first, _, _) = session(addr);
+    let mut s = connect(
+        addr,
+        &Message::Hello {
+            version: rb::VERSION,
+        }
+        .emit(),
+    );
+    match read_frame(&mut s) {
+        Some(Message::Error { code, message, .. }) => {
+            assert_eq!(code, Some(ErrorCode::Busy));
+            assert!(message.contains("retry"), "{message}");
+        }
+        other => panic!("expected Busy, got {other:?}"),
+    }
+    svc.shutdown();
+}
+
+#[test]
+fn reflector_mirrors_the_probe_dscp() {
+    use routerbench::net::latency_sockopts as so;
+    let (addr, svc) = server(Bounds::default());
+    let (_ctl, id, port) = session(addr);
+    for tos in [0xb8u8, 0x20, 0x00] {
+        let s = udp_from("127.0.0.1", port);
+        so::set_tos(&s, false, tos).unwrap();
+        so::enable_recv_tos(&s, false).unwrap();
+        s.send(&probe(id, tos as u32, 64)).unwrap();
+        let mut buf = [0u8; 256];
+        let r = so::recv_timestamped(&s, &mut buf).expect("reply");
+        assert_eq!(r.len, 64);
+        assert_eq!(r.tos, Some(tos), "reply carries the probe's mark");
+    }
+    svc.shutdown();
+}
