@@ -19,6 +19,7 @@ pub mod native_load;
 pub mod netns;
 pub mod offload;
 pub mod probe;
+pub mod run;
 pub mod shape;
 pub mod sys;
 pub mod theory;
