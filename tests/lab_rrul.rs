@@ -4,10 +4,11 @@
 //! - tcp_nup / tcp_ndown (4 flows, one direction loaded): goodput within 3 % of 1448/1514 × rate,
 //!   loaded-minus-idle round trip at p99 0.85–1.10 × buffer·8/rate, median 0.6–1.05 ×.
 //! - rrul (4 + 4 flows): per direction, the UDP probes' one-way queue delay at p99 0.85–1.10 ×
-//!   theory, goodput within 3 % of 1448/(1514 + 33) × rate (the link also carries the other
-//!   direction's ACKs), and the median above 0.3 × theory: the other direction's queue adds to
-//!   every flow's RTT, so the buffer is smaller than the flows' BDP and cubic's backoff drains it
-//!   further than with one direction loaded (docs/lab.md).
+//!   theory and goodput within 3 % of 1448/(1514 + 33) × rate (the link also carries the other
+//!   direction's ACKs); the round trip's median increase 0.3–1.05 × the sum of both queues. The
+//!   median sits lower than with one direction loaded, and per direction it swings (0.29–0.72
+//!   measured): the other direction's queue adds to every flow's RTT, so the buffer is smaller
+//!   than the flows' BDP and cubic's backoff drains it further (docs/lab.md).
 
 mod lab_support;
 
