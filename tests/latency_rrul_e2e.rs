@@ -158,6 +158,16 @@ fn rrul_over_loopback_writes_json_and_flent() {
         assert!(vals.iter().any(|v| v.is_number()), "{series} has no values");
     }
     assert_eq!(doc["metadata"]["NAME"], "rrul");
+    // Sender TCP RTT rides in the raw values under flent's `tcp_rtt` key (its tcp_rtt plots).
+    let raw = doc["raw_values"]["TCP upload EF"].as_array().unwrap();
+    assert!(
+        raw.iter().any(|p| p["tcp_rtt"].is_number()),
+        "no tcp_rtt in raw values"
+    );
+    assert_eq!(
+        doc["metadata"]["TEST_PARAMETERS"]["tcp_cong_control"],
+        "reno"
+    );
 
     if flent_available() {
         let out = Command::new("flent")

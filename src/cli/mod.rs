@@ -42,6 +42,12 @@ pub enum Command {
     TcpNdown(rrul::NflowArgs),
     /// Idle latency: ICMP and UDP probes, no load.
     Ping(rrul::LatencyArgs),
+    /// rrul_be's 8 best-effort flows with ICMP as the only latency probe.
+    #[command(name = "rrul_icmp")]
+    RrulIcmp(rrul::LatencyArgs),
+    /// One TCP upload and one download at once, with an ICMP latency probe.
+    #[command(name = "tcp_bidirectional")]
+    TcpBidirectional(rrul::LatencyArgs),
     /// A standalone server for the latency tests (routerbench protocol only).
     LatencyServer(rrul::ServerArgs),
     /// Sample this machine's CPU, softirq, softnet drops and temperature for a while.
@@ -67,6 +73,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::TcpNup(a) => rrul::run(crate::latency::TestKind::TcpNup, a.streams, a.common),
         Command::TcpNdown(a) => rrul::run(crate::latency::TestKind::TcpNdown, a.streams, a.common),
         Command::Ping(a) => rrul::run(crate::latency::TestKind::Ping, 1, a),
+        Command::RrulIcmp(a) => rrul::run(crate::latency::TestKind::RrulIcmp, 1, a),
+        Command::TcpBidirectional(a) => rrul::run(crate::latency::TestKind::TcpBidirectional, 1, a),
         Command::LatencyServer(a) => rrul::serve(a),
         Command::Monitor(a) => monitor::run(a),
         Command::Lab(a) => lab::run(a),

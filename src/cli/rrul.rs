@@ -137,9 +137,10 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
     if let Some(path) = &a.flent {
         crate::results::flent::write(&result, &a.title, path)?;
         println!(
-            "saved {} (plot: flent -i {} -p all_scaled -o plot.png)",
+            "saved {} (plot: flent -i {} -p {} -o plot.png)",
             path.display(),
-            path.display()
+            path.display(),
+            kind.flent_default_plot()
         );
     }
     Ok(0)

@@ -409,7 +409,7 @@ pub fn apply_options(
             if let Some(cc) = &p.congestion {
                 match sockopt::set_congestion(s, cc) {
                     Ok(()) => {}
-                    Err(e) if e.raw_os_error() == Some(libc::ENOENT) => warnings.push(format!(
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => warnings.push(format!(
                         "congestion control {cc:?} is not available here; using the default"
                     )),
                     Err(e) => return Err(fail(134, "TCP_CONGESTION", e)),

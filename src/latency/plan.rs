@@ -23,9 +23,23 @@ pub enum TestKind {
     TcpNdown,
     /// Idle latency only: ICMP + UDP probes, no load.
     Ping,
+    /// rrul_be's 8 flows with ICMP as the only probe.
+    RrulIcmp,
+    /// One upload and one download (CS0) with an ICMP probe.
+    TcpBidirectional,
 }
 
 impl TestKind {
+    /// The plot flent draws for this test by default (its `.conf` DEFAULTS).
+    pub fn flent_default_plot(self) -> &'static str {
+        match self {
+            Self::Rrul | Self::RrulBe => "all_scaled",
+            Self::RrulIcmp => "all",
+            Self::TcpNup | Self::TcpNdown | Self::TcpBidirectional => "totals",
+            Self::Ping => "ping",
+        }
+    }
+
     /// flent's test name (metadata NAME).
     pub fn flent_name(self) -> &'static str {
         match self {
@@ -34,6 +48,8 @@ impl TestKind {
             Self::TcpNup => "tcp_nup",
             Self::TcpNdown => "tcp_ndown",
             Self::Ping => "ping",
+            Self::RrulIcmp => "rrul_icmp",
+            Self::TcpBidirectional => "tcp_bidirectional",
         }
     }
 }
@@ -120,7 +136,7 @@ impl Plan {
                     probe("Ping (ms) ICMP", ProbeKind::Icmp, TOS_CS0),
                 ]
             }
-            TestKind::RrulBe => {
+            TestKind::RrulBe | TestKind::RrulIcmp => {
                 for dir in [Direction::Upload, Direction::Download] {
                     for label in ["BE", "BE2", "BE3", "BE4"] {
                         flows.push(flow(
@@ -131,12 +147,26 @@ impl Plan {
                         ));
                     }
                 }
-                vec![
-                    probe("Ping (ms) UDP BE1", ProbeKind::Udp, TOS_CS0),
-                    probe("Ping (ms) UDP BE2", ProbeKind::Udp, TOS_CS0),
-                    probe("Ping (ms) UDP BE3", ProbeKind::Udp, TOS_CS0),
-                    probe("Ping (ms) ICMP", ProbeKind::Icmp, TOS_CS0),
-                ]
+                if kind == TestKind::RrulIcmp {
+                    vec![probe("Ping (ms) ICMP", ProbeKind::Icmp, TOS_CS0)]
+                } else {
+                    vec![
+                        probe("Ping (ms) UDP BE1", ProbeKind::Udp, TOS_CS0),
+                        probe("Ping (ms) UDP BE2", ProbeKind::Udp, TOS_CS0),
+                        probe("Ping (ms) UDP BE3", ProbeKind::Udp, TOS_CS0),
+                        probe("Ping (ms) ICMP", ProbeKind::Icmp, TOS_CS0),
+                    ]
+                }
+            }
+            TestKind::TcpBidirectional => {
+                flows.push(flow(
+                    "TCP download".into(),
+                    "BE",
+                    Direction::Download,
+                    TOS_CS0,
+                ));
+                flows.push(flow("TCP upload".into(), "BE", Direction::Upload, TOS_CS0));
+                vec![probe("Ping (ms) ICMP", ProbeKind::Icmp, TOS_CS0)]
             }
             TestKind::TcpNup | TestKind::TcpNdown => {
                 let dir = if kind == TestKind::TcpNup {
@@ -230,6 +260,12 @@ mod tests {
             Plan::new(TestKind::TcpNdown, 2).flows[1].name,
             "TCP download::2"
         );
+        let icmp = Plan::new(TestKind::RrulIcmp, 0);
+        assert_eq!(icmp.flows, be.flows);
+        assert_eq!(icmp.probes.len(), 1);
+        let bidir = Plan::new(TestKind::TcpBidirectional, 0);
+        let names: Vec<&str> = bidir.flows.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["TCP download", "TCP upload"]);
         let ping = Plan::new(TestKind::Ping, 0);
         assert!(!ping.has_load());
         assert_eq!(ping.probes.len(), 2);

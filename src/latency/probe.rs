@@ -206,7 +206,9 @@ pub fn run(
             if ev & libc::POLLERR != 0 {
                 collect_tx(&mut streams[i]);
             }
-            if ev & libc::POLLIN != 0 {
+            // POLLERR also flags a pending socket error (an ICMP port unreachable on a connected
+            // UDP socket): a plain receive consumes it, or poll would spin until the next send.
+            if ev & (libc::POLLIN | libc::POLLERR) != 0 {
                 drain(&mut streams[i], cfg, &mut buf, live);
             }
         }

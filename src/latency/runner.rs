@@ -126,6 +126,10 @@ fn validate(cfg: &TestConfig) -> Result<(), LatencyError> {
     if cfg.step < Duration::from_millis(5) || cfg.step > Duration::from_secs(10) {
         return bad("--step must be between 0.005 and 10 s");
     }
+    if cfg.step.subsec_nanos() % 1_000_000 != 0 {
+        // The server counts upload bytes on a whole-millisecond step (wire: step_ms).
+        return bad("--step must be a whole number of milliseconds");
+    }
     if cfg.probe_interval < Duration::from_millis(5) || cfg.probe_interval > Duration::from_secs(10)
     {
         return bad("probe interval must be between 5 ms and 10 s");
@@ -145,11 +149,19 @@ fn validate(cfg: &TestConfig) -> Result<(), LatencyError> {
     Ok(())
 }
 
-/// Opens the control connection: magic, Hello → Welcome. Returns (stream, session, udp port, rtt).
+/// What the server granted in its Welcome.
+struct Welcome {
+    session: u64,
+    udp_port: u16,
+    max_duration_ms: u32,
+    max_flows: u8,
+}
+
+/// Opens the control connection: magic, Hello → Welcome. Returns (stream, grant, handshake RTT).
 fn handshake(
     addr: SocketAddr,
     timeout: Duration,
-) -> Result<(TcpStream, u64, u16, Duration), LatencyError> {
+) -> Result<(TcpStream, Welcome, Duration), LatencyError> {
     let mut ctl = TcpStream::connect_timeout(&addr, timeout)
         .map_err(|error| LatencyError::Connect { addr, error })?;
     ctl.set_nodelay(true).map_err(anyhow::Error::from)?;
@@ -167,7 +179,9 @@ fn handshake(
     );
     ctl.write_all(&hello).map_err(anyhow::Error::from)?;
     match conn::read_msg(&mut ctl) {
-        Ok(Message::Welcome { session, udp_port, .. }) => Ok((ctl, session, udp_port, t.elapsed())),
+        Ok(Message::Welcome { session, udp_port, max_duration_ms, max_flows, .. }) => {
+            Ok((ctl, Welcome { session, udp_port, max_duration_ms, max_flows }, t.elapsed()))
+        }
         Ok(Message::Error { message, .. }) => Err(LatencyError::Refused { addr, message }),
         Ok(other) => Err(LatencyError::Refused { addr, message: format!("unexpected answer {other:?}") }),
         Err(ConnError::Closed) => Err(LatencyError::Refused {
@@ -249,7 +263,29 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
     let plan = Plan::new(cfg.kind, cfg.streams);
     let addr = resolve(cfg)?;
     let started_at = crate::util::time::now_rfc3339();
-    let (mut ctl, session, udp_port, hs_rtt) = handshake(addr, cfg.connect_timeout)?;
+    let (mut ctl, welcome, hs_rtt) = handshake(addr, cfg.connect_timeout)?;
+    let (session, udp_port) = (welcome.session, welcome.udp_port);
+    // Refuse now what the server would refuse after the idle lead-in.
+    if plan.has_load() && cfg.length.as_millis() > welcome.max_duration_ms as u128 {
+        return Err(LatencyError::Refused {
+            addr,
+            message: format!(
+                "--length {} s exceeds this server's limit of {} s",
+                cfg.length.as_secs_f64(),
+                welcome.max_duration_ms as f64 / 1e3
+            ),
+        });
+    }
+    if plan.flows.len() > welcome.max_flows as usize {
+        return Err(LatencyError::Refused {
+            addr,
+            message: format!(
+                "{} flows exceed this server's limit of {}",
+                plan.flows.len(),
+                welcome.max_flows
+            ),
+        });
+    }
     let mut notes = Vec::new();
     let mut open = Vec::new();
     for (i, fp) in plan.flows.iter().enumerate() {

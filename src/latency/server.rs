@@ -26,9 +26,10 @@ pub struct Bounds {
     pub max_flows: u8,
     /// Longest load phase a client may ask for; the session lives at most this plus slack.
     pub max_duration: Duration,
-    /// Time a client has to send its first message, and between control messages.
+    /// Time a client has to send the magic and its first message.
     pub handshake_timeout: Duration,
-    /// Time a session may stay idle (no Start/Finish) before it is dropped.
+    /// Time a session may stay silent between Hello, Start and Finish (covers the longest idle
+    /// lead-in or tail a client may ask for, 60 s) before it is dropped.
     pub idle_timeout: Duration,
     /// Probes per second per session that the reflector answers (token bucket).
     pub probe_rate: u32,
@@ -47,7 +48,7 @@ impl Default for Bounds {
             max_flows: 32,
             max_duration: Duration::from_secs(600),
             handshake_timeout: Duration::from_secs(5),
-            idle_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(90),
             probe_rate: 1000,
             probe_burst: 200,
             udp_port: 0,
@@ -124,6 +125,16 @@ impl Inner {
 pub struct Service {
     pub(crate) inner: Arc<Inner>,
     reflector: Arc<Reflector>,
+    /// Held only by `Service` clones: when the last one goes, the reflector threads stop.
+    _stop_on_drop: Arc<StopOnDrop>,
+}
+
+struct StopOnDrop(Arc<Inner>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.shutdown.store(true, Ordering::SeqCst);
+    }
 }
 
 impl Service {
@@ -136,7 +147,12 @@ impl Service {
             shutdown: AtomicBool::new(false),
         });
         let reflector = Arc::new(Reflector::start(inner.clone())?);
-        Ok(Self { inner, reflector })
+        let stop = Arc::new(StopOnDrop(inner.clone()));
+        Ok(Self {
+            inner,
+            reflector,
+            _stop_on_drop: stop,
+        })
     }
 
     /// The reflector's UDP port for clients of the given family (None if not bound).
@@ -212,7 +228,11 @@ impl Service {
             let s = Arc::new(Session {
                 id,
                 peer_ip: peer.ip(),
-                deadline: Instant::now() + b.max_duration + 2 * b.idle_timeout,
+                // The load, up to 60 s of idle lead-in and tail each, and slack.
+                deadline: Instant::now()
+                    + b.max_duration
+                    + Duration::from_secs(120)
+                    + b.idle_timeout,
                 abort: AtomicBool::new(false),
                 start: Mutex::new(None),
                 start_cv: Condvar::new(),

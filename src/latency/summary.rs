@@ -197,11 +197,13 @@ impl RawRun {
                 points.push(pt);
             }
             let sent = s.samples.iter().filter(|p| !p.send_failed).count() as u32;
-            if udp && sent > 0 && received == 0 {
+            let failed = s.samples.len() as u32 - sent;
+            if udp && !s.samples.is_empty() && received == 0 {
                 self.notes.push(format!(
-                    "{}: none of {sent} UDP probes came back: is the reflector's UDP port \
-                     blocked by a firewall or NAT between here and the server?",
-                    s.plan.name
+                    "{}: none of {} UDP probes came back ({failed} sends failed): is the \
+                     reflector's UDP port blocked by a firewall or NAT between here and the server?",
+                    s.plan.name,
+                    s.samples.len()
                 ));
             }
             let counts = self

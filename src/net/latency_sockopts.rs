@@ -32,30 +32,8 @@ pub fn tos(sock: &impl AsFd, v6: bool) -> io::Result<u8> {
     Ok((if v6 { s.tclass_v6()? } else { s.tos_v4()? }) as u8)
 }
 
-/// Sets TCP congestion control by name. `EPERM`/`ENOENT` are explained: the name must be in
-/// `net.ipv4.tcp_allowed_congestion_control` (or the process needs CAP_NET_ADMIN) and its module
-/// loaded.
-pub fn set_congestion(sock: &impl AsFd, name: &str) -> io::Result<()> {
-    socket2::SockRef::from(sock)
-        .set_tcp_congestion(name.as_bytes())
-        .map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!(
-                    "cannot set TCP congestion control {name:?}: {e} (see \
-                 net.ipv4.tcp_available_congestion_control and tcp_allowed_congestion_control; \
-                 `modprobe tcp_{name}` or run as root)"
-                ),
-            )
-        })
-}
-
-/// Reads the congestion control in use on a TCP socket.
-pub fn congestion(sock: &impl AsFd) -> io::Result<String> {
-    let raw = socket2::SockRef::from(sock).tcp_congestion()?;
-    let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
-    Ok(String::from_utf8_lossy(&raw[..end]).into_owned())
-}
+// Congestion control is the same for every test: one implementation in `sockopt`.
+pub use super::sockopt::{congestion, set_congestion};
 
 /// Smoothed RTT (µs) from TCP_INFO, or None if the kernel refuses.
 pub fn tcp_rtt_us(sock: &impl AsFd) -> Option<u32> {

@@ -85,8 +85,20 @@ pub fn set_tos<S: AsFd>(sock: &S, tos: u8, ipv6: bool) -> io::Result<()> {
 /// Sets TCP_CONGESTION (e.g. `bbr`, `cubic`, `reno`). ENOENT means the algorithm is not
 /// available: load its module (`modprobe tcp_bbr`) or pick one from
 /// /proc/sys/net/ipv4/tcp_available_congestion_control.
+/// The error names both sysctls and the fix.
 pub fn set_congestion<S: AsFd>(sock: &S, name: &str) -> io::Result<()> {
-    SockRef::from(sock).set_tcp_congestion(name.as_bytes())
+    SockRef::from(sock)
+        .set_tcp_congestion(name.as_bytes())
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot set TCP congestion control {name:?}: {e} (see \
+                     net.ipv4.tcp_available_congestion_control and tcp_allowed_congestion_control; \
+                     `modprobe tcp_{name}` or run as root)"
+                ),
+            )
+        })
 }
 
 /// Reads TCP_CONGESTION: the algorithm in use on this socket.
@@ -210,7 +222,11 @@ mod tests {
         set_congestion(&c, "reno").unwrap();
         assert_eq!(congestion(&c).unwrap(), "reno");
         let err = set_congestion(&c, "no-such-cc").unwrap_err();
-        assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
+        assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+        assert!(
+            err.to_string().contains("tcp_available_congestion_control"),
+            "{err}"
+        );
         assert!(mss(&c).unwrap() > 0);
         set_buffers(&c, 65536).unwrap();
         assert!(set_buffers(&c, 1 << 30).is_err());

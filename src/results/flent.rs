@@ -79,7 +79,14 @@ pub fn to_flent_json(r: &LatencyResult, title: &str) -> Value {
         let raw_pts: Vec<Value> = f
             .samples
             .iter()
-            .map(|s| json!({"t": r.t0_unix + s.t, "val": s.mbps, "dur": r.step_s}))
+            .map(|s| {
+                let mut o = json!({"t": r.t0_unix + s.t, "val": s.mbps, "dur": r.step_s});
+                // flent's `tcp_rtt` plots read this key (ms, as from `ss -i`).
+                if let Some(rtt) = s.tcp_rtt_ms {
+                    o["tcp_rtt"] = json!(rtt);
+                }
+                o
+            })
             .collect();
         raw.insert(f.name.clone(), Value::Array(raw_pts));
         interpolated.push((f.name.clone(), interpolate(&pts, &grid)));
@@ -144,10 +151,12 @@ pub fn to_flent_json(r: &LatencyResult, title: &str) -> Value {
             .collect()
     };
     let mut computed: Vec<(String, Vec<Option<f64>>, &str)> = Vec::new();
+    // tcp_bidirectional's .conf defines no computed series.
+    let with_avg = r.test != "tcp_bidirectional";
     for dir in ["upload", "download"] {
         let prefix = format!("TCP {dir}");
         let flows = pick(&|name: &str| name.starts_with(&prefix));
-        if !flows.is_empty() {
+        if with_avg && !flows.is_empty() {
             computed.push((
                 format!("TCP {dir} avg"),
                 combine(&flows, n, true),
@@ -160,7 +169,7 @@ pub fn to_flent_json(r: &LatencyResult, title: &str) -> Value {
             ));
         }
     }
-    if matches!(r.test.as_str(), "rrul" | "rrul_be") {
+    if matches!(r.test.as_str(), "rrul" | "rrul_be" | "rrul_icmp") {
         let all = pick(&|name: &str| name.starts_with("TCP "));
         computed.push(("TCP totals".into(), combine(&all, n, false), "Mbits/s"));
         let pings = pick(&|name: &str| name.starts_with("Ping (ms)"));
@@ -271,6 +280,100 @@ mod tests {
         assert_eq!(
             combine(&[&a, &b], 3, false),
             vec![Some(4.0), Some(5.0), None]
+        );
+    }
+
+    fn result(test: &str, flows: &[&str]) -> LatencyResult {
+        use crate::results::latency::*;
+        let flow = |name: &str| FlowResult {
+            name: name.into(),
+            label: "BE".into(),
+            direction: if name.contains("upload") {
+                "upload"
+            } else {
+                "download"
+            }
+            .into(),
+            tos: 0,
+            tos_client: Some(0),
+            tos_server: Some(0),
+            cc_client: None,
+            cc_server: None,
+            bytes: 250_000,
+            samples: vec![
+                ThroughputSample {
+                    t: 0.4,
+                    mbps: 10.0,
+                    tcp_rtt_ms: Some(1.5),
+                },
+                ThroughputSample {
+                    t: 0.6,
+                    mbps: 20.0,
+                    tcp_rtt_ms: None,
+                },
+            ],
+            mbps: SeriesStats::default(),
+            tcp_rtt_ms: SeriesStats::default(),
+        };
+        LatencyResult {
+            test: test.into(),
+            host: "127.0.0.1".into(),
+            port: 5201,
+            ip_version: 4,
+            started_at: String::new(),
+            t0_unix: 1_795_983_199.0,
+            length_s: 0.4,
+            delay_s: 0.2,
+            step_s: 0.2,
+            total_length_s: 0.8,
+            probe_interval_s: 0.2,
+            probe_size: 64,
+            congestion_control: None,
+            flows: flows.iter().map(|n| flow(n)).collect(),
+            probes: vec![],
+            clock: None,
+            summary: LatencySummary::default(),
+            notes: vec![],
+        }
+    }
+
+    #[test]
+    fn computed_series_follow_each_tests_conf() {
+        let doc = to_flent_json(&result("rrul", &["TCP upload BE", "TCP download BE"]), "t");
+        assert_eq!(doc["version"], 4);
+        assert_eq!(doc["x_values"], json!([0.0, 0.2, 0.4, 0.6, 0.8]));
+        assert_eq!(
+            doc["results"]["TCP upload BE"],
+            json!([null, null, 10.0, 20.0, null])
+        );
+        assert_eq!(
+            doc["results"]["TCP totals"],
+            json!([null, null, 20.0, 40.0, null])
+        );
+        assert_eq!(
+            doc["results"]["TCP upload avg"],
+            json!([null, null, 10.0, 20.0, null])
+        );
+        let raw = &doc["raw_values"]["TCP upload BE"][0];
+        assert_eq!(
+            (raw["t"].as_f64(), raw["tcp_rtt"].as_f64()),
+            (Some(1_795_983_199.4), Some(1.5))
+        );
+        assert_eq!(doc["metadata"]["T0"], "2026-11-29T20:13:19.000000Z");
+        let bidir = to_flent_json(
+            &result("tcp_bidirectional", &["TCP download", "TCP upload"]),
+            "",
+        );
+        assert!(
+            bidir["results"].get("TCP upload avg").is_none(),
+            "not in tcp_bidirectional.conf"
+        );
+        assert!(bidir["results"].get("TCP totals").is_none());
+        let nup = to_flent_json(&result("tcp_nup", &["TCP upload::1", "TCP upload::2"]), "");
+        assert_eq!(nup["metadata"]["TEST_PARAMETERS"]["upload_streams"], "2");
+        assert_eq!(
+            nup["results"]["TCP upload sum"],
+            json!([null, null, 20.0, 40.0, null])
         );
     }
 
