@@ -40,6 +40,10 @@ pub enum TestArg {
     #[value(name = "tcp_ndown")]
     TcpNdown,
     Ping,
+    #[value(name = "rrul_icmp")]
+    RrulIcmp,
+    #[value(name = "tcp_bidirectional")]
+    TcpBidirectional,
 }
 
 #[derive(Debug, Args)]
@@ -388,6 +392,8 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         TestArg::TcpNup => TestKind::TcpNup,
         TestArg::TcpNdown => TestKind::TcpNdown,
         TestArg::Ping => TestKind::Ping,
+        TestArg::RrulIcmp => TestKind::RrulIcmp,
+        TestArg::TcpBidirectional => TestKind::TcpBidirectional,
     };
     let step = secs("step", a.step, 0.01, 10.0)?;
     let test = TestConfig {

@@ -69,7 +69,9 @@ pub fn run(
 /// Which directions a test loads: (upload, download).
 fn loaded(kind: TestKind) -> (bool, bool) {
     match kind {
-        TestKind::Rrul | TestKind::RrulBe => (true, true),
+        TestKind::Rrul | TestKind::RrulBe | TestKind::RrulIcmp | TestKind::TcpBidirectional => {
+            (true, true)
+        }
         TestKind::TcpNup => (true, false),
         TestKind::TcpNdown => (false, true),
         TestKind::Ping => (false, false),
