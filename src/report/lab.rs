@@ -3,7 +3,7 @@
 
 use crate::lab::shape::fmt_rate;
 use crate::results::lab::{
-    AccuracyPoint, CapacityResult, LabConfig, LabStatus, LabTheory, QueueCheck,
+    AccuracyPoint, CapacityResult, LabConfig, LabResult, LabStatus, LabTheory, QueueCheck,
 };
 use std::fmt::Write;
 
@@ -71,6 +71,29 @@ pub fn config(cfg: &LabConfig, th: &LabTheory) -> String {
              default to {}; lab tests set {} per socket",
             cfg.cc, cfg.ns_cc, cfg.cc
         );
+    }
+    s
+}
+
+/// The lab section of a saved result: configuration and theory, then whatever was measured
+/// through it (capacity, accuracy runs, a latency test's checks against theory).
+pub fn render_result(r: &LabResult) -> String {
+    let mut s = config(&r.config, &r.theory);
+    if let Some(c) = &r.capacity {
+        s.push('\n');
+        s.push_str(&capacity(c));
+    }
+    if !r.accuracy.is_empty() {
+        s.push('\n');
+        s.push_str(&accuracy(&r.accuracy));
+    }
+    if !r.checks.is_empty() {
+        s.push('\n');
+        s.push_str(&checks(
+            r.test.as_deref().unwrap_or("test"),
+            r.config.nat,
+            &r.checks,
+        ));
     }
     s
 }
@@ -331,6 +354,27 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("namespaces default to reno"), "{t}");
+    }
+
+    #[test]
+    fn result_section_lists_what_was_measured() {
+        let c = cfg();
+        let mut r = LabResult {
+            theory: crate::lab::theory::theory(&c),
+            config: c,
+            capacity: None,
+            accuracy: Vec::new(),
+            test: None,
+            checks: Vec::new(),
+        };
+        let bare = render_result(&r);
+        assert!(bare.contains("full queue adds 25.6 ms"), "{bare}");
+        assert!(!bare.contains("forwarding capacity"), "{bare}");
+        r.capacity = Some(CapacityResult {
+            generator: "g".into(),
+            points: Vec::new(),
+        });
+        assert!(render_result(&r).contains("forwarding capacity"));
     }
 
     #[test]
