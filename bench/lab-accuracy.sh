@@ -44,8 +44,8 @@ for point in $POINTS; do
     "$RB" lab up --name "$NAME" --rate "$rate" --buffer "$buffer" --cc cubic $natflag >/dev/null
     if [ "$METHOD" = run ]; then
       if [ $header_done = 0 ]; then
-        echo "| test | NAT | direction | metric | rate | buffer B | theory ms | idle median ms | loaded med / p99 ms | median +ms | p99 +ms | median/theory | p99/theory | goodput | goodput/rate | goodput/theory |"
-        echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        echo "| test | NAT | direction | metric | rate | buffer B | theory ms | idle median ms | loaded med / p99 ms | median +ms | p99 +ms | median/theory | p99/theory | qdisc backlog med / p99 ms | goodput | goodput/rate | goodput/theory |"
+        echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
         header_done=1
       fi
       for t in $TESTS; do

@@ -1,6 +1,8 @@
 //! routerbench's own latency tests through the lab, as root, with cubic through a tbf
 //! bottleneck, with and without NAT, at 20 Mbit/s × 64000 B and 50 Mbit/s × 300000 B:
 //!
+//! - every loaded direction: the bottleneck qdisc's sampled backlog·8/rate at p99 0.85–1.10 ×
+//!   theory (the kernel's view of the queue the probes measure).
 //! - tcp_nup / tcp_ndown (4 flows, one direction loaded): goodput within 3 % of 1448/1514 × rate,
 //!   loaded-minus-idle round trip at p99 0.85–1.10 × buffer·8/rate, median 0.6–1.05 ×.
 //! - rrul (4 + 4 flows): per direction, the UDP probes' one-way queue delay at p99 0.85–1.10 ×
@@ -77,6 +79,13 @@ fn run_case(c: &Case) -> Vec<String> {
             _ => None,
         };
         within(&format!("{} goodput/theory", q.direction), g, 0.97, 1.03);
+        // The kernel's own view of the same queue: the qdisc backlog, sampled every 0.1 s.
+        within(
+            &format!("{} qdisc backlog p99/theory", q.direction),
+            q.qdisc_p99_ms.map(|x| x / q.theory_ms),
+            0.85,
+            1.10,
+        );
         if bidir {
             within(
                 &format!("{} one-way p99/theory", q.direction),

@@ -13,6 +13,7 @@
 //! labs because each lab's namespaces are separate.
 
 pub mod accuracy;
+pub mod backlog;
 pub mod capacity;
 pub mod load;
 pub mod native_load;

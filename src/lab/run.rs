@@ -2,7 +2,8 @@
 //! through the lab: the server in the WAN namespace, the client in the LAN namespace, the
 //! monitor in the router namespace; then the measured queue delay and goodput against theory.
 
-use super::{netns, theory};
+use super::backlog::{BacklogSample, BacklogSampler, delays_ms};
+use super::{DEV_RTR_LAN, DEV_RTR_WAN, netns, theory};
 use crate::latency::{TestConfig, TestKind};
 use crate::monitor::{Sampler, SamplerConfig};
 use crate::results::lab::{LabConfig, QueueCheck};
@@ -48,6 +49,14 @@ pub fn run(
         })
         .map_err(|e| anyhow!("cannot start the monitor: {e}"))
     });
+    let backlog = BacklogSampler::start(
+        &cfg.ns_rtr,
+        DEV_RTR_WAN,
+        DEV_RTR_LAN,
+        Duration::from_millis(100),
+        test.length + test.delay * 2 + Duration::from_secs(120),
+    )
+    .ok();
     let mut t = test.clone();
     t.host = addr.ip().to_string();
     t.port = addr.port();
@@ -57,8 +66,9 @@ pub fn run(
     });
     service.shutdown();
     let monitor = monitor.ok().map(Sampler::stop);
+    let backlog = backlog.map(BacklogSampler::stop).unwrap_or_default();
     let latency = result?;
-    let checks = checks(cfg, test.kind, &latency, warmup);
+    let checks = checks(cfg, test.kind, &latency, &backlog, warmup);
     Ok(LabRun {
         latency,
         monitor,
@@ -104,6 +114,8 @@ fn split<F: Fn(&crate::results::latency::ProbePoint) -> Option<f64>>(
 
 /// One row of the comparison; `idle`/`busy` empty = a goodput-only row.
 struct Row<'a> {
+    /// Queue delays from the qdisc backlog over the loaded window, ms.
+    qdisc: Vec<f64>,
     direction: &'a str,
     metric: &'a str,
     rate_bps: Option<u64>,
@@ -120,6 +132,7 @@ fn check(row: Row<'_>, buffer: u64, idle: &[f64], busy: &[f64]) -> QueueCheck {
         _ => None,
     };
     let (med, p99) = (inc(b.median_ms), inc(b.p99_ms));
+    let q = theory::summarize(row.qdisc.len() as u32, &row.qdisc);
     let theory_ms = row.theory_ms;
     let ratio = |x: Option<f64>| x.filter(|_| theory_ms > 0.0).map(|d| d / theory_ms);
     QueueCheck {
@@ -140,6 +153,8 @@ fn check(row: Row<'_>, buffer: u64, idle: &[f64], busy: &[f64]) -> QueueCheck {
             _ => None,
         },
         goodput_theory_ratio: row.goodput_theory_ratio,
+        qdisc_median_ms: q.median_ms,
+        qdisc_p99_ms: q.p99_ms,
     }
 }
 
@@ -150,6 +165,7 @@ pub fn checks(
     cfg: &LabConfig,
     kind: TestKind,
     r: &LatencyResult,
+    backlog: &[BacklogSample],
     warmup: Duration,
 ) -> Vec<QueueCheck> {
     let (up, down) = loaded(kind);
@@ -186,7 +202,14 @@ pub fn checks(
                 if owd_up { p.owd_up_ms } else { p.owd_down_ms }
             },
         );
+        let (from, to) = (
+            r.t0_unix + r.delay_s + w,
+            r.t0_unix + r.delay_s + r.length_s,
+        );
         let row = Row {
+            qdisc: rate
+                .map(|x| delays_ms(backlog, from, to, owd_up, x))
+                .unwrap_or_default(),
             direction: name,
             metric: if busy.is_empty() {
                 "goodput"
@@ -216,6 +239,7 @@ pub fn checks(
         (v, Vec::new())
     };
     let row = Row {
+        qdisc: Vec::new(),
         direction: match (up, down) {
             (true, true) => "both",
             (true, false) => "up",
@@ -266,7 +290,7 @@ mod tests {
     #[test]
     fn rrul_checks_per_direction_and_round_trip() {
         let r: LatencyResult = serde_json::from_str(RRUL).unwrap();
-        let c = checks(&lab(), TestKind::Rrul, &r, Duration::from_secs(2));
+        let c = checks(&lab(), TestKind::Rrul, &r, &[], Duration::from_secs(2));
         let dirs: Vec<_> = c
             .iter()
             .map(|q| (q.direction.as_str(), q.metric.as_str()))
@@ -308,12 +332,12 @@ mod tests {
     #[test]
     fn one_direction_and_ping_select_their_theory() {
         let r: LatencyResult = serde_json::from_str(RRUL).unwrap();
-        let up = checks(&lab(), TestKind::TcpNup, &r, Duration::from_secs(2));
+        let up = checks(&lab(), TestKind::TcpNup, &r, &[], Duration::from_secs(2));
         assert_eq!(up.len(), 2);
         assert_eq!(up[0].direction, "up");
         assert_eq!(up[0].goodput_theory_ratio, Some(theory::goodput_ratio()));
         assert!((up[1].theory_ms - 25.6).abs() < 1e-9);
-        let ping = checks(&lab(), TestKind::Ping, &r, Duration::ZERO);
+        let ping = checks(&lab(), TestKind::Ping, &r, &[], Duration::ZERO);
         assert_eq!(ping.len(), 1);
         assert_eq!(ping[0].direction, "idle");
         assert_eq!(ping[0].theory_ms, 0.0);

@@ -266,7 +266,7 @@ pub fn accuracy_row(p: &AccuracyPoint) -> String {
 
 /// Header of `lab run`'s comparison table.
 pub fn checks_header() -> String {
-    "| test | NAT | direction | metric | rate | buffer B | theory ms | idle median ms | loaded med / p99 ms | median +ms | p99 +ms | median/theory | p99/theory | goodput | goodput/rate | goodput/theory |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n".into()
+    "| test | NAT | direction | metric | rate | buffer B | theory ms | idle median ms | loaded med / p99 ms | median +ms | p99 +ms | median/theory | p99/theory | qdisc backlog med / p99 ms | goodput | goodput/rate | goodput/theory |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n".into()
 }
 
 /// `lab run`'s comparison with theory, one row per direction (and the round trip), no header.
@@ -276,7 +276,7 @@ pub fn checks_rows(test: &str, nat: bool, checks: &[QueueCheck]) -> String {
         let g = c.goodput_ratio;
         let _ = writeln!(
             s,
-            "| {test} | {} | {} | {} | {} | {} | {:.1} | {} | {} / {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {test} | {} | {} | {} | {} | {} | {:.1} | {} | {} / {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             if nat { "on" } else { "off" },
             c.direction,
             c.metric,
@@ -292,6 +292,10 @@ pub fn checks_rows(test: &str, nat: bool, checks: &[QueueCheck]) -> String {
             ms(c.p99_increase_ms),
             ratio(c.median_ratio),
             ratio(c.p99_ratio),
+            match (c.qdisc_median_ms, c.qdisc_p99_ms) {
+                (Some(m), Some(p)) => format!("{m:.2} / {p:.2}"),
+                _ => "-".into(),
+            },
             c.goodput_bps.map(fmt_rate).unwrap_or_else(|| "-".into()),
             g.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into()),
             match (g, c.goodput_theory_ratio) {

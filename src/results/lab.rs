@@ -168,6 +168,12 @@ pub struct QueueCheck {
     pub goodput_bps: Option<f64>,
     /// goodput / rate.
     pub goodput_ratio: Option<f64>,
+    /// The kernel's view: the bottleneck qdisc's backlog·8/rate, sampled every 0.1 s over the
+    /// same window, median and p99, ms (per direction only).
+    #[serde(default)]
+    pub qdisc_median_ms: Option<f64>,
+    #[serde(default)]
+    pub qdisc_p99_ms: Option<f64>,
     /// What theory expects for goodput / rate: 1448/1514 = 0.957 with one direction loaded,
     /// 1448/(1514 + 66/2) = 0.936 when the link also carries the other direction's ACKs.
     pub goodput_theory_ratio: Option<f64>,
