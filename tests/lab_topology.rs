@@ -80,6 +80,11 @@ fn up_reconfigure_nat_and_down() {
             cfg.ns_cc
         );
     }
+    let pgr = netns::sysctl_read(&cfg.ns_lan, "net.ipv4.ping_group_range").unwrap();
+    assert_eq!(
+        pgr.split_whitespace().collect::<Vec<_>>(),
+        ["0", "2147483647"]
+    );
     // Without NAT the WAN host sees the LAN host's own address.
     assert_eq!(peer_seen_by_wan(&cfg).ip().to_string(), cfg.lan_ip);
 
@@ -255,4 +260,32 @@ fn cli_up_status_down() {
     let bad = run(&["lab", "up", "--name", &name, "--rate", "fast"]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("bad rate"));
+}
+
+#[test]
+fn guard_removes_the_lab_when_a_test_panics() {
+    if !can_run("guard_removes_the_lab_when_a_test_panics", &["ip", "tc"]) {
+        return;
+    }
+    let name = unique_name("g");
+    let n2 = name.clone();
+    let outcome = std::thread::spawn(move || {
+        let _guard = LabGuard::new(&n2);
+        lab::up(&LabSpec {
+            name: n2.clone(),
+            ..LabSpec::default()
+        })
+        .unwrap();
+        assert!(netns::exists(&format!("{n2}-rtr")));
+        panic!("a failing lab test");
+    })
+    .join();
+    assert!(outcome.is_err(), "the thread should have panicked");
+    for suffix in ["lan", "rtr", "wan"] {
+        assert!(
+            !netns::exists(&format!("{name}-{suffix}")),
+            "{name}-{suffix} left behind"
+        );
+    }
+    assert!(lab::load_config(&name).is_err());
 }

@@ -25,6 +25,66 @@ pub enum LabCommand {
     Measure(MeasureArgs),
     /// Unshaped forwarding capacity through the router namespace, NAT off/on, 1 and 4 flows.
     Capacity(CapacityArgs),
+    /// A latency test through the lab (server in the WAN host, client in the LAN host, monitor
+    /// in the router), compared with theory.
+    Run(RunArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum TestArg {
+    Rrul,
+    #[value(name = "rrul_be")]
+    RrulBe,
+    #[value(name = "tcp_nup")]
+    TcpNup,
+    #[value(name = "tcp_ndown")]
+    TcpNdown,
+    Ping,
+    #[value(name = "rrul_icmp")]
+    RrulIcmp,
+    #[value(name = "tcp_bidirectional")]
+    TcpBidirectional,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[arg(value_enum)]
+    pub test: TestArg,
+    #[command(flatten)]
+    pub name: NameArg,
+    /// Load length in seconds.
+    #[arg(short, long, default_value_t = 30.0)]
+    pub length: f64,
+    /// Idle time before and after the load, seconds.
+    #[arg(long, default_value_t = 2.0)]
+    pub delay: f64,
+    /// Sampling step, seconds.
+    #[arg(short, long, default_value_t = 0.1)]
+    pub step: f64,
+    /// Probe interval, seconds (default: the step).
+    #[arg(long)]
+    pub interval: Option<f64>,
+    /// Flows for tcp_nup / tcp_ndown.
+    #[arg(short = 'n', long, default_value_t = 4)]
+    pub streams: u8,
+    /// Congestion control of every flow (default: the lab's --cc).
+    #[arg(long)]
+    pub cc: Option<String>,
+    /// Seconds of load skipped before queue delays are compared with theory.
+    #[arg(long, default_value_t = 2.0)]
+    pub warmup: f64,
+    /// Write the result (routerbench JSON: latency, lab, monitor) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+    /// Write flent's data format to FILE.flent.gz.
+    #[arg(long, value_name = "FILE")]
+    pub flent: Option<std::path::PathBuf>,
+    /// No progress line.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Print only the comparison rows (no header, no latency report): for bench scripts.
+    #[arg(long)]
+    pub rows: bool,
 }
 
 #[derive(Debug, Args)]
@@ -86,6 +146,22 @@ pub struct StatusArgs {
     pub json: bool,
 }
 
+/// Who moves the bytes.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LoadArg {
+    /// routerbench's own iperf3 client and server, threads inside the namespaces.
+    Routerbench,
+    /// Debian's iperf3 binary through `ip netns exec` (a cross-check with an independent tool).
+    Iperf3,
+}
+
+fn generator(l: LoadArg) -> Arc<dyn LoadGenerator> {
+    match l {
+        LoadArg::Routerbench => Arc::new(lab::native_load::NativeIperf3),
+        LoadArg::Iperf3 => Arc::new(ExternalIperf3::default()),
+    }
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Direction {
     Up,
@@ -109,6 +185,8 @@ pub struct MeasureArgs {
     /// Congestion control of the load (default: the lab's --cc).
     #[arg(long)]
     pub cc: Option<String>,
+    #[arg(long, value_enum, default_value = "routerbench")]
+    pub load: LoadArg,
     /// Print only the markdown table row (for bench scripts).
     #[arg(long)]
     pub row: bool,
@@ -131,6 +209,8 @@ pub struct CapacityArgs {
     pub flows: Vec<u32>,
     #[arg(long, default_value = "cubic")]
     pub cc: String,
+    #[arg(long, value_enum, default_value = "routerbench")]
+    pub load: LoadArg,
     /// Leave the lab up afterwards.
     #[arg(long)]
     pub keep: bool,
@@ -145,6 +225,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<i32> {
         LabCommand::Status(a) => cmd_status(a),
         LabCommand::Measure(a) => cmd_measure(a),
         LabCommand::Capacity(a) => cmd_capacity(a),
+        LabCommand::Run(a) => cmd_run(a),
     }
 }
 
@@ -237,8 +318,7 @@ fn cmd_measure(a: MeasureArgs) -> anyhow::Result<i32> {
         cc: a.cc.clone().unwrap_or_else(|| cfg.cc.clone()),
         ..Default::default()
     };
-    let generator: Arc<dyn LoadGenerator> = Arc::new(ExternalIperf3::default());
-    let point = lab::accuracy::measure(&cfg, &plan, generator)?;
+    let point = lab::accuracy::measure(&cfg, &plan, generator(a.load))?;
     if a.row {
         print!("{}", crate::report::lab::accuracy_row(&point));
     } else if !a.json {
@@ -254,6 +334,7 @@ fn cmd_measure(a: MeasureArgs) -> anyhow::Result<i32> {
             capacity: None,
             accuracy: vec![point],
             test: None,
+            checks: Vec::new(),
         };
         println!("{}", serde_json::to_string_pretty(&envelope(lab, started))?);
     }
@@ -274,8 +355,7 @@ fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
         flows: a.flows.clone(),
         cc: a.cc.clone(),
     };
-    let generator = ExternalIperf3::default();
-    let cap = lab::capacity::run(&plan, &generator)?;
+    let cap = lab::capacity::run(&plan, generator(a.load).as_ref())?;
     let cfg = lab::load_config(&a.name)?;
     drop(guard);
     if a.json {
@@ -285,10 +365,90 @@ fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
             capacity: Some(cap),
             accuracy: Vec::new(),
             test: None,
+            checks: Vec::new(),
         };
         println!("{}", serde_json::to_string_pretty(&envelope(lab, started))?);
     } else {
         print!("{}", crate::report::lab::capacity(&cap));
+    }
+    Ok(0)
+}
+
+fn secs(what: &str, v: f64, lo: f64, hi: f64) -> anyhow::Result<Duration> {
+    if !(lo..=hi).contains(&v) {
+        anyhow::bail!("--{what} must be {lo}-{hi} s, got {v}");
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
+    use crate::latency::{TestConfig, TestKind};
+    lab::sys::require_root()?;
+    let started = crate::util::time::now_rfc3339();
+    let cfg = lab::load_config(&a.name.name)?;
+    let kind = match a.test {
+        TestArg::Rrul => TestKind::Rrul,
+        TestArg::RrulBe => TestKind::RrulBe,
+        TestArg::TcpNup => TestKind::TcpNup,
+        TestArg::TcpNdown => TestKind::TcpNdown,
+        TestArg::Ping => TestKind::Ping,
+        TestArg::RrulIcmp => TestKind::RrulIcmp,
+        TestArg::TcpBidirectional => TestKind::TcpBidirectional,
+    };
+    let step = secs("step", a.step, 0.01, 10.0)?;
+    let test = TestConfig {
+        kind,
+        streams: a.streams.max(1),
+        length: secs("length", a.length, 1.0, 3600.0)?,
+        delay: secs("delay", a.delay, 0.0, 60.0)?,
+        step,
+        probe_interval: match a.interval {
+            Some(i) => secs("interval", i, 0.005, 10.0)?,
+            None => step,
+        },
+        cc: Some(a.cc.clone().unwrap_or_else(|| cfg.cc.clone())),
+        ..TestConfig::default()
+    };
+    let warmup = secs("warmup", a.warmup, 0.0, a.length)?;
+    let progress: Box<dyn crate::util::progress::Progress> = if a.quiet {
+        Box::new(crate::util::progress::NoProgress)
+    } else {
+        Box::new(crate::util::progress::BarProgress::new())
+    };
+    let run = lab::run::run(&cfg, &test, warmup, progress)?;
+    let th = lab::theory::theory(&cfg);
+    let name = kind.flent_name();
+    if a.rows {
+        print!(
+            "{}",
+            crate::report::lab::checks_rows(name, cfg.nat, &run.checks)
+        );
+    } else {
+        print!("{}", crate::report::latency::render_text(&run.latency));
+        println!();
+        print!("{}", crate::report::lab::config(&cfg, &th));
+        println!();
+        print!("{}", crate::report::lab::checks(name, cfg.nat, &run.checks));
+    }
+    if let Some(path) = &a.flent {
+        crate::results::flent::write(&run.latency, &format!("lab {}", cfg.name), path)?;
+        println!("saved {}", path.display());
+    }
+    if let Some(path) = &a.json {
+        let lab = LabResult {
+            theory: th,
+            config: cfg,
+            capacity: None,
+            accuracy: Vec::new(),
+            test: Some(name.to_string()),
+            checks: run.checks,
+        };
+        let mut env = envelope(lab, started);
+        env.latency = Some(run.latency);
+        env.monitor = run.monitor;
+        crate::results::save(&env, path)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        println!("saved {}", path.display());
     }
     Ok(0)
 }

@@ -132,6 +132,9 @@ pub fn measure(
             (Some(a), Some(b)) => Some(b.saturating_sub(a)),
             _ => None,
         },
-        method: format!("{} + UDP echo probes", generator.describe()),
+        method: format!(
+            "{} + UDP echo probes (kernel rx timestamps, server hold time subtracted)",
+            generator.describe()
+        ),
     })
 }

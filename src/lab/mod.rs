@@ -13,11 +13,14 @@
 //! labs because each lab's namespaces are separate.
 
 pub mod accuracy;
+pub mod backlog;
 pub mod capacity;
 pub mod load;
+pub mod native_load;
 pub mod netns;
 pub mod offload;
 pub mod probe;
+pub mod run;
 pub mod shape;
 pub mod sys;
 pub mod theory;

@@ -13,6 +13,16 @@ pub fn goodput_ratio() -> f64 {
     TCP_PAYLOAD / ETHERNET_FRAME
 }
 
+/// What tc counts for a pure ACK: 14 Ethernet + 20 IP + 32 TCP with timestamps.
+pub const ACK_FRAME: f64 = 66.0;
+
+/// Goodput as a fraction of the shaped rate when the same link also carries the ACKs of an
+/// equal load in the other direction (rrul): one delayed ACK per two full segments adds 33 bytes
+/// to every 1514-byte frame, 1448/1547 = 0.936.
+pub fn goodput_ratio_with_reverse_acks() -> f64 {
+    TCP_PAYLOAD / (ETHERNET_FRAME + ACK_FRAME / 2.0)
+}
+
 /// The delay a full FIFO of `buffer_bytes` adds at `rate_bps`, in ms.
 pub fn queue_delay_ms(buffer_bytes: u64, rate_bps: u64) -> f64 {
     if rate_bps == 0 {
@@ -71,6 +81,7 @@ mod tests {
         assert!((queue_delay_ms(300_000, 50_000_000) - 48.0).abs() < 1e-9);
         assert_eq!(queue_delay_ms(1, 0), 0.0);
         assert!((goodput_ratio() - 0.9564).abs() < 1e-4);
+        assert!((goodput_ratio_with_reverse_acks() - 0.9360).abs() < 1e-4);
     }
 
     #[test]

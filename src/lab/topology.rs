@@ -164,6 +164,9 @@ pub fn up(spec: &LabSpec) -> Result<LabConfig> {
         // Keep the links quiet: no IPv6 router solicitations, MLD or DAD on the bottleneck.
         netns::sysctl_write(ns, "net.ipv6.conf.all.disable_ipv6", "1")?;
         netns::sysctl_write(ns, "net.ipv6.conf.default.disable_ipv6", "1")?;
+        // A new namespace starts with ping_group_range "1 0": no ICMP datagram sockets at all,
+        // not even for root. Latency tests ping through the lab with them.
+        netns::sysctl_write(ns, "net.ipv4.ping_group_range", "0 2147483647")?;
     }
     // veth pairs created directly inside the namespaces: never in the root namespace.
     if !link_exists(&rtr, DEV_RTR_LAN) {

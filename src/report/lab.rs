@@ -2,7 +2,9 @@
 //! accuracy table (markdown, so they paste into docs as they are).
 
 use crate::lab::shape::fmt_rate;
-use crate::results::lab::{AccuracyPoint, CapacityResult, LabConfig, LabStatus, LabTheory};
+use crate::results::lab::{
+    AccuracyPoint, CapacityResult, LabConfig, LabResult, LabStatus, LabTheory, QueueCheck,
+};
 use std::fmt::Write;
 
 fn rate_or_unshaped(r: Option<u64>) -> String {
@@ -69,6 +71,29 @@ pub fn config(cfg: &LabConfig, th: &LabTheory) -> String {
              default to {}; lab tests set {} per socket",
             cfg.cc, cfg.ns_cc, cfg.cc
         );
+    }
+    s
+}
+
+/// The lab section of a saved result: configuration and theory, then whatever was measured
+/// through it (capacity, accuracy runs, a latency test's checks against theory).
+pub fn render_result(r: &LabResult) -> String {
+    let mut s = config(&r.config, &r.theory);
+    if let Some(c) = &r.capacity {
+        s.push('\n');
+        s.push_str(&capacity(c));
+    }
+    if !r.accuracy.is_empty() {
+        s.push('\n');
+        s.push_str(&accuracy(&r.accuracy));
+    }
+    if !r.checks.is_empty() {
+        s.push('\n');
+        s.push_str(&checks(
+            r.test.as_deref().unwrap_or("test"),
+            r.config.nat,
+            &r.checks,
+        ));
     }
     s
 }
@@ -239,6 +264,54 @@ pub fn accuracy_row(p: &AccuracyPoint) -> String {
     )
 }
 
+/// Header of `lab run`'s comparison table.
+pub fn checks_header() -> String {
+    "| test | NAT | direction | metric | rate | buffer B | theory ms | idle median ms | loaded med / p99 ms | median +ms | p99 +ms | median/theory | p99/theory | qdisc backlog med / p99 ms | goodput | goodput/rate | goodput/theory |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n".into()
+}
+
+/// `lab run`'s comparison with theory, one row per direction (and the round trip), no header.
+pub fn checks_rows(test: &str, nat: bool, checks: &[QueueCheck]) -> String {
+    let mut s = String::new();
+    for c in checks {
+        let g = c.goodput_ratio;
+        let _ = writeln!(
+            s,
+            "| {test} | {} | {} | {} | {} | {} | {:.1} | {} | {} / {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            if nat { "on" } else { "off" },
+            c.direction,
+            c.metric,
+            c.rate_bps
+                .map(|r| fmt_rate(r as f64))
+                .unwrap_or_else(|| "-".into()),
+            c.buffer_bytes,
+            c.theory_ms,
+            ms(c.idle_median_ms),
+            ms(c.loaded.median_ms),
+            ms(c.loaded.p99_ms),
+            ms(c.median_increase_ms),
+            ms(c.p99_increase_ms),
+            ratio(c.median_ratio),
+            ratio(c.p99_ratio),
+            match (c.qdisc_median_ms, c.qdisc_p99_ms) {
+                (Some(m), Some(p)) => format!("{m:.2} / {p:.2}"),
+                _ => "-".into(),
+            },
+            c.goodput_bps.map(fmt_rate).unwrap_or_else(|| "-".into()),
+            g.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into()),
+            match (g, c.goodput_theory_ratio) {
+                (Some(x), Some(t)) => format!("{:.3} (of {t:.3})", x / t),
+                _ => "-".into(),
+            },
+        );
+    }
+    s
+}
+
+/// `lab run`'s comparison with theory as a table.
+pub fn checks(test: &str, nat: bool, checks: &[QueueCheck]) -> String {
+    checks_header() + &checks_rows(test, nat, checks)
+}
+
 /// The accuracy table.
 pub fn accuracy(points: &[AccuracyPoint]) -> String {
     let mut s = accuracy_header();
@@ -285,6 +358,27 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("namespaces default to reno"), "{t}");
+    }
+
+    #[test]
+    fn result_section_lists_what_was_measured() {
+        let c = cfg();
+        let mut r = LabResult {
+            theory: crate::lab::theory::theory(&c),
+            config: c,
+            capacity: None,
+            accuracy: Vec::new(),
+            test: None,
+            checks: Vec::new(),
+        };
+        let bare = render_result(&r);
+        assert!(bare.contains("full queue adds 25.6 ms"), "{bare}");
+        assert!(!bare.contains("forwarding capacity"), "{bare}");
+        r.capacity = Some(CapacityResult {
+            generator: "g".into(),
+            points: Vec::new(),
+        });
+        assert!(render_result(&r).contains("forwarding capacity"));
     }
 
     #[test]

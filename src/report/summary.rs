@@ -30,6 +30,10 @@ pub fn render_run(r: &RunResult) -> String {
         out.push_str("\n== Loopback throughput (the seed's iperf3 -s -D && iperf3 -c 127.0.0.1)\n");
         out.push_str(&super::iperf3::render_final(t));
     }
+    if let Some(lab) = &r.lab {
+        out.push_str("\n== Netns lab\n");
+        out.push_str(&super::lab::render_result(lab));
+    }
     if let Some(l) = &r.latency {
         out.push_str("\n== Latency under load over loopback (RRUL)\n");
         out.push_str(&super::latency::render_text(l));

@@ -144,6 +144,41 @@ pub struct AccuracyPoint {
     pub method: String,
 }
 
+/// A latency test's queue delay (and goodput) in one direction against theory (`lab run`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct QueueCheck {
+    /// "up", "down", "both" (round trip through both queues) or "idle".
+    pub direction: String,
+    /// What was compared: "UDP one-way delay", "round trip (all probes)", "goodput".
+    pub metric: String,
+    /// The direction's bottleneck, bit/s (None for round trips and unshaped directions).
+    pub rate_bps: Option<u64>,
+    pub buffer_bytes: u64,
+    /// buffer·8/rate (for round trips: the sum over the loaded directions), ms.
+    pub theory_ms: f64,
+    /// Median before the load started, ms.
+    pub idle_median_ms: Option<f64>,
+    /// From the end of the warm-up to the end of the load.
+    pub loaded: RttSummary,
+    pub median_increase_ms: Option<f64>,
+    pub p99_increase_ms: Option<f64>,
+    pub median_ratio: Option<f64>,
+    pub p99_ratio: Option<f64>,
+    /// The test's mean goodput in this direction, bit/s.
+    pub goodput_bps: Option<f64>,
+    /// goodput / rate.
+    pub goodput_ratio: Option<f64>,
+    /// The kernel's view: the bottleneck qdisc's backlog·8/rate, sampled every 0.1 s over the
+    /// same window, median and p99, ms (per direction only).
+    #[serde(default)]
+    pub qdisc_median_ms: Option<f64>,
+    #[serde(default)]
+    pub qdisc_p99_ms: Option<f64>,
+    /// What theory expects for goodput / rate: 1448/1514 = 0.957 with one direction loaded,
+    /// 1448/(1514 + 66/2) = 0.936 when the link also carries the other direction's ACKs.
+    pub goodput_theory_ratio: Option<f64>,
+}
+
 /// Counters of one qdisc on a router-namespace device (from `tc -s -j qdisc show`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct QdiscStats {
@@ -199,7 +234,11 @@ pub struct LabResult {
     pub capacity: Option<CapacityResult>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub accuracy: Vec<AccuracyPoint>,
-    /// The latency test run inside the lab (`routerbench lab run <test>`), if any.
+    /// The latency test run inside the lab (`routerbench lab run <test>`), if any; its full
+    /// result is the envelope's `latency` section.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test: Option<String>,
+    /// That test's queue delays and goodput against theory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<QueueCheck>,
 }

@@ -1,16 +1,19 @@
-//! The lab as ground truth, proven with Debian's iperf3 and the lab's UDP echo probes (as
-//! spec/netns-lab.md's script does with iperf3 + ping): loaded-minus-idle round trip ≈
-//! buffer·8/rate, goodput ≈ 1448/1514 × rate, through the tbf bottleneck, with and without NAT.
+//! `lab measure`, as root: bulk TCP with the lab's UDP echo probes alongside (as
+//! spec/netns-lab.md's script does with iperf3 + ping), once with routerbench's own iperf3
+//! client/server and once with Debian's iperf3 as an independent cross-check: loaded-minus-idle
+//! round trip ≈ buffer·8/rate, goodput ≈ 1448/1514 × rate, with and without NAT.
+//! (tests/lab_rrul.rs holds the full accuracy matrix through routerbench's latency tests.)
 
 mod lab_support;
 
 use lab_support::{can_run, unique_name};
 use routerbench::lab::accuracy::{MeasurePlan, measure};
 use routerbench::lab::load::{ExternalIperf3, LoadGenerator};
+use routerbench::lab::native_load::NativeIperf3;
 use routerbench::lab::{self, LabGuard, LabSpec};
 use std::sync::Arc;
 
-fn check(rate_bps: u64, buffer: u64, nat: bool, download: bool) {
+fn check(rate_bps: u64, buffer: u64, nat: bool, download: bool, generator: Arc<dyn LoadGenerator>) {
     let name = unique_name("a");
     let _guard = LabGuard::new(&name);
     let cfg = lab::up(&LabSpec {
@@ -29,7 +32,6 @@ fn check(rate_bps: u64, buffer: u64, nat: bool, download: bool) {
         cc: "cubic".into(),
         ..MeasurePlan::default()
     };
-    let generator: Arc<dyn LoadGenerator> = Arc::new(ExternalIperf3::default());
     let p = measure(&cfg, &plan, generator).unwrap();
     let row = routerbench::report::lab::accuracy_row(&p);
     eprintln!("nat={nat} {row}");
@@ -50,16 +52,20 @@ fn check(rate_bps: u64, buffer: u64, nat: bool, download: bool) {
 }
 
 #[test]
-fn queue_delay_and_goodput_match_theory_iperf3() {
+fn measure_matches_theory_with_both_load_generators() {
     if !can_run(
-        "queue_delay_and_goodput_match_theory_iperf3",
+        "measure_matches_theory_with_both_load_generators",
         &["ip", "tc", "nft", "iperf3"],
     ) {
         return;
     }
     // The runs share 2 CPUs with everything else: one at a time.
-    for (rate, buffer) in [(20_000_000, 64_000), (50_000_000, 300_000)] {
-        check(rate, buffer, false, false);
-        check(rate, buffer, true, true);
-    }
+    check(20_000_000, 64_000, true, false, Arc::new(NativeIperf3));
+    check(
+        50_000_000,
+        300_000,
+        false,
+        true,
+        Arc::new(ExternalIperf3::default()),
+    );
 }

@@ -1,0 +1,348 @@
+//! `lab run`: one of routerbench's latency tests (rrul, rrul_be, tcp_nup, tcp_ndown, ping)
+//! through the lab: the server in the WAN namespace, the client in the LAN namespace, the
+//! monitor in the router namespace; then the measured queue delay and goodput against theory.
+
+use super::backlog::{BacklogSample, BacklogSampler, delays_ms};
+use super::{DEV_RTR_LAN, DEV_RTR_WAN, netns, theory};
+use crate::latency::{TestConfig, TestKind};
+use crate::monitor::{Sampler, SamplerConfig};
+use crate::results::lab::{LabConfig, QueueCheck};
+use crate::results::latency::{LatencyResult, ProbeResult};
+use crate::results::monitor::MonitorResult;
+use crate::util::progress::Progress;
+use anyhow::{Context, Result, anyhow};
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+/// The TCP port of the latency server inside the WAN namespace.
+pub const LAB_TEST_PORT: u16 = 5201;
+
+/// What `lab run` produced.
+#[derive(Debug, Clone)]
+pub struct LabRun {
+    pub latency: LatencyResult,
+    pub monitor: Option<MonitorResult>,
+    pub checks: Vec<QueueCheck>,
+}
+
+/// Runs `test` (its host and port are replaced by the lab's WAN host) through lab `cfg`.
+/// `warmup` is skipped at the start of the load before queue delays are compared with theory.
+pub fn run(
+    cfg: &LabConfig,
+    test: &TestConfig,
+    warmup: Duration,
+    progress: Box<dyn Progress>,
+) -> Result<LabRun> {
+    super::sys::require_root()?;
+    let wan_ip: IpAddr = cfg.wan_ip.parse().context("lab WAN address")?;
+    let bind = SocketAddr::new(wan_ip, LAB_TEST_PORT);
+    // The server's accept and reflector threads are spawned from a WAN-namespace thread, so
+    // they live in the WAN namespace.
+    let (addr, service) = netns::run_in(&cfg.ns_wan, move || {
+        crate::latency::server::spawn_in_process(bind, crate::latency::server::Bounds::default())
+    })
+    .context("cannot start the latency server in the WAN namespace")?;
+    let monitor = netns::run_in(&cfg.ns_rtr, || {
+        Sampler::start(SamplerConfig {
+            max_duration: Duration::from_secs(3600),
+            ..SamplerConfig::default()
+        })
+        .map_err(|e| anyhow!("cannot start the monitor: {e}"))
+    });
+    let backlog = BacklogSampler::start(
+        &cfg.ns_rtr,
+        DEV_RTR_WAN,
+        DEV_RTR_LAN,
+        Duration::from_millis(100),
+        test.length + test.delay * 2 + Duration::from_secs(120),
+    )
+    .ok();
+    let mut t = test.clone();
+    t.host = addr.ip().to_string();
+    t.port = addr.port();
+    t.ip = crate::latency::IpPref::V4;
+    let result = netns::run_in(&cfg.ns_lan, move || {
+        crate::latency::run_test(&t, progress.as_ref()).map_err(|e| anyhow!("{e}"))
+    });
+    service.shutdown();
+    let monitor = monitor.ok().map(Sampler::stop);
+    let backlog = backlog.map(BacklogSampler::stop).unwrap_or_default();
+    let latency = result?;
+    let checks = checks(cfg, test.kind, &latency, &backlog, warmup);
+    Ok(LabRun {
+        latency,
+        monitor,
+        checks,
+    })
+}
+
+/// Which directions a test loads: (upload, download).
+fn loaded(kind: TestKind) -> (bool, bool) {
+    match kind {
+        TestKind::Rrul | TestKind::RrulBe | TestKind::RrulIcmp | TestKind::TcpBidirectional => {
+            (true, true)
+        }
+        TestKind::TcpNup => (true, false),
+        TestKind::TcpNdown => (false, true),
+        TestKind::Ping => (false, false),
+    }
+}
+
+/// One-way or round-trip samples of a probe series, split into idle (before the load) and
+/// loaded (from `delay + warmup` to the end of the load).
+fn split<F: Fn(&crate::results::latency::ProbePoint) -> Option<f64>>(
+    r: &LatencyResult,
+    series: &[&ProbeResult],
+    warmup: f64,
+    value: F,
+) -> (Vec<f64>, Vec<f64>) {
+    let (mut idle, mut busy) = (Vec::new(), Vec::new());
+    let (start, end) = (r.delay_s + warmup, r.delay_s + r.length_s);
+    for s in series {
+        for p in &s.samples {
+            if let Some(v) = value(p) {
+                if p.t < r.delay_s {
+                    idle.push(v);
+                } else if p.t >= start && p.t < end {
+                    busy.push(v);
+                }
+            }
+        }
+    }
+    (idle, busy)
+}
+
+/// One row of the comparison; `idle`/`busy` empty = a goodput-only row.
+struct Row<'a> {
+    /// Queue delays from the qdisc backlog over the loaded window, ms.
+    qdisc: Vec<f64>,
+    direction: &'a str,
+    metric: &'a str,
+    rate_bps: Option<u64>,
+    theory_ms: f64,
+    goodput_bps: Option<f64>,
+    goodput_theory_ratio: Option<f64>,
+}
+
+fn check(row: Row<'_>, buffer: u64, idle: &[f64], busy: &[f64]) -> QueueCheck {
+    let i = theory::summarize(idle.len() as u32, idle);
+    let b = theory::summarize(busy.len() as u32, busy);
+    let inc = |x: Option<f64>| match (x, i.median_ms) {
+        (Some(l), Some(m)) => Some(l - m),
+        _ => None,
+    };
+    let (med, p99) = (inc(b.median_ms), inc(b.p99_ms));
+    let q = theory::summarize(row.qdisc.len() as u32, &row.qdisc);
+    let theory_ms = row.theory_ms;
+    let ratio = |x: Option<f64>| x.filter(|_| theory_ms > 0.0).map(|d| d / theory_ms);
+    QueueCheck {
+        direction: row.direction.into(),
+        metric: row.metric.into(),
+        rate_bps: row.rate_bps,
+        buffer_bytes: buffer,
+        theory_ms,
+        idle_median_ms: i.median_ms,
+        loaded: b,
+        median_increase_ms: med,
+        p99_increase_ms: p99,
+        median_ratio: ratio(med),
+        p99_ratio: ratio(p99),
+        goodput_bps: row.goodput_bps,
+        goodput_ratio: match (row.goodput_bps, row.rate_bps) {
+            (Some(g), Some(r)) if r > 0 => Some(g / r as f64),
+            _ => None,
+        },
+        goodput_theory_ratio: row.goodput_theory_ratio,
+        qdisc_median_ms: q.median_ms,
+        qdisc_p99_ms: q.p99_ms,
+    }
+}
+
+/// Compares the test's queue delays and goodput with the lab's theory: per loaded direction the
+/// UDP probes' one-way delay (exact here: all namespaces share one clock), and the round trip
+/// against the sum of the loaded directions' queue delays.
+pub fn checks(
+    cfg: &LabConfig,
+    kind: TestKind,
+    r: &LatencyResult,
+    backlog: &[BacklogSample],
+    warmup: Duration,
+) -> Vec<QueueCheck> {
+    let (up, down) = loaded(kind);
+    let w = warmup.as_secs_f64();
+    let th = |rate: Option<u64>| rate.map(|x| theory::queue_delay_ms(cfg.buffer_bytes, x));
+    let udp: Vec<&ProbeResult> = r.probes.iter().filter(|p| p.kind == "udp").collect();
+    let all: Vec<&ProbeResult> = r.probes.iter().collect();
+    let mbps = |m: Option<f64>| m.map(|x| x * 1e6);
+    // With both directions loaded, each link also carries the other direction's ACKs.
+    let g_theory = if up && down {
+        theory::goodput_ratio_with_reverse_acks()
+    } else {
+        theory::goodput_ratio()
+    };
+    let mut out = Vec::new();
+    for (on, name, rate, good, owd_up) in [
+        (up, "up", cfg.up_rate_bps, mbps(r.summary.upload_mbps), true),
+        (
+            down,
+            "down",
+            cfg.down_rate_bps,
+            mbps(r.summary.download_mbps),
+            false,
+        ),
+    ] {
+        if !on {
+            continue;
+        }
+        let (idle, busy) = split(
+            r,
+            &udp,
+            w,
+            |p| {
+                if owd_up { p.owd_up_ms } else { p.owd_down_ms }
+            },
+        );
+        let (from, to) = (
+            r.t0_unix + r.delay_s + w,
+            r.t0_unix + r.delay_s + r.length_s,
+        );
+        let row = Row {
+            qdisc: rate
+                .map(|x| delays_ms(backlog, from, to, owd_up, x))
+                .unwrap_or_default(),
+            direction: name,
+            metric: if busy.is_empty() {
+                "goodput"
+            } else {
+                "UDP one-way delay"
+            },
+            rate_bps: rate,
+            theory_ms: th(rate).unwrap_or(0.0),
+            goodput_bps: good,
+            goodput_theory_ratio: rate.map(|_| g_theory),
+        };
+        out.push(check(row, cfg.buffer_bytes, &idle, &busy));
+    }
+    let rtt_theory = [(up, cfg.up_rate_bps), (down, cfg.down_rate_bps)]
+        .iter()
+        .filter(|(on, _)| *on)
+        .filter_map(|(_, rate)| th(*rate))
+        .fold(0.0, |a, b| a + b);
+    let (idle, busy) = if up || down {
+        split(r, &all, w, |p| p.rtt_ms)
+    } else {
+        // ping: no load, every sample is idle.
+        let v = all
+            .iter()
+            .flat_map(|s| s.samples.iter().filter_map(|p| p.rtt_ms))
+            .collect();
+        (v, Vec::new())
+    };
+    let row = Row {
+        qdisc: Vec::new(),
+        direction: match (up, down) {
+            (true, true) => "both",
+            (true, false) => "up",
+            (false, true) => "down",
+            (false, false) => "idle",
+        },
+        metric: "round trip (all probes)",
+        rate_bps: None,
+        theory_ms: rtt_theory,
+        goodput_bps: None,
+        goodput_theory_ratio: None,
+    };
+    out.push(check(row, cfg.buffer_bytes, &idle, &busy));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::lab::Shaper;
+
+    /// A real `lab run rrul -l 6 --delay 1 -s 0.2` through a 20 Mbit/s × 64000 B lab (flow
+    /// samples dropped to keep the file small; the checks do not read them).
+    const RRUL: &str = include_str!("../../tests/fixtures/lab/rrul-20mbit-64000.json");
+
+    fn lab() -> LabConfig {
+        LabConfig {
+            name: "rbfx".into(),
+            ns_lan: "rbfx-lan".into(),
+            ns_rtr: "rbfx-rtr".into(),
+            ns_wan: "rbfx-wan".into(),
+            lan_ip: super::super::LAN_IP.into(),
+            rtr_lan_ip: super::super::RTR_LAN_IP.into(),
+            rtr_wan_ip: super::super::RTR_WAN_IP.into(),
+            wan_ip: super::super::WAN_IP.into(),
+            up_rate_bps: Some(20_000_000),
+            down_rate_bps: Some(20_000_000),
+            buffer_bytes: 64_000,
+            burst_bytes: 15_360,
+            shaper: Shaper::Tbf,
+            nat: false,
+            offloads: false,
+            cc: "cubic".into(),
+            ns_cc: "reno".into(),
+        }
+    }
+
+    #[test]
+    fn rrul_checks_per_direction_and_round_trip() {
+        let r: LatencyResult = serde_json::from_str(RRUL).unwrap();
+        let c = checks(&lab(), TestKind::Rrul, &r, &[], Duration::from_secs(2));
+        let dirs: Vec<_> = c
+            .iter()
+            .map(|q| (q.direction.as_str(), q.metric.as_str()))
+            .collect();
+        assert_eq!(
+            dirs,
+            [
+                ("up", "UDP one-way delay"),
+                ("down", "UDP one-way delay"),
+                ("both", "round trip (all probes)")
+            ]
+        );
+        assert!((c[0].theory_ms - 25.6).abs() < 1e-9);
+        assert!((c[2].theory_ms - 51.2).abs() < 1e-9);
+        // Load 1..7 s, warm-up 2 s: 3 UDP series × 4 s / 0.2 s = 60 loaded samples per direction;
+        // idle = the 1 s before the load.
+        assert_eq!(c[0].loaded.sent, 60);
+        assert!(c[0].idle_median_ms.unwrap() < 0.1);
+        assert!(
+            (c[0].p99_ratio.unwrap() - 0.768).abs() < 0.01,
+            "{:?}",
+            c[0].p99_ratio
+        );
+        assert!(
+            (c[1].p99_ratio.unwrap() - 0.988).abs() < 0.01,
+            "{:?}",
+            c[1].p99_ratio
+        );
+        let g = c[0].goodput_ratio.unwrap();
+        assert!((g - 18.520885 / 20.0).abs() < 1e-6);
+        assert_eq!(
+            c[0].goodput_theory_ratio,
+            Some(theory::goodput_ratio_with_reverse_acks())
+        );
+        // The round trip crosses both queues, so it is larger than either one-way delay.
+        assert!(c[2].loaded.median_ms.unwrap() > c[1].loaded.median_ms.unwrap());
+    }
+
+    #[test]
+    fn one_direction_and_ping_select_their_theory() {
+        let r: LatencyResult = serde_json::from_str(RRUL).unwrap();
+        let up = checks(&lab(), TestKind::TcpNup, &r, &[], Duration::from_secs(2));
+        assert_eq!(up.len(), 2);
+        assert_eq!(up[0].direction, "up");
+        assert_eq!(up[0].goodput_theory_ratio, Some(theory::goodput_ratio()));
+        assert!((up[1].theory_ms - 25.6).abs() < 1e-9);
+        let ping = checks(&lab(), TestKind::Ping, &r, &[], Duration::ZERO);
+        assert_eq!(ping.len(), 1);
+        assert_eq!(ping[0].direction, "idle");
+        assert_eq!(ping[0].theory_ms, 0.0);
+        assert_eq!(ping[0].loaded.sent, 0);
+        // Every probe counts as idle when nothing loads the link.
+        assert!(ping[0].idle_median_ms.is_some());
+    }
+}

@@ -1,0 +1,181 @@
+//! routerbench's own latency tests through the lab, as root, with cubic through a tbf
+//! bottleneck, with and without NAT, at 20 Mbit/s × 64000 B and 50 Mbit/s × 300000 B:
+//!
+//! - every loaded direction: the bottleneck qdisc's sampled backlog·8/rate at p99 0.85–1.10 ×
+//!   theory (the kernel's view of the queue the probes measure).
+//! - tcp_nup / tcp_ndown (4 flows, one direction loaded): goodput within 3 % of 1448/1514 × rate,
+//!   loaded-minus-idle round trip at p99 0.85–1.10 × buffer·8/rate, median 0.6–1.05 ×.
+//! - rrul (4 + 4 flows): per direction, the UDP probes' one-way queue delay at p99 0.85–1.10 ×
+//!   theory and goodput within 3 % of 1448/(1514 + 33) × rate (the link also carries the other
+//!   direction's ACKs); the round trip's median increase 0.3–1.05 × the sum of both queues. The
+//!   median sits lower than with one direction loaded, and per direction it swings (0.29–0.72
+//!   measured): the other direction's queue adds to every flow's RTT, so the buffer is smaller
+//!   than the flows' BDP and cubic's backoff drains it further (docs/lab.md).
+
+mod lab_support;
+
+use lab_support::{can_run, unique_name};
+use routerbench::lab::{self, LabGuard, LabSpec};
+use routerbench::latency::{TestConfig, TestKind};
+use std::time::Duration;
+
+struct Case {
+    kind: TestKind,
+    rate_bps: u64,
+    buffer: u64,
+    nat: bool,
+}
+
+/// Runs one case; returns the failures (empty = pass) and prints the comparison table.
+fn run_case(c: &Case) -> Vec<String> {
+    let name = unique_name("r");
+    let _guard = LabGuard::new(&name);
+    let cfg = lab::up(&LabSpec {
+        name: name.clone(),
+        up_rate_bps: Some(c.rate_bps),
+        down_rate_bps: Some(c.rate_bps),
+        buffer_bytes: c.buffer,
+        nat: c.nat,
+        ..LabSpec::default()
+    })
+    .unwrap();
+    let test = TestConfig {
+        kind: c.kind,
+        streams: 4,
+        length: Duration::from_secs(10),
+        delay: Duration::from_secs(1),
+        step: Duration::from_millis(100),
+        probe_interval: Duration::from_millis(100),
+        cc: Some("cubic".into()),
+        ..TestConfig::default()
+    };
+    let run = lab::run::run(
+        &cfg,
+        &test,
+        Duration::from_secs(2),
+        Box::new(routerbench::util::progress::NoProgress),
+    )
+    .unwrap();
+    let table = routerbench::report::lab::checks(c.kind.flent_name(), c.nat, &run.checks);
+    let label = format!(
+        "{} {} bit/s x {} B nat={}",
+        c.kind.flent_name(),
+        c.rate_bps,
+        c.buffer,
+        c.nat
+    );
+    eprintln!("{label}\n{table}");
+    let mut fails = Vec::new();
+    let mut within = |what: &str, v: Option<f64>, lo: f64, hi: f64| match v {
+        Some(x) if (lo..=hi).contains(&x) => {}
+        other => fails.push(format!("{label}: {what} = {other:?}, want {lo}..={hi}")),
+    };
+    let bidir = matches!(c.kind, TestKind::Rrul | TestKind::RrulBe);
+    let mut directions = 0;
+    for q in run.checks.iter().filter(|q| q.rate_bps.is_some()) {
+        directions += 1;
+        let g = match (q.goodput_ratio, q.goodput_theory_ratio) {
+            (Some(g), Some(t)) => Some(g / t),
+            _ => None,
+        };
+        within(&format!("{} goodput/theory", q.direction), g, 0.97, 1.03);
+        // The kernel's own view of the same queue: the qdisc backlog, sampled every 0.1 s.
+        within(
+            &format!("{} qdisc backlog p99/theory", q.direction),
+            q.qdisc_p99_ms.map(|x| x / q.theory_ms),
+            0.85,
+            1.10,
+        );
+        if bidir {
+            within(
+                &format!("{} one-way p99/theory", q.direction),
+                q.p99_ratio,
+                0.85,
+                1.10,
+            );
+            within(
+                &format!("{} one-way median/theory", q.direction),
+                q.median_ratio,
+                0.3,
+                1.05,
+            );
+        }
+    }
+    within(
+        "loaded directions",
+        Some(f64::from(directions)),
+        if bidir { 2.0 } else { 1.0 },
+        if bidir { 2.0 } else { 1.0 },
+    );
+    if !bidir {
+        let rtt = run
+            .checks
+            .iter()
+            .find(|q| q.metric.starts_with("round trip"));
+        within(
+            "round-trip p99/theory",
+            rtt.and_then(|q| q.p99_ratio),
+            0.85,
+            1.10,
+        );
+        within(
+            "round-trip median/theory",
+            rtt.and_then(|q| q.median_ratio),
+            0.6,
+            1.05,
+        );
+    }
+    fails
+}
+
+#[test]
+fn latency_tests_through_the_lab_match_theory() {
+    if !can_run(
+        "latency_tests_through_the_lab_match_theory",
+        &["ip", "tc", "nft"],
+    ) {
+        return;
+    }
+    let (p1, p2) = ((20_000_000, 64_000), (50_000_000, 300_000));
+    let cases = [
+        Case {
+            kind: TestKind::TcpNup,
+            rate_bps: p1.0,
+            buffer: p1.1,
+            nat: false,
+        },
+        Case {
+            kind: TestKind::TcpNdown,
+            rate_bps: p1.0,
+            buffer: p1.1,
+            nat: true,
+        },
+        Case {
+            kind: TestKind::TcpNdown,
+            rate_bps: p2.0,
+            buffer: p2.1,
+            nat: false,
+        },
+        Case {
+            kind: TestKind::TcpNup,
+            rate_bps: p2.0,
+            buffer: p2.1,
+            nat: true,
+        },
+        Case {
+            kind: TestKind::Rrul,
+            rate_bps: p1.0,
+            buffer: p1.1,
+            nat: true,
+        },
+        Case {
+            kind: TestKind::Rrul,
+            rate_bps: p2.0,
+            buffer: p2.1,
+            nat: false,
+        },
+    ];
+    // One at a time: the runs share 2 CPUs with everything else.
+    let fails: Vec<String> = cases.iter().flat_map(run_case).collect();
+    assert!(fails.is_empty(), "{}", fails.join("\n"));
+}
