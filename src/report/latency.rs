@@ -5,8 +5,16 @@ use crate::results::latency::{LatencyResult, SeriesStats};
 use std::fmt::Write;
 
 fn f(v: Option<f64>, prec: usize) -> String {
-    v.map(|x| format!("{x:.prec$}"))
-        .unwrap_or_else(|| "-".into())
+    v.map(|x| {
+        let t = format!("{x:.prec$}");
+        // A value that rounds to zero prints without a sign ("-0.000" reads as a defect).
+        if t.starts_with('-') && t[1..].chars().all(|c| c == '0' || c == '.') {
+            t[1..].to_string()
+        } else {
+            t
+        }
+    })
+    .unwrap_or_else(|| "-".into())
 }
 
 fn row(out: &mut String, name: &str, s: &SeriesStats, prec: usize, extra: &str) {
@@ -167,6 +175,13 @@ pub fn render_text(r: &LatencyResult) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn negative_zero_prints_unsigned() {
+        assert_eq!(super::f(Some(-0.0004), 3), "0.000");
+        assert_eq!(super::f(Some(-0.4), 3), "-0.400");
+        assert_eq!(super::f(None, 3), "-");
+    }
+
     use super::*;
     use crate::results::latency::*;
 
