@@ -177,7 +177,12 @@ fn busy_server_answers_access_denied() {
     );
     wait_listening(port);
     let mut first = Proc::start(&ip3, &["-c", "127.0.0.1", "-p", &p, "-t", "3"], "busy-1");
-    std::thread::sleep(Duration::from_millis(1000));
+    // Wait until the server has accepted the first test (bounded), then try a second one.
+    let until = Instant::now() + Duration::from_secs(10);
+    while !server.stderr_text().contains("Accepted connection") && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
     let mut second = Proc::start(&ip3, &["-c", "127.0.0.1", "-p", &p, "-t", "1"], "busy-2");
     let st2 = second
         .wait(Duration::from_secs(20))
@@ -253,4 +258,50 @@ fn duplicate_cookie_of_a_running_test_is_denied() {
         "{}",
         server.stderr_text()
     );
+}
+
+#[test]
+fn silent_client_mid_test_is_ended_by_rcv_timeout() {
+    // Handshake done, one data stream open, then nothing: no FIN ever comes (a pulled cable).
+    let port = 45334u16;
+    let p = port.to_string();
+    let mut server = Proc::start(
+        std::path::Path::new(ROUTERBENCH),
+        &["server", "-p", &p, "--max-tests", "1", "--rcv-timeout", "2"],
+        "idle-srv",
+    );
+    wait_listening(port);
+    let cookie = b"silentclientsilentclientsilentclient\0";
+    let mut ctl = connect(port);
+    ctl.write_all(cookie).unwrap();
+    let params = br#"{"tcp":true,"omit":0,"time":30,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#;
+    let mut b = [0u8; 1];
+    ctl.read_exact(&mut b).unwrap();
+    ctl.write_all(&(params.len() as u32).to_be_bytes()).unwrap();
+    ctl.write_all(params).unwrap();
+    ctl.read_exact(&mut b).unwrap();
+    assert_eq!(b[0], 10, "CREATE_STREAMS");
+    let mut data = connect(port);
+    data.write_all(cookie).unwrap();
+    let t = Instant::now();
+    let (got, _) = read_to_close(ctl);
+    assert_eq!(got[..2], [1, 2], "TEST_START, TEST_RUNNING");
+    assert_eq!(
+        got[2..],
+        [0xfe, 0, 0, 0, 144, 0, 0, 0, 0],
+        "SERVER_ERROR IENOMSG"
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "ended after {:?}",
+        t.elapsed()
+    );
+    let st = server.wait(Duration::from_secs(10)).expect("server stuck");
+    assert!(st.success());
+    assert!(
+        server.stderr_text().contains("no data moved"),
+        "{}",
+        server.stderr_text()
+    );
+    drop(data);
 }

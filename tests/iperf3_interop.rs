@@ -266,3 +266,60 @@ fn udp_details_match_iperf3_schema() {
     let server_packets = run.server["end"]["sum_received"]["packets"].as_i64();
     assert_eq!(s["packets"].as_i64(), server_packets);
 }
+
+#[test]
+fn two_iperf3_clients_at_once() {
+    // iperf3 refuses a second client while a test runs; routerbench runs both.
+    let ip3 = iperf3();
+    let port = 45318u16;
+    let p = port.to_string();
+    let mut server = Proc::start(
+        std::path::Path::new(ROUTERBENCH),
+        &["server", "-p", &p, "--max-tests", "3", "-J"],
+        "two-srv",
+    );
+    wait_listening(port);
+    let mut tcp = Proc::start(
+        &ip3,
+        &["-c", "127.0.0.1", "-p", &p, "-t", "3", "-P", "2", "-J"],
+        "two-tcp",
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let mut udp = Proc::start(
+        &ip3,
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "2",
+            "-u",
+            "-b",
+            "20M",
+            "-J",
+        ],
+        "two-udp",
+    );
+    let mut rev = Proc::start(
+        &ip3,
+        &["-c", "127.0.0.1", "-p", &p, "-t", "2", "-R", "-J"],
+        "two-rev",
+    );
+    for (name, proc_) in [("tcp", &mut tcp), ("udp", &mut udp), ("reverse", &mut rev)] {
+        let st = proc_
+            .wait(Duration::from_secs(30))
+            .unwrap_or_else(|| panic!("{name} client hung"));
+        assert!(
+            st.success(),
+            "{name} client failed: {}\n{}",
+            proc_.stdout_text(),
+            proc_.stderr_text()
+        );
+        assert!(end_bytes(&proc_.json(), "sum_received") > 0, "{name}");
+    }
+    let st = server
+        .wait(Duration::from_secs(15))
+        .expect("server did not stop after 3 tests");
+    assert!(st.success());
+}

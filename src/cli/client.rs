@@ -228,7 +228,13 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
                 if let Some(text) = &result.server_output_text {
                     println!("\nServer output:\n{text}");
                 }
-                println!("\niperf Done.");
+                if !result.interrupted {
+                    println!("\niperf Done.");
+                }
+            }
+            if result.interrupted {
+                eprintln!("routerbench: interrupted: the summary above is this side's only");
+                return Ok(1);
             }
             Ok(0)
         }

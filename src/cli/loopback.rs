@@ -61,6 +61,10 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
             } else {
                 print!("{}", crate::report::iperf3::render_final(&r));
             }
+            if r.interrupted {
+                eprintln!("routerbench: loopback interrupted: partial result");
+                return Ok(1);
+            }
             Ok(0)
         }
         Err(e) => {

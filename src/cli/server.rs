@@ -30,6 +30,12 @@ pub struct ServerArgs {
     /// Most parallel streams per test (iperf3 allows 128).
     #[arg(long = "max-streams", default_value_t = 128)]
     pub max_streams: u32,
+    /// Most buffer memory per test in MiB (streams × block size); bigger tests are refused.
+    #[arg(long = "max-buffer-mib", default_value_t = 64)]
+    pub max_buffer_mib: u64,
+    /// Seconds without any data moving before a running test is ended (iperf3's --rcv-timeout).
+    #[arg(long = "rcv-timeout", default_value_t = 120)]
+    pub rcv_timeout: u64,
     /// Seconds a silent client may wait between control messages.
     #[arg(long = "control-timeout", default_value_t = 10)]
     pub control_timeout: u64,
@@ -72,8 +78,9 @@ impl ServerObserver for Log {
                     println!("{}", crate::iperf3::json::render(result));
                 } else {
                     println!(
-                        "Test from {peer} ({}):",
-                        result.peer_version.as_deref().unwrap_or("unknown client")
+                        "Test from {} (client version {}):",
+                        show(peer),
+                        result.peer_version.as_deref().unwrap_or("unknown")
                     );
                     print!(
                         "{}",
@@ -119,6 +126,10 @@ pub fn config(args: &ServerArgs) -> ServerConfig {
     cfg.max_concurrent_tests = args.max_concurrent.max(1);
     cfg.session.max_duration = args.max_duration;
     cfg.session.max_streams = args.max_streams.clamp(1, 128);
+    cfg.session.max_buffer_bytes = args.max_buffer_mib.max(1) << 20;
+    cfg.session.idle_timeout = Duration::from_secs(args.rcv_timeout.max(1));
+    // Intervals are only shown in -J output; without it the server keeps none.
+    cfg.session.interval = if args.json { 1.0 } else { 0.0 };
     cfg.session.control_timeout = Duration::from_secs(args.control_timeout.max(1));
     cfg.first_bytes_timeout = Duration::from_secs(args.handshake_timeout.max(1));
     cfg.handle_signals = true;

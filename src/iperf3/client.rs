@@ -90,7 +90,8 @@ fn expect_state(ctl: &mut Control, want: State) -> Result<()> {
     }
 }
 
-/// Runs one test against `cfg.host`. `stop` (SIGINT) ends it with CLIENT_TERMINATE.
+/// Runs one test against `cfg.host`. `stop` (SIGINT) ends it with CLIENT_TERMINATE and a
+/// partial result from this side's counters (`interrupted` set, the peer's side empty).
 pub fn run(
     cfg: &ClientConfig,
     sink: &dyn IntervalSink,
@@ -120,9 +121,6 @@ pub fn run(
         cpu_window,
         control_cpu,
     );
-    if let Err(Iperf3Error::Interrupted) = &r {
-        let _ = ctl.send_state(State::ClientTerminate);
-    }
     ctl.close_gracefully(Duration::from_secs(1));
     r
 }
@@ -167,11 +165,12 @@ fn run_test(
         roles.extend(std::iter::repeat_n(!params.reverse, n));
     }
     let mut socks = Vec::with_capacity(roles.len());
+    let mut notes = Vec::new();
     for _ in &roles {
         let s = if udp {
-            connect_udp(addr, &params, cfg.control_timeout)?
+            connect_udp(addr, &params, cfg.control_timeout, &mut notes)?
         } else {
-            connect_tcp(addr, cookie, &params, cfg.connect_timeout)?
+            connect_tcp(addr, cookie, &params, cfg.connect_timeout, &mut notes)?
         };
         socks.push(s);
     }
@@ -202,6 +201,7 @@ fn run_test(
         })
     });
     let done_send = Arc::new(AtomicBool::new(false));
+    let gate = Arc::new(stream::Gate::default());
     let done_recv = Arc::new(AtomicBool::new(false));
     let mut metered = Vec::new();
     let mut senders = Vec::new();
@@ -225,7 +225,7 @@ fn run_test(
             drain: true,
         };
         let done = if sender { &done_send } else { &done_recv };
-        let h = stream::spawn(id, sock, wcfg, counters, done.clone())
+        let h = stream::spawn(id, sock, wcfg, counters, done.clone(), gate.clone())
             .map_err(|e| Iperf3Error::io("spawn stream thread", e))?;
         metered.push(m);
         if sender {
@@ -237,9 +237,11 @@ fn run_test(
     sink.started(&connected);
     let main_sends = !params.reverse || params.bidirectional;
     let mut meter = Meter::new(metered, params.omit, cfg.interval, main_sends);
+    gate.open();
     let test_len = Duration::from_secs(params.time as u64 + params.omit as u64);
     let started = Instant::now();
     let client_sends = !params.reverse || params.bidirectional;
+    let mut interrupted = false;
     loop {
         let mut tick = meter.until_next().min(Duration::from_millis(100));
         if params.time > 0 {
@@ -265,7 +267,8 @@ fn run_test(
             sink.interval(iv);
         }
         if stop.load(Ordering::Relaxed) {
-            return Err(Iperf3Error::Interrupted);
+            interrupted = true;
+            break;
         }
         if meter.omitting() {
             continue;
@@ -292,27 +295,45 @@ fn run_test(
             cpu.add(end.cpu);
         }
     }
-    ctl.send_state(State::TestEnd)?;
+    // Interrupted (SIGINT): CLIENT_TERMINATE instead of TEST_END, and a partial summary from
+    // this side's counters only, as iperf3 prints one.
+    ctl.send_state(if interrupted {
+        State::ClientTerminate
+    } else {
+        State::TestEnd
+    })?;
     done_recv.store(true, Ordering::Relaxed);
     for h in receivers {
         if let Ok(end) = h.join() {
             cpu.add(end.cpu);
         }
     }
+    let before = meter.intervals.len();
     let ends = meter.finish(end_t);
-    expect_state(ctl, State::ExchangeResults)?;
-    cpu.add(control_cpu.stop());
+    if meter.intervals.len() > before
+        && let Some(last) = meter.intervals.last()
+    {
+        sink.interval(last);
+    }
+    let server = if interrupted {
+        cpu.add(control_cpu.stop());
+        TestResults::default()
+    } else {
+        expect_state(ctl, State::ExchangeResults)?;
+        cpu.add(control_cpu.stop());
+        let mine = summary::results_message(&ends, cpu.util(), congestion.clone(), udp, None);
+        ctl.send_json(&mine.emit())?;
+        let body = ctl.read_json(wire::MAX_RESULTS_LEN, "server results")?;
+        let server = TestResults::parse(&body).map_err(|source| Iperf3Error::Wire {
+            context: "server results",
+            source,
+        })?;
+        expect_state(ctl, State::DisplayResults)?;
+        let _ = ctl.send_state(State::IperfDone);
+        server
+    };
     let cpu_util = cpu.util();
-    let mine = summary::results_message(&ends, cpu_util, congestion.clone(), udp, None);
-    ctl.send_json(&mine.emit())?;
-    let body = ctl.read_json(wire::MAX_RESULTS_LEN, "server results")?;
-    let server = TestResults::parse(&body).map_err(|source| Iperf3Error::Wire {
-        context: "server results",
-        source,
-    })?;
-    expect_state(ctl, State::DisplayResults)?;
-    let _ = ctl.send_state(State::IperfDone);
-    Ok(summary::build_result(ResultParts {
+    let mut result = summary::build_result(ResultParts {
         role: Role::Client,
         peer_version: None,
         host: cfg.host.clone(),
@@ -329,7 +350,11 @@ fn run_test(
         cpu_local: cpu_util,
         main_local_sends: main_sends,
         congestion,
-    }))
+    });
+    notes.dedup();
+    result.notes = notes;
+    result.interrupted = interrupted;
+    Ok(result)
 }
 
 fn connect_tcp(
@@ -337,6 +362,7 @@ fn connect_tcp(
     cookie: &Cookie,
     p: &TestParams,
     timeout: Duration,
+    notes: &mut Vec<String>,
 ) -> Result<DataSock> {
     let mut s = TcpStream::connect_timeout(&addr, timeout)
         .map_err(|e| Iperf3Error::io(format!("data connection to {addr}"), e))?;
@@ -346,11 +372,16 @@ fn connect_tcp(
     s.write_all(cookie.as_bytes())
         .map_err(|e| Iperf3Error::io("send cookie on data connection", e))?;
     let sock = DataSock::Tcp(s);
-    stream::apply_options(&sock, p).map_err(|(_, m)| Iperf3Error::Protocol(m))?;
+    notes.extend(stream::apply_options(&sock, p).map_err(|(_, m)| Iperf3Error::Protocol(m))?);
     Ok(sock)
 }
 
-fn connect_udp(addr: SocketAddr, p: &TestParams, timeout: Duration) -> Result<DataSock> {
+fn connect_udp(
+    addr: SocketAddr,
+    p: &TestParams,
+    timeout: Duration,
+    notes: &mut Vec<String>,
+) -> Result<DataSock> {
     let bind: SocketAddr = if addr.is_ipv6() {
         (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
     } else {
@@ -359,11 +390,14 @@ fn connect_udp(addr: SocketAddr, p: &TestParams, timeout: Duration) -> Result<Da
     let s = UdpSocket::bind(bind).map_err(|e| Iperf3Error::io("UDP bind", e))?;
     s.connect(addr)
         .map_err(|e| Iperf3Error::io(format!("UDP connect {addr}"), e))?;
-    let sock = DataSock::Udp(s);
-    stream::apply_options(&sock, p).map_err(|(_, m)| Iperf3Error::Protocol(m))?;
-    let DataSock::Udp(s) = &sock else {
-        unreachable!("created as UDP above")
-    };
+    // Options go on before the hello (a dup of the fd is the same socket).
+    let clone = s
+        .try_clone()
+        .map_err(|e| Iperf3Error::io("UDP socket", e))?;
+    notes.extend(
+        stream::apply_options(&DataSock::Udp(clone), p)
+            .map_err(|(_, m)| Iperf3Error::Protocol(m))?,
+    );
     s.send(&wire::UDP_CONNECT_MSG)
         .map_err(|e| Iperf3Error::io("UDP stream hello", e))?;
     // Wait for "6789"; under -R data may come first (iperf3 tolerates 4 + 2·len bytes of it).
@@ -378,7 +412,7 @@ fn connect_udp(addr: SocketAddr, p: &TestParams, timeout: Duration) -> Result<Da
         s.set_read_timeout(Some(left))
             .map_err(|e| Iperf3Error::io("UDP timeout", e))?;
         match s.recv(&mut buf) {
-            Ok(4) if wire::udp::is_connect_reply(&buf[..4]) => return Ok(sock),
+            Ok(4) if wire::udp::is_connect_reply(&buf[..4]) => return Ok(DataSock::Udp(s)),
             Ok(n) if n <= tolerated => tolerated -= n,
             Ok(_) => {
                 return Err(Iperf3Error::Protocol(

@@ -77,10 +77,23 @@ impl Control {
     }
 
     /// Waits up to `wait` for a state byte; `Ok(None)` if none came (used as the test's tick).
+    /// Uses poll(2), which keeps millisecond precision (SO_RCVTIMEO rounds up to a jiffy, and
+    /// interval boundaries would drift by up to 10 ms).
     pub fn poll_state(&mut self, wait: Duration) -> Result<Option<State>> {
+        let mut pfd = libc::pollfd {
+            fd: std::os::fd::AsRawFd::as_raw_fd(&self.stream),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd for the duration of the call.
+        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if n <= 0 {
+            return Ok(None); // timeout, or EINTR: the caller's loop comes back
+        }
         let mut b = [0u8; 1];
         self.stream
-            .set_read_timeout(Some(wait.max(Duration::from_millis(1))))
+            .set_read_timeout(Some(Duration::from_millis(100)))
             .map_err(|e| Iperf3Error::io("control", e))?;
         match self.stream.read(&mut b) {
             Ok(0) => Err(Iperf3Error::Closed("control")),

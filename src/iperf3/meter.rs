@@ -87,6 +87,10 @@ pub struct LocalEnd {
     pub mean_rtt: Option<u64>,
 }
 
+/// Most per-stream interval entries a meter keeps (about 200 B each); later intervals keep
+/// only their sums, so `-t 86400 -P 128` cannot exhaust memory.
+pub const MAX_STREAM_SAMPLES: usize = 100_000;
+
 /// Samples one side's streams.
 #[derive(Debug)]
 pub struct Meter {
@@ -101,6 +105,7 @@ pub struct Meter {
     main_sender: bool,
     pub streams: Vec<MeteredStream>,
     pub intervals: Vec<Interval>,
+    stored_samples: usize,
 }
 
 impl Meter {
@@ -116,6 +121,7 @@ impl Meter {
             main_sender,
             streams,
             intervals: Vec::new(),
+            stored_samples: 0,
         }
     }
 
@@ -235,6 +241,10 @@ impl Meter {
             .collect();
         if !rev.is_empty() {
             iv.sum_bidir_reverse = Some(sum_interval(&rev, start, now, omitted, !self.main_sender));
+        }
+        self.stored_samples += iv.streams.len();
+        if self.stored_samples > MAX_STREAM_SAMPLES {
+            iv.streams.clear();
         }
         self.intervals.push(iv);
         self.last_t = now;

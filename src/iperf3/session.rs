@@ -16,6 +16,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// Client results are one small object per stream (≤ 256 streams): 256 KiB is plenty.
+pub const MAX_CLIENT_RESULTS_LEN: usize = 256 << 10;
+
 /// Routes TCP data connections (by cookie) from the server's listener to their test.
 pub trait StreamBroker: Send + Sync {
     /// Connections with this cookie go to the returned receiver until `running` or `close`,
@@ -48,6 +51,11 @@ pub struct SessionConfig {
     pub control_timeout: Duration,
     /// Interval length for the server's own reports, seconds.
     pub interval: f64,
+    /// A running test in which no byte moves for this long is ended (IENOMSG).
+    pub idle_timeout: Duration,
+    /// Most buffer memory one test may make the server allocate (streams × block size), so
+    /// `-P 128 -l 1M --bidir` cannot exhaust a router's RAM.
+    pub max_buffer_bytes: u64,
 }
 
 impl Default for SessionConfig {
@@ -58,6 +66,8 @@ impl Default for SessionConfig {
             grace: Duration::from_secs(40),
             control_timeout: super::CONTROL_TIMEOUT,
             interval: 1.0,
+            max_buffer_bytes: 64 << 20,
+            idle_timeout: Duration::from_secs(120),
         }
     }
 }
@@ -132,7 +142,7 @@ fn serve_inner(
             stream::apply_options(s, &params).map_err(|(code, msg)| refuse(ctl, code, msg))?,
         );
     }
-    let _ = warnings; // only degrade the test; iperf3 logs them
+    warnings.dedup();
     // Accept order: receivers first, then senders (iperf3's rec_streams_accepted rule).
     let server_sends = |i: usize| {
         if params.bidirectional {
@@ -142,6 +152,7 @@ fn serve_inner(
         }
     };
     let done = Arc::new(AtomicBool::new(false));
+    let gate = Arc::new(stream::Gate::default());
     let mut metered = Vec::new();
     let mut workers = Vec::new();
     let mut wake = Vec::new();
@@ -175,13 +186,14 @@ fn serve_inner(
             budget: None,
             drain: true,
         };
-        let h = stream::spawn(id, sock, wcfg, counters, done.clone())
+        let h = stream::spawn(id, sock, wcfg, counters, done.clone(), gate.clone())
             .map_err(|e| Iperf3Error::io("spawn stream thread", e))?;
         metered.push(m);
         workers.push(h);
     }
     let main_sends = params.reverse && !params.bidirectional;
     let mut meter = Meter::new(metered, params.omit, cfg.interval, main_sends);
+    gate.open();
     let limit = if params.time > 0 {
         params.time + params.omit
     } else {
@@ -189,6 +201,10 @@ fn serve_inner(
     };
     let watchdog = Duration::from_secs(limit as u64) + cfg.grace;
     let started = Instant::now();
+    // No byte moved on any stream for `idle_timeout`: the client vanished (cable pulled,
+    // Wi-Fi gone) and its FIN never came; free the slot (iperf3's --rcv-timeout, IENOMSG).
+    let mut last_bytes = 0u64;
+    let mut last_progress = Instant::now();
     let outcome = loop {
         let tick = meter.until_next().min(Duration::from_millis(250));
         match ctl.poll_state(tick) {
@@ -209,6 +225,20 @@ fn serve_inner(
             let _ = ctl.send_state(State::ServerTerminate);
             let _ = ctl.read_state_within(Duration::from_secs(1));
             break Err(Iperf3Error::Interrupted);
+        }
+        let moved = meter.total_bytes(true) + meter.total_bytes(false);
+        if moved != last_bytes {
+            last_bytes = moved;
+            last_progress = Instant::now();
+        } else if last_progress.elapsed() > cfg.idle_timeout {
+            let _ = ctl.send_error(errors::IENOMSG, 0);
+            break Err(Iperf3Error::Refused {
+                i_errno: errors::IENOMSG,
+                message: format!(
+                    "no data moved for {:?}: the client is gone",
+                    cfg.idle_timeout
+                ),
+            });
         }
         if started.elapsed() > watchdog {
             let _ = ctl.send_error(errors::IESERVERTESTDURATIONEXPIRED, 0);
@@ -231,10 +261,16 @@ fn serve_inner(
             cpu.add(end.cpu);
         }
     }
+    let before = meter.intervals.len();
     let ends = meter.finish(end_t);
+    if meter.intervals.len() > before
+        && let Some(last) = meter.intervals.last()
+    {
+        env.sink.interval(last);
+    }
     outcome?;
     ctl.send_state(State::ExchangeResults)?;
-    let body = ctl.read_json(wire::MAX_RESULTS_LEN, "client results")?;
+    let body = ctl.read_json(MAX_CLIENT_RESULTS_LEN, "client results")?;
     let client = TestResults::parse(&body).map_err(|source| Iperf3Error::Wire {
         context: "client results",
         source,
@@ -252,7 +288,7 @@ fn serve_inner(
     let cpu_util = cpu.util();
     let mut mine =
         summary::results_message(&ends, cpu_util, congestion.clone(), udp, Some(&client));
-    let result = summary::build_result(ResultParts {
+    let mut result = summary::build_result(ResultParts {
         role: Role::Server,
         peer_version: params.client_version.clone(),
         host: crate::net::sockopt::display_ip(peer.ip()),
@@ -270,6 +306,7 @@ fn serve_inner(
         main_local_sends: main_sends,
         congestion,
     });
+    result.notes = warnings;
     if params.get_server_output {
         mine.server_output_text = Some((env.render_text)(&result));
     }
@@ -310,6 +347,18 @@ fn check_limits(ctl: &mut Control, p: &TestParams, cfg: &SessionConfig) -> Resul
     }
     if let Err(e) = p.validate() {
         return Err(refuse(ctl, errors::IEBLOCKSIZE, e.to_string()));
+    }
+    let streams = p.parallel as u64 * if p.bidirectional { 2 } else { 1 };
+    let per_stream = (p.block_len() as u64).max(65536);
+    if streams * per_stream > cfg.max_buffer_bytes {
+        return Err(refuse(
+            ctl,
+            errors::IEBLOCKSIZE,
+            format!(
+                "{streams} streams × {per_stream} B blocks exceed the server's {} MiB buffer limit",
+                cfg.max_buffer_bytes >> 20
+            ),
+        ));
     }
     Ok(())
 }

@@ -140,8 +140,9 @@ pub struct WorkerConfig {
     pub drain: bool,
 }
 
-/// A draining receiver stops after this long without data.
-pub const DRAIN_IDLE: Duration = Duration::from_millis(40);
+/// A draining receiver stops after this long without data (above the 200 ms minimum TCP RTO,
+/// so a segment retransmitted at the very end is still counted).
+pub const DRAIN_IDLE: Duration = Duration::from_millis(250);
 /// A draining receiver stops after this long in any case.
 pub const DRAIN_MAX: Duration = Duration::from_secs(2);
 
@@ -183,18 +184,47 @@ pub struct WorkerEnd {
     pub error: Option<std::io::Error>,
 }
 
-/// Starts a worker thread for one stream.
+/// Opens when all of a test's workers exist: with `-P 128` the first workers would otherwise
+/// starve the thread still spawning the others, and the clock would start late.
+#[derive(Debug, Default)]
+pub struct Gate(AtomicBool);
+
+impl Gate {
+    pub fn open(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    /// Waits (sleeping) until open; false if `done` was set first.
+    fn wait(&self, done: &AtomicBool) -> bool {
+        while !self.0.load(Ordering::Acquire) {
+            if done.load(Ordering::Relaxed) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+}
+
+/// Starts a worker thread for one stream; it moves data once `gate` opens.
 pub fn spawn(
     id: i32,
     sock: DataSock,
     cfg: WorkerConfig,
     counters: Arc<Counters>,
     done: Arc<AtomicBool>,
+    gate: Arc<Gate>,
 ) -> std::io::Result<JoinHandle<WorkerEnd>> {
     std::thread::Builder::new()
         .name(format!("iperf3-stream-{id}"))
         .spawn(move || {
             let cpu = ThreadCpu::start();
+            if !gate.wait(&done) {
+                return WorkerEnd {
+                    cpu: cpu.stop(),
+                    error: None,
+                };
+            }
             let r = match (sock, cfg.sender) {
                 (DataSock::Tcp(s), true) => tcp_send(s, &cfg, &counters, &done),
                 (DataSock::Tcp(s), false) => tcp_recv(s, &cfg, &counters, &done),
@@ -274,6 +304,7 @@ fn tcp_recv(
     done: &AtomicBool,
 ) -> std::io::Result<()> {
     s.set_read_timeout(Some(WORKER_TICK))?;
+    // Reads of one block, as iperf3: a cache-sized buffer (1 MiB reads measured slower).
     let mut buf = vec![0u8; cfg.len.max(1)];
     let mut stop = StopState { drain_until: None };
     while stop.keep_going(done, cfg.drain, || {
@@ -494,13 +525,23 @@ mod tests {
         };
         let tx = Arc::new(Counters::default());
         let rx = Arc::new(Counters::default());
-        let h1 = spawn(1, DataSock::Tcp(a), cfg.clone(), tx.clone(), done.clone()).unwrap();
+        let gate = Arc::new(Gate::default());
+        gate.open();
+        let h1 = spawn(
+            1,
+            DataSock::Tcp(a),
+            cfg.clone(),
+            tx.clone(),
+            done.clone(),
+            gate.clone(),
+        )
+        .unwrap();
         let rcfg = WorkerConfig {
             sender: false,
             budget: None,
             ..cfg
         };
-        let h2 = spawn(1, DataSock::Tcp(b), rcfg, rx.clone(), done.clone()).unwrap();
+        let h2 = spawn(1, DataSock::Tcp(b), rcfg, rx.clone(), done.clone(), gate).unwrap();
         let end = h1.join().unwrap();
         assert!(end.error.is_none());
         let sent = tx.bytes.load(Ordering::Relaxed);

@@ -278,6 +278,8 @@ pub fn build_result(p: ResultParts<'_>) -> ThroughputResult {
         receiver_tcp_congestion: receiver_cc,
         server_output_text: p.peer.server_output_text.clone(),
         server_output_json: p.peer.server_output_json.clone(),
+        notes: Vec::new(),
+        interrupted: false,
     }
 }
 

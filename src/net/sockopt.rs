@@ -141,6 +141,11 @@ pub fn mss<S: AsRawFd>(sock: &S) -> io::Result<u32> {
     getsockopt_u32(sock, libc::IPPROTO_TCP, libc::TCP_MAXSEG)
 }
 
+/// Sets SO_RCVLOWAT: a blocking read waits for at least `bytes` (or a timeout, EOF, error).
+pub fn set_rcvlowat<S: AsRawFd>(sock: &S, bytes: u32) -> io::Result<()> {
+    setsockopt_u32(sock, libc::SOL_SOCKET, libc::SO_RCVLOWAT, bytes)
+}
+
 /// Sets SO_MAX_PACING_RATE in bytes/s (`--fq-rate`, needs the fq qdisc or TCP internal pacing).
 pub fn set_max_pacing_rate<S: AsRawFd>(sock: &S, bytes_per_sec: u64) -> io::Result<()> {
     let v = u32::try_from(bytes_per_sec).unwrap_or(u32::MAX);

@@ -259,6 +259,9 @@ pub fn render_final(r: &ThroughputResult) -> String {
     if let Some(cc) = &r.receiver_tcp_congestion {
         let _ = writeln!(out, "rcv_tcp_congestion {cc}");
     }
+    for n in &r.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
     out
 }
 

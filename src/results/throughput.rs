@@ -205,6 +205,12 @@ pub struct ThroughputResult {
     pub server_output_text: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_output_json: Option<serde_json::Value>,
+    /// Things that degraded the test without failing it (e.g. an unavailable `-C` algorithm).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// The client was interrupted (SIGINT): a partial result, the peer's figures are missing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 impl ThroughputResult {

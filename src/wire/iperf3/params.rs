@@ -69,6 +69,8 @@ pub struct TestParams {
 
 /// iperf3's TCP default block size.
 pub const DEFAULT_TCP_LEN: u32 = 128 * 1024;
+/// iperf3's largest TCP block size (`MAX_BLOCKSIZE`, 1 MiB).
+pub const MAX_TCP_LEN: u32 = 1 << 20;
 /// iperf3's UDP block size when the control MSS is unknown.
 pub const DEFAULT_UDP_LEN: u32 = 1460;
 
@@ -190,7 +192,9 @@ impl TestParams {
         }
         let len = self.block_len();
         match self.protocol {
-            Protocol::Tcp if len > 128 << 20 => return bad(format!("len {len} above 128 MiB")),
+            Protocol::Tcp if len > MAX_TCP_LEN => {
+                return bad(format!("block size {len} above {MAX_TCP_LEN} bytes"));
+            }
             Protocol::Udp if !(super::udp::HEADER_LEN_32 as u32..=65507).contains(&len) => {
                 return bad(format!("UDP len {len} not in 16..65507"));
             }
@@ -365,5 +369,7 @@ mod tests {
         assert!(p.validate().is_err());
         let p = TestParams::parse(br#"{"udp":true,"len":8}"#).unwrap();
         assert!(p.validate().is_err());
+        let p = TestParams::parse(br#"{"tcp":true,"len":2097152}"#).unwrap();
+        assert!(p.validate().is_err(), "above iperf3's 1 MiB MAX_BLOCKSIZE");
     }
 }
