@@ -257,10 +257,18 @@ fn udp_details_match_iperf3_schema() {
     assert!(s["packets"].as_i64().unwrap_or(0) > 100, "{s}");
     assert!(s["jitter_ms"].as_f64().is_some(), "{s}");
     assert_eq!(run.client["start"]["test_start"]["protocol"], "UDP");
+    // The UDP block defaults to the control connection's MSS (32768 on Linux loopback), and the
+    // server used the same length.
+    let blk = run.client["start"]["test_start"]["blksize"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(
+        blk > 1460 && blk <= 65507,
+        "UDP len {blk} should come from the loopback MSS"
+    );
     assert_eq!(
-        run.client["start"]["test_start"]["blksize"].as_u64(),
-        Some(32768),
-        "loopback MSS default"
+        run.server["start"]["test_start"]["blksize"].as_u64(),
+        Some(blk)
     );
     // Our client's datagram count matches what iperf3's server saw (highest sequence).
     let server_packets = run.server["end"]["sum_received"]["packets"].as_i64();

@@ -30,6 +30,7 @@ pub fn config(args: &LoopbackArgs) -> anyhow::Result<LoopbackConfig> {
         bandwidth: t.bitrate.map(|b| b.0).unwrap_or(0),
         len: t.length.map(|l| l.min(u32::MAX as u64) as u32),
         ipv6: args.ipv6,
+        window: t.window.map(|w| w.min(u32::MAX as u64) as u32),
         tos: t.tos_byte()?,
         congestion: t.congestion.clone(),
         interval: t.interval,

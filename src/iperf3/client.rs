@@ -97,6 +97,14 @@ pub fn run(
     sink: &dyn IntervalSink,
     stop: &AtomicBool,
 ) -> Result<ThroughputResult> {
+    // Refuse bad parameters before touching the server (a one-off iperf3 server would spend
+    // its only test on our aborted connection).
+    let mut pre = cfg.params.clone();
+    if pre.protocol == Protocol::Udp && pre.len.is_none() {
+        pre.len = Some(wire::params::DEFAULT_UDP_LEN);
+    }
+    pre.validate()
+        .map_err(|e| Iperf3Error::Protocol(format!("bad test parameters: {e}")))?;
     let addr = resolve(cfg)?;
     let cpu_window = CpuWindow::new();
     let control_cpu = ThreadCpu::start();
@@ -151,6 +159,9 @@ fn run_test(
     if params.num > 0 || params.blockcount > 0 {
         params.time = 0;
     }
+    params
+        .validate()
+        .map_err(|e| Iperf3Error::Protocol(format!("bad test parameters: {e}")))?;
     expect_state(ctl, State::ParamExchange)?;
     ctl.send_json(&params.emit())?;
     expect_state(ctl, State::CreateStreams)?;

@@ -148,8 +148,8 @@ pub fn system_info() -> String {
     )
 }
 
-/// Renders the iperf3 `-J` document (tab-indented like cJSON's pretty printer is not needed
-/// by parsers; we pretty-print with serde_json).
+/// Renders the iperf3 `-J` document, pretty-printed by serde_json (cJSON indents with tabs;
+/// parsers do not care).
 pub fn render(r: &ThroughputResult) -> String {
     let udp = r.setup.protocol == Protocol::Udp;
     let streams = r
@@ -179,7 +179,7 @@ pub fn render(r: &ThroughputResult) -> String {
             cookie: &r.cookie,
             tcp_mss_default: r.tcp_mss_default.filter(|_| !udp),
             target_bitrate: r.setup.target_bitrate,
-            sock_bufsize: 0,
+            sock_bufsize: r.setup.window as u64,
             sndbuf_actual: r.sndbuf_actual,
             rcvbuf_actual: r.rcvbuf_actual,
             test_start: TestStart {

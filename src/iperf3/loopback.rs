@@ -27,6 +27,8 @@ pub struct LoopbackConfig {
     /// Block size; None = iperf3's default (TCP 128 KiB, UDP the loopback MSS).
     pub len: Option<u32>,
     pub ipv6: bool,
+    /// Socket buffer size (`-w`), bytes.
+    pub window: Option<u32>,
     pub tos: Option<u8>,
     pub congestion: Option<String>,
     /// Seconds between interval samples.
@@ -45,6 +47,7 @@ impl Default for LoopbackConfig {
             bandwidth: 0,
             len: None,
             ipv6: false,
+            window: None,
             tos: None,
             congestion: None,
             interval: 1.0,
@@ -115,6 +118,7 @@ pub fn run_with_sink(
     p.bandwidth = cfg.bandwidth;
     p.len = cfg.len;
     p.tos = cfg.tos;
+    p.window = cfg.window;
     p.congestion = cfg.congestion.clone();
     ccfg.interval = cfg.interval;
     progress.phase("loopback", (cfg.time + cfg.omit) as u64);

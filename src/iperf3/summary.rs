@@ -297,6 +297,7 @@ pub fn setup_from(params: &TestParams) -> TestSetup {
         bidir: params.bidirectional,
         tos: params.tos.unwrap_or(0),
         target_bitrate: params.bandwidth,
+        window: params.window.unwrap_or(0),
     }
 }
 

@@ -160,6 +160,9 @@ pub struct TestSetup {
     pub tos: u8,
     /// bit/s per stream, 0 = unlimited.
     pub target_bitrate: u64,
+    /// Socket buffer size asked for with `-w` (0 = kernel default).
+    #[serde(default)]
+    pub window: u32,
 }
 
 /// One complete throughput test.

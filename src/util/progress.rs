@@ -37,6 +37,10 @@ impl BarProgress {
     pub fn new() -> Self {
         let bar =
             indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+        // Until the first phase names itself: a spinner, not an empty bar.
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}") {
+            bar.set_style(style);
+        }
         bar.enable_steady_tick(Duration::from_millis(200));
         Self { bar }
     }
