@@ -289,3 +289,42 @@ fn guard_removes_the_lab_when_a_test_panics() {
     }
     assert!(lab::load_config(&name).is_err());
 }
+
+#[test]
+fn down_stops_processes_inside_the_lab() {
+    if !can_run(
+        "down_stops_processes_inside_the_lab",
+        &["ip", "tc", "sleep"],
+    ) {
+        return;
+    }
+    let name = unique_name("d");
+    let _guard = LabGuard::new(&name);
+    let cfg = lab::up(&LabSpec {
+        name: name.clone(),
+        ..LabSpec::default()
+    })
+    .unwrap();
+    let mut child = netns::command_in(&cfg.ns_wan, "sleep")
+        .unwrap()
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    // `ip netns exec` execs sleep, so the PID shows up in the namespace once exec is done.
+    let mut listed = false;
+    for _ in 0..50 {
+        if netns::pids(&cfg.ns_wan).unwrap().contains(&pid) {
+            listed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(listed, "pid {pid} not listed in {}", cfg.ns_wan);
+    let report = lab::down(&name).unwrap();
+    assert!(report.killed.contains(&pid), "{report:?}");
+    let status = routerbench::lab::sys::wait_deadline(&mut child, Duration::from_secs(5))
+        .unwrap()
+        .expect("sleep should have been stopped by down");
+    assert!(!status.success());
+}

@@ -52,7 +52,7 @@ pub enum Command {
     LatencyServer(rrul::ServerArgs),
     /// Sample this machine's CPU, softirq, softnet drops and temperature for a while.
     Monitor(monitor::MonitorArgs),
-    /// The netns router lab (root): up, down, status, measure, capacity.
+    /// The netns router lab (root): up, down, status, measure, capacity, run.
     Lab(lab::LabArgs),
     /// Serve iperf3 3.x clients (TCP/UDP, -R, --bidir, -P) and routerbench clients on one port.
     Server(server::ServerArgs),

@@ -90,6 +90,38 @@ fn loaded(kind: TestKind) -> (bool, bool) {
 
 /// One-way or round-trip samples of a probe series, split into idle (before the load) and
 /// loaded (from `delay + warmup` to the end of the load).
+/// Steady-state goodput of one direction ("upload"/"download"), bit/s: the flows' per-step
+/// goodput summed over the steps that lie inside `[delay + warmup, delay + length]`, so slow
+/// start does not count against theory. Falls back to the test's whole-load mean when the
+/// result carries no steps in that window.
+fn steady_goodput(
+    r: &LatencyResult,
+    direction: &str,
+    warmup: f64,
+    whole_load_mbps: Option<f64>,
+) -> Option<f64> {
+    let (start, end) = (r.delay_s + warmup, r.delay_s + r.length_s);
+    let step = r.step_s;
+    if step <= 0.0 || end - start < step {
+        return whole_load_mbps.map(|m| m * 1e6);
+    }
+    let eps = step / 100.0;
+    let mut bits = 0.0;
+    let mut steps = std::collections::BTreeSet::new();
+    for f in r.flows.iter().filter(|f| f.direction == direction) {
+        for s in &f.samples {
+            if s.t - step >= start - eps && s.t <= end + eps {
+                bits += s.mbps * 1e6 * step;
+                steps.insert((s.t / step).round() as i64);
+            }
+        }
+    }
+    if steps.is_empty() {
+        return whole_load_mbps.map(|m| m * 1e6);
+    }
+    Some(bits / (steps.len() as f64 * step))
+}
+
 fn split<F: Fn(&crate::results::latency::ProbePoint) -> Option<f64>>(
     r: &LatencyResult,
     series: &[&ProbeResult],
@@ -173,7 +205,8 @@ pub fn checks(
     let th = |rate: Option<u64>| rate.map(|x| theory::queue_delay_ms(cfg.buffer_bytes, x));
     let udp: Vec<&ProbeResult> = r.probes.iter().filter(|p| p.kind == "udp").collect();
     let all: Vec<&ProbeResult> = r.probes.iter().collect();
-    let mbps = |m: Option<f64>| m.map(|x| x * 1e6);
+    let up_good = steady_goodput(r, "upload", w, r.summary.upload_mbps);
+    let down_good = steady_goodput(r, "download", w, r.summary.download_mbps);
     // With both directions loaded, each link also carries the other direction's ACKs.
     let g_theory = if up && down {
         theory::goodput_ratio_with_reverse_acks()
@@ -182,14 +215,8 @@ pub fn checks(
     };
     let mut out = Vec::new();
     for (on, name, rate, good, owd_up) in [
-        (up, "up", cfg.up_rate_bps, mbps(r.summary.upload_mbps), true),
-        (
-            down,
-            "down",
-            cfg.down_rate_bps,
-            mbps(r.summary.download_mbps),
-            false,
-        ),
+        (up, "up", cfg.up_rate_bps, up_good, true),
+        (down, "down", cfg.down_rate_bps, down_good, false),
     ] {
         if !on {
             continue;
@@ -327,6 +354,31 @@ mod tests {
         );
         // The round trip crosses both queues, so it is larger than either one-way delay.
         assert!(c[2].loaded.median_ms.unwrap() > c[1].loaded.median_ms.unwrap());
+    }
+
+    #[test]
+    fn goodput_counts_only_the_steady_state() {
+        use crate::results::latency::ThroughputSample;
+        let mut r: LatencyResult = serde_json::from_str(RRUL).unwrap();
+        // Load 1..7 s, step 0.2 s: 1 Mbit/s per upload flow during slow start (before 3 s),
+        // 5 Mbit/s after; the four upload flows give 20 Mbit/s in the steady window.
+        for f in r.flows.iter_mut().filter(|f| f.direction == "upload") {
+            f.samples = (1..=30)
+                .map(|i| {
+                    let t = 1.0 + 0.2 * f64::from(i);
+                    ThroughputSample {
+                        t,
+                        mbps: if t <= 3.0 + 1e-9 { 1.0 } else { 5.0 },
+                        tcp_rtt_ms: None,
+                    }
+                })
+                .collect();
+        }
+        let g = steady_goodput(&r, "upload", 2.0, r.summary.upload_mbps).unwrap();
+        assert!((g - 20e6).abs() < 1.0, "{g}");
+        // Downloads carry no steps in the fixture: the whole-load mean is used.
+        let d = steady_goodput(&r, "download", 2.0, r.summary.download_mbps).unwrap();
+        assert!((d - r.summary.download_mbps.unwrap() * 1e6).abs() < 1e-3);
     }
 
     #[test]

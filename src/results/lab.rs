@@ -164,7 +164,8 @@ pub struct QueueCheck {
     pub p99_increase_ms: Option<f64>,
     pub median_ratio: Option<f64>,
     pub p99_ratio: Option<f64>,
-    /// The test's mean goodput in this direction, bit/s.
+    /// Goodput in this direction over the same window as the delays (after the warm-up, so slow
+    /// start does not count), all flows summed, bit/s.
     pub goodput_bps: Option<f64>,
     /// goodput / rate.
     pub goodput_ratio: Option<f64>,
