@@ -150,7 +150,11 @@ pub fn run(
                     Ok(0) => break,
                     Ok(n) => {
                         let now = Instant::now();
-                        if now >= start && now < end + step {
+                        // Only what arrives inside the load window counts: bytes drained
+                        // from the sender's buffer after the end would add up to a step's
+                        // worth and read above the link rate (uploads are cut the same way
+                        // by the server's step reports).
+                        if now >= start && now < end {
                             out.bytes_per_step[step_of(now)] += n as u64;
                         }
                         live_bytes.fetch_add(n as u64, Ordering::Relaxed);
