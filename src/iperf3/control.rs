@@ -200,10 +200,7 @@ pub fn close_gracefully(mut stream: TcpStream, wait: Duration) {
     }
 }
 
-/// A read that hit SO_RCVTIMEO (Linux reports EAGAIN).
-pub fn is_timeout(e: &std::io::Error) -> bool {
-    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
-}
+pub use crate::net::is_timeout;
 
 /// The peer reset or closed the connection under us.
 pub fn is_reset(e: &std::io::Error) -> bool {

@@ -7,6 +7,7 @@
 //! subtracts: a thread woken late on a busy 2-core VM does not add false queue delay. All lab
 //! namespaces share one CLOCK_REALTIME, so the two ends' stamps are comparable.
 
+use crate::net::is_timeout;
 use anyhow::{Context, Result};
 use nix::sys::socket::{
     ControlMessageOwned, MsgFlags, SockaddrIn, recvmsg, setsockopt, sockopt::ReceiveTimestampns,
@@ -68,13 +69,6 @@ fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> std::io::Result<Received> {
         from: msg.address.map(|a| SocketAddrV4::new(a.ip(), a.port())),
         rx_ns: rx_ns.unwrap_or_else(realtime_ns),
     })
-}
-
-fn is_timeout(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-    )
 }
 
 /// A running UDP echo server; stops when dropped or at its deadline.

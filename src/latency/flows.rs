@@ -128,11 +128,7 @@ pub fn run(
                     Ok(n) => {
                         live_bytes.fetch_add(n as u64, Ordering::Relaxed);
                     }
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                        ) => {}
+                    Err(e) if crate::net::is_timeout(&e) => {}
                     Err(e) => {
                         out.error = Some(format!("{}: send failed: {e}", f.plan.name));
                         break;
@@ -159,11 +155,7 @@ pub fn run(
                         }
                         live_bytes.fetch_add(n as u64, Ordering::Relaxed);
                     }
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                        ) => {}
+                    Err(e) if crate::net::is_timeout(&e) => {}
                     Err(e) => {
                         out.error = Some(format!("{}: receive failed: {e}", f.plan.name));
                         break;

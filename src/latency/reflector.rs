@@ -115,12 +115,7 @@ fn run(inner: Arc<Inner>, sock: UdpSocket, v6: bool) {
     while !inner.shutdown.load(Ordering::SeqCst) {
         let r = match so::recv_timestamped(&sock, &mut buf) {
             Ok(r) => r,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
+            Err(e) if crate::net::is_timeout(&e) => {
                 continue;
             }
             Err(e) => {

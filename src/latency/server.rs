@@ -520,11 +520,7 @@ impl Service {
                         Ok(n) => {
                             bytes.fetch_add(n as u64, Ordering::Relaxed);
                         }
-                        Err(e)
-                            if matches!(
-                                e.kind(),
-                                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                            ) => {}
+                        Err(e) if crate::net::is_timeout(&e) => {}
                         Err(_) => break,
                     }
                 }
@@ -537,11 +533,7 @@ impl Service {
                         Ok(n) => {
                             bytes.fetch_add(n as u64, Ordering::Relaxed);
                         }
-                        Err(e)
-                            if matches!(
-                                e.kind(),
-                                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                            ) => {}
+                        Err(e) if crate::net::is_timeout(&e) => {}
                         Err(_) => break,
                     }
                 }
