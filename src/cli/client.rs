@@ -91,6 +91,22 @@ pub struct TestOpts {
     /// Print iperf3's -J JSON instead of text.
     #[arg(short = 'J', long = "json")]
     pub json: bool,
+    /// CPU affinity, iperf3's `-A n[,m]`: this end's stream threads on CPU n, the server's on
+    /// CPU m.
+    #[arg(short = 'A', long = "affinity", value_parser = parse_affinity, value_name = "N[,M]")]
+    pub affinity: Option<(usize, Option<usize>)>,
+}
+
+/// `-A n[,m]`.
+pub fn parse_affinity(s: &str) -> Result<(usize, Option<usize>), String> {
+    let bad = || format!("bad affinity {s:?}: give a CPU number n, or n,m (client,server)");
+    let (a, b) = match s.split_once(',') {
+        Some((a, b)) => (a, Some(b)),
+        None => (s, None),
+    };
+    let n = a.trim().parse().map_err(|_| bad())?;
+    let m = b.map(|b| b.trim().parse().map_err(|_| bad())).transpose()?;
+    Ok((n, m))
 }
 
 impl TestOpts {
@@ -186,6 +202,11 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
         _ => Family::Any,
     };
     cfg.interval = t.interval;
+    if let Some((n, m)) = t.affinity {
+        crate::util::affinity::check_cpu(n).map_err(|e| anyhow::anyhow!("-A: {e}"))?;
+        cfg.cpu = Some(n);
+        cfg.params.server_affinity = m.map(|m| m as i64);
+    }
     let p = &mut cfg.params;
     p.protocol = if t.udp { Protocol::Udp } else { Protocol::Tcp };
     p.time = t.time;

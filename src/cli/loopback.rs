@@ -34,6 +34,7 @@ pub fn config(args: &LoopbackArgs) -> anyhow::Result<LoopbackConfig> {
         tos: t.tos_byte()?,
         congestion: t.congestion.clone(),
         interval: t.interval,
+        affinity: t.affinity.map(|(n, m)| (n, m.unwrap_or(n))),
     })
 }
 

@@ -45,6 +45,10 @@ pub struct ServerArgs {
     /// UDP port of the latency probe reflector (0 = ephemeral; never the iperf3 port).
     #[arg(long = "latency-udp-port", default_value_t = 0)]
     pub latency_udp_port: u16,
+    /// Pin every test's stream threads to this CPU (iperf3's server `-A n`); a client's
+    /// `-A n,m` overrides it for its test.
+    #[arg(short = 'A', long = "affinity", value_name = "N")]
+    pub affinity: Option<usize>,
     /// Print each finished test as iperf3 -J JSON on stdout.
     #[arg(short = 'J', long = "json")]
     pub json: bool,
@@ -124,6 +128,7 @@ pub fn config(args: &ServerArgs) -> ServerConfig {
         args.max_tests
     };
     cfg.max_concurrent_tests = args.max_concurrent.max(1);
+    cfg.session.cpu = args.affinity;
     cfg.session.max_duration = args.max_duration;
     cfg.session.max_streams = args.max_streams.clamp(1, 128);
     cfg.session.max_buffer_bytes = args.max_buffer_mib.max(1) << 20;
@@ -137,6 +142,9 @@ pub fn config(args: &ServerArgs) -> ServerConfig {
 }
 
 pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
+    if let Some(c) = args.affinity {
+        crate::util::affinity::check_cpu(c).map_err(|e| anyhow::anyhow!("-A: {e}"))?;
+    }
     crate::server::signals::install();
     let observer: Arc<dyn ServerObserver> = if args.quiet && !args.json {
         Arc::new(Quiet)

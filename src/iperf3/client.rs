@@ -37,6 +37,9 @@ pub struct ClientConfig {
     pub interval: f64,
     pub connect_timeout: Duration,
     pub control_timeout: Duration,
+    /// Pin this end's stream threads to this CPU (`-A n`; the server's CPU travels in
+    /// `params.server_affinity`).
+    pub cpu: Option<usize>,
 }
 
 impl ClientConfig {
@@ -53,6 +56,7 @@ impl ClientConfig {
             interval: 1.0,
             connect_timeout: Duration::from_secs(10),
             control_timeout: super::CONTROL_TIMEOUT,
+            cpu: None,
         }
     }
 }
@@ -234,6 +238,7 @@ fn run_test(
             repeating_payload: params.repeating_payload,
             budget: if sender { budget.clone() } else { None },
             drain: true,
+            cpu: cfg.cpu,
         };
         let done = if sender { &done_send } else { &done_recv };
         let h = stream::spawn(id, sock, wcfg, counters, done.clone(), gate.clone())

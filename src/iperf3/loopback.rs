@@ -6,6 +6,7 @@ use super::client::{self, ClientConfig};
 use super::{IntervalSink, Iperf3Error, Result};
 use crate::results::throughput::{Interval, Role, ThroughputResult};
 use crate::server::{Quiet, Server, ServerConfig};
+use crate::util::affinity;
 use crate::util::progress::Progress;
 use crate::wire::iperf3::Protocol;
 use std::sync::Arc;
@@ -33,6 +34,9 @@ pub struct LoopbackConfig {
     pub congestion: Option<String>,
     /// Seconds between interval samples.
     pub interval: f64,
+    /// iperf3's `-A n,m`: every client stream thread on CPU n, every server one on CPU m.
+    /// None: wherever the scheduler puts them (measured best, see `util::affinity`).
+    pub affinity: Option<(usize, usize)>,
 }
 
 impl Default for LoopbackConfig {
@@ -51,6 +55,7 @@ impl Default for LoopbackConfig {
             tos: None,
             congestion: None,
             interval: 1.0,
+            affinity: None,
         }
     }
 }
@@ -92,8 +97,18 @@ pub fn run_with_sink(
         0,
     )
         .into();
+    let (client_cpus, server_cpus) = match cfg.affinity {
+        Some((client, server)) => {
+            for c in [client, server] {
+                affinity::check_cpu(c).map_err(Iperf3Error::Protocol)?;
+            }
+            (Some(client), Some(server))
+        }
+        None => (None, None),
+    };
     let mut scfg = ServerConfig::new(bind);
     scfg.max_tests = Some(1);
+    scfg.session.cpu = server_cpus;
     scfg.session.interval = 0.0;
     let server = Server::bind(scfg, Arc::new(Quiet))
         .map_err(|e| Iperf3Error::io(format!("loopback server on {host}"), e))?
@@ -121,6 +136,7 @@ pub fn run_with_sink(
     p.window = cfg.window;
     p.congestion = cfg.congestion.clone();
     ccfg.interval = cfg.interval;
+    ccfg.cpu = client_cpus;
     progress.phase("loopback", (cfg.time + cfg.omit) as u64);
     let psink = ProgressSink {
         progress,

@@ -56,6 +56,8 @@ pub struct SessionConfig {
     /// Most buffer memory one test may make the server allocate (streams × block size), so
     /// `-P 128 -l 1M --bidir` cannot exhaust a router's RAM.
     pub max_buffer_bytes: u64,
+    /// Pin stream threads to this CPU unless the client asks for one (`-A n,m`).
+    pub cpu: Option<usize>,
 }
 
 impl Default for SessionConfig {
@@ -68,6 +70,7 @@ impl Default for SessionConfig {
             interval: 1.0,
             max_buffer_bytes: 64 << 20,
             idle_timeout: Duration::from_secs(120),
+            cpu: None,
         }
     }
 }
@@ -126,6 +129,29 @@ fn serve_inner(
         source,
     })?;
     check_limits(ctl, &params, cfg)?;
+    // `-A n,m` from the client pins this end's streams to m, as iperf3's server pins itself.
+    let cpu = match params.server_affinity {
+        Some(m) => {
+            let m = usize::try_from(m).map_err(|_| {
+                refuse(
+                    ctl,
+                    errors::IEAFFINITY,
+                    format!("server CPU {m} is negative"),
+                )
+            })?;
+            crate::util::affinity::check_cpu(m).map_err(|message| {
+                // EINVAL, as sched_setaffinity answers: iperf3 prints "unable to set CPU
+                // affinity: Invalid argument".
+                let _ = ctl.send_error(errors::IEAFFINITY, libc::EINVAL);
+                Iperf3Error::Refused {
+                    i_errno: errors::IEAFFINITY,
+                    message,
+                }
+            })?;
+            Some(m)
+        }
+        None => cfg.cpu,
+    };
     let cpu_window = CpuWindow::new();
     let control_cpu = ThreadCpu::start();
     let udp = params.protocol == Protocol::Udp;
@@ -185,6 +211,7 @@ fn serve_inner(
             repeating_payload: params.repeating_payload,
             budget: None,
             drain: true,
+            cpu,
         };
         let h = stream::spawn(id, sock, wcfg, counters, done.clone(), gate.clone())
             .map_err(|e| Iperf3Error::io("spawn stream thread", e))?;

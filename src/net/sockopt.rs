@@ -141,9 +141,23 @@ pub fn mss<S: AsRawFd>(sock: &S) -> io::Result<u32> {
     getsockopt_u32(sock, libc::IPPROTO_TCP, libc::TCP_MAXSEG)
 }
 
-/// Sets SO_RCVLOWAT: a blocking read waits for at least `bytes` (or a timeout, EOF, error).
-pub fn set_rcvlowat<S: AsRawFd>(sock: &S, bytes: u32) -> io::Result<()> {
-    setsockopt_u32(sock, libc::SOL_SOCKET, libc::SO_RCVLOWAT, bytes)
+/// `recv(MSG_WAITALL)`: blocks until `buf` is full, the read timeout passes (then returns
+/// what arrived, or a timeout error if nothing did), EOF or an error.
+pub fn recv_waitall<S: AsRawFd>(sock: &S, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: buf is valid for writes of buf.len() bytes for the duration of the call.
+    let n = unsafe {
+        libc::recv(
+            sock.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_WAITALL,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
 }
 
 /// Sets SO_MAX_PACING_RATE in bytes/s (`--fq-rate`, needs the fq qdisc or TCP internal pacing).

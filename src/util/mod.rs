@@ -1,4 +1,5 @@
 //! Small helpers shared by every module: wall-clock timestamps, progress display.
 
+pub mod affinity;
 pub mod progress;
 pub mod time;

@@ -12,6 +12,8 @@ pub const IENUMSTREAMS: i32 = 6;
 pub const IEBLOCKSIZE: i32 = 7;
 /// Protocol not supported (SCTP here).
 pub const IEPROTOCOL: i32 = 131;
+/// Unable to set CPU affinity (`-A` names a CPU the server cannot use).
+pub const IEAFFINITY: i32 = 132;
 /// Requested total rate above the server's limit.
 pub const IETOTALRATE: i32 = 27;
 pub const IENEWTEST: i32 = 100;
