@@ -24,7 +24,7 @@ pub struct TestParams {
     pub protocol: Protocol,
     /// `-O`: seconds omitted at the start.
     pub omit: u32,
-    /// `-A`: server CPU affinity (we accept and ignore it).
+    /// `-A n,m`: the CPU the server pins its streams to.
     pub server_affinity: Option<i64>,
     /// `-t`: seconds; 0 with `-n`/`-k` or unlimited.
     pub time: u32,
