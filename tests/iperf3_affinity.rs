@@ -34,23 +34,27 @@ fn thread_cpus(pid: u32, prefix: &str) -> Vec<String> {
     out
 }
 
-/// Polls until threads named `prefix` exist in `pid` (at most 5 s); returns their CPU lists.
-fn wait_threads(pid: u32, prefix: &str) -> Vec<String> {
+/// Polls (at most 5 s) until `count` threads named `prefix` exist in `pid`, all allowed only
+/// on `cpu`; returns what it saw last. Threads are spawned one by one and each pins itself
+/// after it starts, so an early look can see fewer, or one not yet pinned.
+fn wait_threads(pid: u32, prefix: &str, count: usize, cpu: usize) -> Vec<String> {
+    let want = cpu.to_string();
     let end = Instant::now() + Duration::from_secs(5);
+    let mut found = Vec::new();
     while Instant::now() < end {
-        let found = thread_cpus(pid, prefix);
-        if !found.is_empty() {
-            return found;
+        found = thread_cpus(pid, prefix);
+        if found.len() == count && found.iter().all(|c| c == &want) {
+            break;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(20));
     }
-    Vec::new()
+    found
 }
 
 #[test]
 fn iperf3_client_pins_our_server_streams() {
     let (n, m) = two_cpus();
-    let port = 45321u16;
+    let port = 25321u16;
     let p = port.to_string();
     let rb = std::path::Path::new(ROUTERBENCH);
     let mut server = Proc::start(rb, &["server", "-p", &p, "-1", "-q"], "aff-srv");
@@ -61,7 +65,7 @@ fn iperf3_client_pins_our_server_streams() {
         &["-c", "127.0.0.1", "-p", &p, "-t", "2", "-P", "2", "-A", &a],
         "aff-cli",
     );
-    let cpus = wait_threads(server.child.id(), "iperf3-stream");
+    let cpus = wait_threads(server.child.id(), "iperf3-stream", 2, m);
     let cst = client.wait(Duration::from_secs(30)).expect("client ends");
     let sst = server.wait(Duration::from_secs(20)).expect("server ends");
     assert!(cst.success(), "iperf3 client: {}", client.stderr_text());
@@ -75,7 +79,7 @@ fn iperf3_client_pins_our_server_streams() {
 #[test]
 fn our_client_pins_its_streams_and_asks_iperf3_server() {
     let (n, m) = two_cpus();
-    let port = 45322u16;
+    let port = 25322u16;
     let p = port.to_string();
     let mut server = Proc::start(&iperf3(), &["-s", "-p", &p, "-1"], "aff-srv2");
     wait_listening(port);
@@ -85,7 +89,7 @@ fn our_client_pins_its_streams_and_asks_iperf3_server() {
         &["client", "127.0.0.1", "-p", &p, "-t", "2", "-A", &a],
         "aff-cli2",
     );
-    let ours = wait_threads(client.child.id(), "iperf3-stream");
+    let ours = wait_threads(client.child.id(), "iperf3-stream", 1, m);
     // iperf3 pins its whole process once the parameters arrive.
     let end = Instant::now() + Duration::from_secs(5);
     let mut theirs = Vec::new();
@@ -110,7 +114,7 @@ fn our_client_pins_its_streams_and_asks_iperf3_server() {
 #[test]
 fn a_cpu_the_server_cannot_use_is_refused_with_error_132() {
     let rb = std::path::Path::new(ROUTERBENCH);
-    let port = 45323u16;
+    let port = 25323u16;
     let p = port.to_string();
     // Our own client checks its CPU before connecting.
     let out = std::process::Command::new(rb)

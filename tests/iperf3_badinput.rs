@@ -47,7 +47,7 @@ fn server_error(i_errno: u32) -> Vec<u8> {
 #[test]
 fn hostile_peers_are_refused_while_a_real_test_passes() {
     let ip3 = iperf3();
-    let port = 45331u16;
+    let port = 25331u16;
     let p = port.to_string();
     let mut server = Proc::start(
         std::path::Path::new(ROUTERBENCH),
@@ -158,7 +158,7 @@ fn hostile_peers_are_refused_while_a_real_test_passes() {
 #[test]
 fn busy_server_answers_access_denied() {
     let ip3 = iperf3();
-    let port = 45332u16;
+    let port = 25332u16;
     let p = port.to_string();
     let mut server = Proc::start(
         std::path::Path::new(ROUTERBENCH),
@@ -197,6 +197,13 @@ fn busy_server_answers_access_denied() {
         .wait(Duration::from_secs(20))
         .expect("first client hung");
     assert!(st1.success(), "{}", first.stderr_text());
+    // The server frees the first test's slot just after it logs the test's summary: wait for
+    // that line (bounded), so the third client is not told "busy" instead.
+    let until = Instant::now() + Duration::from_secs(10);
+    while !server.stdout_text().contains("Test from") && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
     // A stream limit is refused with SERVER_ERROR and iperf3's code, which 3.12 prints.
     let mut third = Proc::start(
         &ip3,
@@ -218,7 +225,7 @@ fn busy_server_answers_access_denied() {
 #[test]
 fn duplicate_cookie_of_a_running_test_is_denied() {
     // A raw client: handshake, one data stream, then a late connection with the same cookie.
-    let port = 45333u16;
+    let port = 25333u16;
     let p = port.to_string();
     let mut server = Proc::start(
         std::path::Path::new(ROUTERBENCH),
@@ -263,7 +270,7 @@ fn duplicate_cookie_of_a_running_test_is_denied() {
 #[test]
 fn silent_client_mid_test_is_ended_by_rcv_timeout() {
     // Handshake done, one data stream open, then nothing: no FIN ever comes (a pulled cable).
-    let port = 45334u16;
+    let port = 25334u16;
     let p = port.to_string();
     let mut server = Proc::start(
         std::path::Path::new(ROUTERBENCH),

@@ -132,7 +132,7 @@ macro_rules! interop {
 interop!(
     iperf3_client_tcp,
     Ours::Server,
-    45301,
+    25301,
     ["-t", "2"],
     reverse = false,
     bidir = false,
@@ -141,7 +141,7 @@ interop!(
 interop!(
     iperf3_client_reverse,
     Ours::Server,
-    45302,
+    25302,
     ["-t", "2", "-R"],
     reverse = true,
     bidir = false,
@@ -150,7 +150,7 @@ interop!(
 interop!(
     iperf3_client_bidir,
     Ours::Server,
-    45303,
+    25303,
     ["-t", "2", "--bidir"],
     reverse = false,
     bidir = true,
@@ -159,7 +159,7 @@ interop!(
 interop!(
     iperf3_client_parallel4,
     Ours::Server,
-    45304,
+    25304,
     ["-t", "2", "-P", "4"],
     reverse = false,
     bidir = false,
@@ -168,7 +168,7 @@ interop!(
 interop!(
     iperf3_client_udp,
     Ours::Server,
-    45305,
+    25305,
     ["-t", "2", "-u", "-b", "100M"],
     reverse = false,
     bidir = false,
@@ -177,7 +177,7 @@ interop!(
 interop!(
     routerbench_client_tcp,
     Ours::Client,
-    45311,
+    25311,
     ["-t", "2"],
     reverse = false,
     bidir = false,
@@ -186,7 +186,7 @@ interop!(
 interop!(
     routerbench_client_reverse,
     Ours::Client,
-    45312,
+    25312,
     ["-t", "2", "-R"],
     reverse = true,
     bidir = false,
@@ -195,7 +195,7 @@ interop!(
 interop!(
     routerbench_client_bidir,
     Ours::Client,
-    45313,
+    25313,
     ["-t", "2", "--bidir"],
     reverse = false,
     bidir = true,
@@ -204,7 +204,7 @@ interop!(
 interop!(
     routerbench_client_parallel4,
     Ours::Client,
-    45314,
+    25314,
     ["-t", "2", "-P", "4"],
     reverse = false,
     bidir = false,
@@ -213,7 +213,7 @@ interop!(
 interop!(
     routerbench_client_udp,
     Ours::Client,
-    45315,
+    25315,
     ["-t", "2", "-u", "-b", "100M"],
     reverse = false,
     bidir = false,
@@ -240,19 +240,19 @@ fn check_bytes_test(run: &Run, ours: Ours) {
 
 #[test]
 fn iperf3_client_bytes() {
-    let run = run_pair(Ours::Server, 45306, &["-n", "50M"]);
+    let run = run_pair(Ours::Server, 25306, &["-n", "50M"]);
     check_bytes_test(&run, Ours::Server);
 }
 
 #[test]
 fn routerbench_client_bytes() {
-    let run = run_pair(Ours::Client, 45316, &["-n", "50M"]);
+    let run = run_pair(Ours::Client, 25316, &["-n", "50M"]);
     check_bytes_test(&run, Ours::Client);
 }
 
 #[test]
 fn udp_details_match_iperf3_schema() {
-    let run = run_pair(Ours::Client, 45317, &["-t", "2", "-u", "-b", "50M"]);
+    let run = run_pair(Ours::Client, 25317, &["-t", "2", "-u", "-b", "50M"]);
     let s = &run.client["end"]["streams"][0]["udp"];
     assert!(s["packets"].as_i64().unwrap_or(0) > 100, "{s}");
     assert!(s["jitter_ms"].as_f64().is_some(), "{s}");
@@ -270,16 +270,24 @@ fn udp_details_match_iperf3_schema() {
         run.server["start"]["test_start"]["blksize"].as_u64(),
         Some(blk)
     );
-    // Our client's datagram count matches what iperf3's server saw (highest sequence).
-    let server_packets = run.server["end"]["sum_received"]["packets"].as_i64();
-    assert_eq!(s["packets"].as_i64(), server_packets);
+    // Our client's datagram count matches what iperf3's server saw (highest sequence), up to
+    // the last datagrams: iperf3 3.12 stops reading data once TEST_END arrives, and on a busy
+    // box that can be before it read the final one or two.
+    let server_packets = run.server["end"]["sum_received"]["packets"]
+        .as_i64()
+        .expect("server packets");
+    let ours = s["packets"].as_i64().expect("client packets");
+    assert!(
+        (ours - 2..=ours).contains(&server_packets),
+        "client sent {ours} datagrams, iperf3 server saw {server_packets}"
+    );
 }
 
 #[test]
 fn two_iperf3_clients_at_once() {
     // iperf3 refuses a second client while a test runs; routerbench runs both.
     let ip3 = iperf3();
-    let port = 45318u16;
+    let port = 25318u16;
     let p = port.to_string();
     let mut server = Proc::start(
         std::path::Path::new(ROUTERBENCH),

@@ -131,6 +131,8 @@ fn loopback_udp_rate() {
         &LoopbackConfig {
             udp: true,
             bandwidth: 20_000_000,
+            // ~1800 datagrams in the second, so one lost burst on a busy box is not 10 %.
+            len: Some(1400),
             ..cfg(1)
         },
         &NoProgress,
@@ -140,6 +142,6 @@ fn loopback_udp_rate() {
     let u = r.streams[0].udp.as_ref().expect("udp summary");
     let bps = r.sum_sent.bits_per_second;
     assert!((12e6..28e6).contains(&bps), "paced to 20 Mbit/s, got {bps}");
-    assert!(u.packets.unwrap_or(0) > 50);
+    assert!(u.packets.unwrap_or(0) > 1000, "{:?}", u.packets);
     assert!(u.lost_percent.unwrap_or(100.0) < 10.0);
 }

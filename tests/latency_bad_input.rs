@@ -204,10 +204,22 @@ fn udp_from(ip: &str, port: u16) -> UdpSocket {
     s
 }
 
+/// Sends `pkt` and returns the reply, if one comes within the socket's 300 ms (enough to show
+/// that none comes).
 fn answered(s: &UdpSocket, pkt: &[u8]) -> Option<Vec<u8>> {
     s.send(pkt).unwrap();
     let mut buf = [0u8; 2048];
     s.recv(&mut buf).ok().map(|n| buf[..n].to_vec())
+}
+
+/// Sends `pkt` where a reply is expected: waits up to 3 s, since the parallel tests of this
+/// file keep both CPUs busy.
+fn reply_to(s: &UdpSocket, pkt: &[u8]) -> Option<Vec<u8>> {
+    s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let r = answered(s, pkt);
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    r
 }
 
 #[test]
@@ -220,7 +232,7 @@ fn reflector_answers_only_live_sessions_from_their_address() {
     let (_ctl, id, port) = session(addr);
     let s = udp_from("127.0.0.1", port);
     // A valid probe: answered, same length, with a server receive stamp.
-    let reply = answered(&s, &probe(id, 0, 100)).expect("valid probe answered");
+    let reply = reply_to(&s, &probe(id, 0, 100)).expect("valid probe answered");
     assert_eq!(reply.len(), 100, "reply never larger than the probe");
     let p = ProbePacket::new_checked(&reply[..]).unwrap();
     assert_eq!((p.kind(), p.session(), p.seq()), (rb::KIND_REPLY, id, 0));
@@ -344,7 +356,7 @@ fn client_vanishing_mid_test_frees_the_slot() {
         Some(Message::StepReport { .. })
     ));
     let u = udp_from("127.0.0.1", port);
-    assert!(answered(&u, &probe(id, 0, 64)).is_some());
+    assert!(reply_to(&u, &probe(id, 0, 64)).is_some());
     // The client vanishes: every socket closes at once, 27 s before the test would end.
     drop(ctl);
     drop(flows);
@@ -390,6 +402,7 @@ fn reflector_mirrors_the_probe_dscp() {
     let (_ctl, id, port) = session(addr);
     for tos in [0xb8u8, 0x20, 0x00] {
         let s = udp_from("127.0.0.1", port);
+        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
         so::set_tos(&s, false, tos).unwrap();
         so::enable_recv_tos(&s, false).unwrap();
         s.send(&probe(id, tos as u32, 64)).unwrap();

@@ -84,7 +84,23 @@ fn kernel_rtt_sees_a_tbf_queue_and_splits_it() {
             .spawn()
             .unwrap(),
     );
-    std::thread::sleep(Duration::from_millis(500));
+    // Wait (at most 10 s) until the server listens: /proc/<pid>/net/tcp shows the sockets of
+    // the process's namespace; port 5201 is 0x1451, state 0A is LISTEN.
+    let pid = ns.server.as_ref().map(|c| c.id()).expect("server started");
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    let listening = || {
+        std::fs::read_to_string(format!("/proc/{pid}/net/tcp"))
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.contains(":1451 ") && l.split_whitespace().nth(3) == Some("0A"))
+    };
+    while !listening() && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        listening(),
+        "latency-server did not listen on 5201 within 10 s"
+    );
     let json = std::env::temp_dir().join(format!("{}.json", ns.name));
     let out = Command::new("ip")
         .args([
@@ -98,6 +114,9 @@ fn kernel_rtt_sees_a_tbf_queue_and_splits_it() {
             "4",
             "--delay",
             "2",
+            // Loss-based, so the flows fill the queue (this kernel's default, bbr, keeps it short).
+            "--cc",
+            "cubic",
             "-q",
             "--json",
         ])
