@@ -403,7 +403,7 @@ fn reflector_mirrors_the_probe_dscp() {
     for tos in [0xb8u8, 0x20, 0x00] {
         let s = udp_from("127.0.0.1", port);
         s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
-        so::set_tos(&s, false, tos).unwrap();
+        so::set_tos(&s, tos, false).unwrap();
         so::enable_recv_tos(&s, false).unwrap();
         s.send(&probe(id, tos as u32, 64)).unwrap();
         let mut buf = [0u8; 256];

@@ -40,7 +40,7 @@ pub fn open(
         socket2::Domain::IPV4
     };
     let sock = socket2::Socket::new(domain, socket2::Type::STREAM, Some(socket2::Protocol::TCP))?;
-    so::set_tos(&sock, v6, plan.tos)?;
+    so::set_tos(&sock, plan.tos, v6)?;
     if let Some(cc) = cc {
         so::set_congestion(&sock, cc)?;
     }

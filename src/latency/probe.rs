@@ -110,7 +110,7 @@ fn open_streams(cfg: &ProbeConfig, plans: &[ProbePlan]) -> anyhow::Result<Vec<St
                 };
                 let s = UdpSocket::bind(bind)?;
                 s.connect(cfg.reflector)?;
-                so::set_tos(&s, v6, plan.tos)?;
+                so::set_tos(&s, plan.tos, v6)?;
                 let mode = so::enable_timestamps(&s)?;
                 s.set_nonblocking(true)?;
                 let note = (mode == so::TimestampMode::RxOnly)

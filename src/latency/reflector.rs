@@ -147,7 +147,7 @@ fn run(inner: Arc<Inner>, sock: UdpSocket, v6: bool) {
         });
         let rx_ns = r.kernel_ns.unwrap_or(r.user_ns);
         let tos = r.tos.unwrap_or(0);
-        if tos != current_tos && so::set_tos(&sock, v6, tos).is_ok() {
+        if tos != current_tos && so::set_tos(&sock, tos, v6).is_ok() {
             current_tos = tos;
         }
         let Ok(mut pkt) = ProbePacket::new_checked(&mut buf[..r.len]) else {

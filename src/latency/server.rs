@@ -455,7 +455,7 @@ impl Service {
             );
         }
         let v6 = peer.is_ipv6() && !is_mapped(peer.ip());
-        so::set_tos(&stream, v6, tos)?;
+        so::set_tos(&stream, tos, v6)?;
         if !cc.is_empty()
             && let Err(e) = so::set_congestion(&stream, &cc)
         {

@@ -16,24 +16,15 @@ pub fn realtime_ns() -> u64 {
         .unwrap_or(0)
 }
 
-/// Sets the TOS byte (IPv4) or traffic class (IPv6) on a socket.
-pub fn set_tos(sock: &impl AsFd, v6: bool, tos: u8) -> io::Result<()> {
-    let s = socket2::SockRef::from(sock);
-    if v6 {
-        s.set_tclass_v6(tos as u32)
-    } else {
-        s.set_tos_v4(tos as u32)
-    }
-}
-
 /// Reads the TOS byte or traffic class back from a socket.
 pub fn tos(sock: &impl AsFd, v6: bool) -> io::Result<u8> {
     let s = socket2::SockRef::from(sock);
     Ok((if v6 { s.tclass_v6()? } else { s.tos_v4()? }) as u8)
 }
 
-// Congestion control is the same for every test: one implementation in `sockopt`.
-pub use super::sockopt::{congestion, set_congestion};
+// Congestion control and marking are the same for every test: one implementation in `sockopt`
+// (its `set_tos(sock, tos, v6)` also marks IPv4-mapped peers of a dual-stack socket).
+pub use super::sockopt::{congestion, set_congestion, set_tos};
 
 /// Smoothed RTT (µs) from TCP_INFO, or None if the kernel refuses.
 pub fn tcp_rtt_us(sock: &impl AsFd) -> Option<u32> {
@@ -329,7 +320,7 @@ mod tests {
         let mode_a = enable_timestamps(&a).unwrap();
         enable_timestamps(&b).unwrap();
         enable_recv_tos(&b, false).unwrap();
-        set_tos(&a, false, 0xb8).unwrap();
+        set_tos(&a, 0xb8, false).unwrap();
         assert_eq!(tos(&a, false).unwrap(), 0xb8);
         // RX stamping is switched on by deferred kernel work after the first socket asks, so
         // the first packets of a process may be unstamped: retry a few times.
