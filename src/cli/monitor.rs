@@ -1,5 +1,6 @@
-//! `routerbench monitor`: sample this machine's CPU, softirq, softnet and temperature for a
-//! while and print what a router owner needs to see (run it on the router during a test).
+//! `routerbench monitor`: sample this machine's CPU, softirq, softnet, temperature and queues
+//! (qdisc backlog, BQL) for a while and print what a router owner needs to see (run it on the
+//! router during a test).
 
 use clap::Args;
 use std::time::Duration;
