@@ -10,6 +10,8 @@ use std::path::Path;
 pub const MAX_DEVICES: usize = 64;
 /// At most this many TX queues per device.
 pub const MAX_TX_QUEUES: usize = 64;
+/// At most this many TX queues per reading over all devices (two small files each).
+pub const MAX_TOTAL_QUEUES: usize = 256;
 
 /// One TX queue's reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,8 +60,9 @@ pub fn read(root: &Path) -> Option<Vec<DeviceBql>> {
         .collect();
     names.sort();
     let mut out = Vec::new();
+    let mut total = 0usize;
     for dev in names {
-        if out.len() >= MAX_DEVICES {
+        if out.len() >= MAX_DEVICES || total >= MAX_TOTAL_QUEUES {
             break;
         }
         let Ok(qdir) = std::fs::read_dir(net.join(&dev).join("queues")) else {
@@ -67,7 +70,7 @@ pub fn read(root: &Path) -> Option<Vec<DeviceBql>> {
         };
         let mut queues: Vec<TxQueue> = Vec::new();
         for e in qdir.flatten() {
-            if queues.len() >= MAX_TX_QUEUES {
+            if queues.len() >= MAX_TX_QUEUES || total + queues.len() >= MAX_TOTAL_QUEUES {
                 break;
             }
             let Some(n) = e.file_name().to_str().and_then(tx_index) else {
@@ -88,6 +91,7 @@ pub fn read(root: &Path) -> Option<Vec<DeviceBql>> {
             }
         }
         if !queues.is_empty() {
+            total += queues.len();
             queues.sort_by_key(|q| q.queue);
             out.push(DeviceBql { dev, queues });
         }
@@ -165,5 +169,28 @@ pub(crate) mod tests {
         assert_eq!(parse_value("-1\n"), None);
         assert_eq!(tx_index("tx-12"), Some(12));
         assert_eq!(tx_index("rx-0"), None);
+    }
+
+    #[test]
+    fn queues_are_bounded_per_reading() {
+        let root = std::env::temp_dir().join(format!("rb-bql-many-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for d in 0..5 {
+            for n in 0..70 {
+                let b = root.join(format!(
+                    "sys/class/net/d{d}/queues/tx-{n}/byte_queue_limits"
+                ));
+                std::fs::create_dir_all(&b).unwrap();
+                std::fs::write(b.join("inflight"), "1\n").unwrap();
+                std::fs::write(b.join("limit"), "10\n").unwrap();
+            }
+        }
+        let got = read(&root).unwrap();
+        assert_eq!(
+            got.iter().map(|d| d.queues.len()).collect::<Vec<_>>(),
+            [MAX_TX_QUEUES, MAX_TX_QUEUES, MAX_TX_QUEUES, MAX_TX_QUEUES]
+        );
+        assert_eq!(got.iter().map(DeviceBql::inflight).sum::<u64>(), 256);
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }
