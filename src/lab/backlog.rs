@@ -2,7 +2,6 @@
 //! tbf / htb) in the router namespace while a test runs. backlog·8/rate is the queue delay a
 //! packet arriving at that moment will see, independent of any probe.
 
-use super::shape;
 use super::sys::run_tool;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,7 +27,7 @@ pub struct BacklogSampler {
 
 fn root_backlog(ns: &str, dev: &str) -> Option<u64> {
     let out = run_tool("tc", &["-n", ns, "-s", "-j", "qdisc", "show", "dev", dev]).ok()?;
-    let q = shape::parse_qdisc_json(dev, &out).ok()?;
+    let q = crate::monitor::qdisc::parse_qdisc_json(dev, &out).ok()?;
     q.iter().find(|q| q.root).map(|q| q.backlog_bytes)
 }
 

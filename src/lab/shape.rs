@@ -1,5 +1,5 @@
 //! The bottleneck: rate and size parsing, the `tc` command lines for tbf and htb+bfifo, and the
-//! qdisc counters read back from `tc -s -j qdisc show`.
+//! total drops of the qdisc counters read back with `crate::monitor::qdisc`.
 
 use crate::results::lab::{QdiscStats, Shaper};
 use anyhow::{Result, bail};
@@ -104,39 +104,6 @@ pub fn tc_commands(
     }
 }
 
-/// Parses `tc -s -j qdisc show dev DEV` output into counters.
-pub fn parse_qdisc_json(dev: &str, text: &str) -> Result<Vec<QdiscStats>> {
-    let v: serde_json::Value = serde_json::from_str(text.trim())
-        .map_err(|e| anyhow::anyhow!("cannot parse `tc -s -j qdisc show dev {dev}` output: {e}"))?;
-    let Some(list) = v.as_array() else {
-        bail!("`tc -s -j qdisc show dev {dev}` did not print a JSON array");
-    };
-    let num = |q: &serde_json::Value, k: &str| q.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
-    Ok(list
-        .iter()
-        .map(|q| QdiscStats {
-            dev: dev.to_string(),
-            kind: q
-                .get("kind")
-                .and_then(|x| x.as_str())
-                .unwrap_or("?")
-                .to_string(),
-            handle: q
-                .get("handle")
-                .and_then(|x| x.as_str())
-                .unwrap_or("")
-                .to_string(),
-            root: q.get("root").and_then(|x| x.as_bool()).unwrap_or(false),
-            bytes: num(q, "bytes"),
-            packets: num(q, "packets"),
-            drops: num(q, "drops"),
-            overlimits: num(q, "overlimits"),
-            backlog_bytes: num(q, "backlog"),
-            qlen: num(q, "qlen"),
-        })
-        .collect())
-}
-
 /// Total drops of all qdiscs on a device (tbf root, or htb root + bfifo leaf).
 pub fn total_drops(qdiscs: &[QdiscStats]) -> u64 {
     qdiscs.iter().map(|q| q.drops).sum()
@@ -193,25 +160,13 @@ mod tests {
         );
     }
 
-    // Captured from `tc -n rbx-rtr -s -j qdisc show dev rtr-wan` (iproute2 6.1) after a
-    // 20 Mbit/s x 64000 B upload and a download run.
-    const TBF_JSON: &str = r#"[{"kind":"tbf","handle":"1:","root":true,"refcnt":3,"options":{"rate":2500000,"burst":15360,"lat":19456},"bytes":25847746,"packets":27243,"drops":19,"overlimits":49877,"requeues":0,"backlog":0,"qlen":0}]"#;
-
     #[test]
-    fn parse_tbf_stats() {
-        let q = parse_qdisc_json("rtr-wan", TBF_JSON).unwrap();
-        assert_eq!(q.len(), 1);
-        assert_eq!(q[0].kind, "tbf");
-        assert!(q[0].root);
-        assert_eq!(q[0].bytes, 25_847_746);
-        assert_eq!(q[0].drops, 19);
-        assert_eq!(total_drops(&q), 19);
-    }
-
-    #[test]
-    fn parse_garbage() {
-        assert!(parse_qdisc_json("x", "not json").is_err());
-        assert!(parse_qdisc_json("x", "{}").is_err());
-        assert!(parse_qdisc_json("x", "[]").unwrap().is_empty());
+    fn total_drops_sums_root_and_leaf() {
+        let q = |drops| QdiscStats {
+            drops,
+            ..Default::default()
+        };
+        assert_eq!(total_drops(&[q(19), q(4)]), 23);
+        assert_eq!(total_drops(&[]), 0);
     }
 }

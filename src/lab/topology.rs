@@ -355,7 +355,7 @@ pub fn down(name: &str) -> Result<DownReport> {
 /// Qdisc counters of `dev` in the router namespace.
 pub fn qdisc_stats(cfg: &LabConfig, dev: &str) -> Result<Vec<QdiscStats>> {
     let out = tc(&cfg.ns_rtr, &["-s", "-j", "qdisc", "show", "dev", dev])?;
-    shape::parse_qdisc_json(dev, &out)
+    crate::monitor::qdisc::parse_qdisc_json(dev, &out)
 }
 
 fn ns_status(ns: &str) -> NamespaceStatus {
@@ -408,7 +408,7 @@ pub fn status(name: &str) -> Result<LabStatus> {
     }
     for dev in [DEV_RTR_WAN, DEV_RTR_LAN] {
         if let Ok(out) = tc(&rtr, &["-s", "-j", "qdisc", "show", "dev", dev])
-            && let Ok(q) = shape::parse_qdisc_json(dev, &out)
+            && let Ok(q) = crate::monitor::qdisc::parse_qdisc_json(dev, &out)
         {
             st.qdiscs.extend(q);
         }

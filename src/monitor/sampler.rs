@@ -2,6 +2,7 @@
 //! `MonitorResult`. Bounded in samples and duration so it can never run away.
 
 use super::procfs::{self, CpuTicks, SoftnetRow};
+use super::queues::QueueReader;
 use crate::results::monitor::{MonitorResult, MonitorSample, MonitorSummary, ProcessCpu};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,11 @@ pub struct SamplerConfig {
     pub interval: Duration,
     /// Hard stop even if `stop` is never called.
     pub max_duration: Duration,
+    /// How often the queue gauges (qdisc backlog, BQL inflight) are read; at most `interval`.
+    /// `tc` is additionally paced to a tenth of one core.
+    pub queue_interval: Duration,
+    /// The `tc` program that reads the qdiscs (`None`: qdiscs are not sampled).
+    pub tc: Option<String>,
 }
 
 impl Default for SamplerConfig {
@@ -26,6 +32,8 @@ impl Default for SamplerConfig {
             root: PathBuf::from("/"),
             interval: Duration::from_millis(500),
             max_duration: Duration::from_secs(3600),
+            queue_interval: Duration::from_millis(100),
+            tc: Some("tc".into()),
         }
     }
 }
@@ -232,11 +240,24 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
     if first.temp_max_c.is_none() {
         result.notes.push("no temperature sensor".into());
     }
+    let queue_gap = cfg.queue_interval.clamp(
+        Duration::from_millis(10),
+        cfg.interval.max(Duration::from_millis(10)),
+    );
+    let mut queues = QueueReader::new(&cfg.root, cfg.tc.clone(), queue_gap);
+    if queues.active() {
+        result.queue_interval_s = Some(queue_gap.as_secs_f64());
+    }
+    let mut next_queue = Instant::now() + queue_gap;
     let mut prev = first;
     let mut next = start + cfg.interval;
     loop {
-        // Sleep in short slices so `stop` is seen quickly.
+        // Sleep in short slices so `stop` is seen quickly; read the queues in between.
         while Instant::now() < next && !stop.load(Ordering::Relaxed) {
+            if queues.active() && Instant::now() >= next_queue {
+                queues.read();
+                next_queue = (next_queue + queue_gap).max(Instant::now());
+            }
             std::thread::sleep(
                 Duration::from_millis(20).min(next.saturating_duration_since(Instant::now())),
             );
@@ -248,7 +269,9 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
             .zip(prev.at)
             .is_some_and(|(c, p)| c.duration_since(p) >= cfg.interval / 4)
         {
-            result.samples.push(interval(&prev, &cur, t));
+            let mut s = interval(&prev, &cur, t);
+            s.queues = queues.take_interval();
+            result.samples.push(s);
             prev = cur;
         }
         if stop.load(Ordering::Relaxed)
@@ -279,6 +302,8 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
     top.truncate(8);
     result.top_processes = top;
     result.summary = summarize(&result.samples);
+    result.notes.append(&mut queues.notes);
+    result.summary.queues = queues.summary();
     result
 }
 
@@ -307,6 +332,7 @@ fn summarize(samples: &[MonitorSample]) -> MonitorSummary {
         softnet_dropped_total: sum_opt(&|s| s.softnet_dropped),
         softnet_time_squeeze_total: sum_opt(&|s| s.softnet_time_squeeze),
         temperature_max_c: fmax(&mut samples.iter().filter_map(|s| s.temperature_max_c)),
+        queues: Vec::new(),
     }
 }
 
@@ -353,6 +379,8 @@ mod tests {
             root: root.clone(),
             interval: Duration::from_millis(30),
             max_duration: Duration::from_millis(200),
+            queue_interval: Duration::from_millis(10),
+            tc: Some("routerbench-no-such-tc".into()),
         })
         .unwrap();
         std::thread::sleep(Duration::from_millis(100));
@@ -364,6 +392,28 @@ mod tests {
         );
         assert!(r.notes.iter().any(|n| n.contains("/proc/stat")));
         assert_eq!(r.summary.busiest_cpu_max_pct, None);
+        // No /sys/class/net and no tc: one note each, no readings, no panic.
+        assert_eq!(
+            r.notes
+                .iter()
+                .filter(|n| n.starts_with("/sys/class/net missing"))
+                .count(),
+            1,
+            "{:?}",
+            r.notes
+        );
+        assert_eq!(
+            r.notes
+                .iter()
+                .filter(|n| n.contains("routerbench-no-such-tc not found"))
+                .count(),
+            1,
+            "{:?}",
+            r.notes
+        );
+        assert_eq!(r.queue_interval_s, None);
+        assert!(r.summary.queues.is_empty());
+        assert!(r.samples.iter().all(|s| s.queues.is_empty()));
         std::fs::remove_dir_all(&root).unwrap();
     }
 
