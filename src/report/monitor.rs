@@ -55,6 +55,19 @@ pub fn render_text(m: &MonitorResult) -> String {
     for q in s.queues.iter().filter(|q| q.had_anything()) {
         out.push_str(&format!("queues     {}\n", queue_line(q)));
     }
+    // Watched but never held a byte: say so, so an empty queue is not mistaken for unmeasured.
+    let idle: Vec<&str> = s
+        .queues
+        .iter()
+        .filter(|q| !q.had_anything())
+        .map(|q| q.dev.as_str())
+        .collect();
+    if !idle.is_empty() {
+        out.push_str(&format!(
+            "queues     empty throughout: {}\n",
+            idle.join(", ")
+        ));
+    }
     if let Some(t) = s.temperature_max_c {
         out.push_str(&format!("temp       max {t:.1} °C\n"));
     }
@@ -151,6 +164,7 @@ mod tests {
             [
                 "queues     eth0 qdisc fq_codel backlog max 45.2 KB (qlen 31, 12 drops), BQL inflight max 9.1 KB (limit 14.6 KB)",
                 "queues     wan qdisc cake backlog max 0 B (qlen 0, 1 drop)",
+                "queues     empty throughout: br-lan, lan1",
             ]
         );
         assert_eq!(fmt_bytes(999), "999 B");
