@@ -3,6 +3,9 @@
 //! RTT must see the queue (send stamps at qdisc entry), split it between up and down, and agree
 //! with the user-space RTT. Needs root; skips with a reason otherwise. The namespace is deleted.
 
+mod netns_support;
+
+use netns_support::run;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -20,22 +23,6 @@ impl Drop for Netns {
         let _ = Command::new("ip")
             .args(["netns", "del", &self.name])
             .status();
-    }
-}
-
-fn run(args: &[&str]) -> Result<(), String> {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .map_err(|e| format!("{}: {e}", args[0]))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
     }
 }
 

@@ -4,6 +4,9 @@
 //! readings must be the namespace's (only `lo`, a tbf) and see a backlog; BQL is skipped with a
 //! note. Needs root and tc; skips with a reason otherwise. The namespace is deleted by a guard.
 
+mod netns_support;
+
+use netns_support::run;
 use routerbench::monitor::{Sampler, SamplerConfig};
 use std::net::UdpSocket;
 use std::process::Command;
@@ -14,22 +17,6 @@ struct Netns(String);
 impl Drop for Netns {
     fn drop(&mut self) {
         let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
-
-fn run(args: &[&str]) -> Result<(), String> {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .map_err(|e| format!("{}: {e}", args[0]))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
     }
 }
 
