@@ -132,22 +132,18 @@ fn serve_inner(
     // `-A n,m` from the client pins this end's streams to m, as iperf3's server pins itself.
     let cpu = match params.server_affinity {
         Some(m) => {
-            let m = usize::try_from(m).map_err(|_| {
-                refuse(
-                    ctl,
-                    errors::IEAFFINITY,
-                    format!("server CPU {m} is negative"),
-                )
-            })?;
-            crate::util::affinity::check_cpu(m).map_err(|message| {
-                // EINVAL, as sched_setaffinity answers: iperf3 prints "unable to set CPU
-                // affinity: Invalid argument".
-                let _ = ctl.send_error(errors::IEAFFINITY, libc::EINVAL);
-                Iperf3Error::Refused {
-                    i_errno: errors::IEAFFINITY,
-                    message,
-                }
-            })?;
+            let m = usize::try_from(m)
+                .map_err(|_| format!("server CPU {m} is negative"))
+                .and_then(|m| crate::util::affinity::check_cpu(m).map(|()| m))
+                .map_err(|message| {
+                    // EINVAL, as sched_setaffinity answers: iperf3 prints "unable to set CPU
+                    // affinity: Invalid argument".
+                    let _ = ctl.send_error(errors::IEAFFINITY, libc::EINVAL);
+                    Iperf3Error::Refused {
+                        i_errno: errors::IEAFFINITY,
+                        message,
+                    }
+                })?;
             Some(m)
         }
         None => cfg.cpu,
