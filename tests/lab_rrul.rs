@@ -109,29 +109,24 @@ fn run_case(c: &Case) -> Vec<String> {
             );
         }
     }
-    if bidir {
-        let rtt = run
-            .checks
-            .iter()
-            .find(|q| q.metric.starts_with("round trip"));
-        within(
-            "round-trip median/(both queues)",
-            rtt.and_then(|q| q.median_ratio),
-            0.3,
-            1.05,
-        );
-    }
     within(
         "loaded directions",
         Some(f64::from(directions)),
         if bidir { 2.0 } else { 1.0 },
         if bidir { 2.0 } else { 1.0 },
     );
-    if !bidir {
-        let rtt = run
-            .checks
-            .iter()
-            .find(|q| q.metric.starts_with("round trip"));
+    let rtt = run
+        .checks
+        .iter()
+        .find(|q| q.metric.starts_with("round trip"));
+    if bidir {
+        within(
+            "round-trip median/(both queues)",
+            rtt.and_then(|q| q.median_ratio),
+            0.3,
+            1.05,
+        );
+    } else {
         within(
             "round-trip p99/theory",
             rtt.and_then(|q| q.p99_ratio),
