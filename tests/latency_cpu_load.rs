@@ -25,17 +25,12 @@ fn udp_series(port: u16, cpu: usize) -> ProbeResult {
 
 /// The first CPU this process may run on (CPU 0 unless a cpuset says otherwise).
 fn first_allowed_cpu() -> usize {
-    let me = nix::unistd::Pid::from_raw(0);
-    let set = nix::sched::sched_getaffinity(me).expect("sched_getaffinity");
-    (0..nix::sched::CpuSet::count())
-        .find(|&c| set.is_set(c).unwrap_or(false))
-        .expect("at least one allowed CPU")
+    let cpus = routerbench::util::affinity::allowed_cpus().expect("sched_getaffinity");
+    *cpus.first().expect("at least one allowed CPU")
 }
 
 fn pin_to(cpu: usize) {
-    let mut set = nix::sched::CpuSet::new();
-    set.set(cpu).expect("CPU index in range");
-    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).expect("sched_setaffinity");
+    routerbench::util::affinity::pin_current_thread(cpu).expect("sched_setaffinity");
 }
 
 fn udp_series_here(port: u16) -> ProbeResult {
