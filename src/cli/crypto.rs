@@ -1,5 +1,5 @@
 //! `routerbench crypto`: the `openssl speed` suite behind the OpenWrt benchmark table, measured
-//! here (`--engine rustcrypto|openssl`) or imported from saved `openssl speed` output (`--import`).
+//! here (`--engine auto|openssl|rustcrypto`) or imported from saved `openssl speed` output (`--import`).
 
 use std::io::{Read, Write};
 
@@ -24,9 +24,10 @@ pub enum OutputFormat {
 
 #[derive(Debug, Args)]
 pub struct CryptoArgs {
-    /// Engine: pure-Rust `rustcrypto`, or `openssl` (system libcrypto; needs the `openssl`
-    /// build feature). Table rows meant to compare with OpenSSL rows should use `openssl`.
-    #[arg(long, value_enum, default_value_t = EngineKind::RustCrypto)]
+    /// Engine: `auto` (the system libcrypto when it loads at run time, else pure Rust; the
+    /// row's Engine cell says which), `openssl` (libcrypto or fail) or `rustcrypto`. Only
+    /// OpenSSL rows compare with the OpenWrt wiki's rows.
+    #[arg(long, value_enum, default_value_t = EngineKind::Auto)]
     pub engine: EngineKind,
     /// Seconds per block size and per sign/verify run (fractions allowed). Default: openssl
     /// speed's 3 s per block size and 10 s per RSA/DSA run.
@@ -108,6 +109,11 @@ pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
     if !json_to_stdout && args.format != OutputFormat::Table && !args.quiet {
         for note in &result.notes {
             eprintln!("routerbench: note: {note}");
+        }
+    }
+    if args.import.is_none() && !args.quiet {
+        if let Some(w) = render::comparability_warning(&result) {
+            eprintln!("routerbench: warning: {w}");
         }
     }
     let text = if json_to_stdout {

@@ -14,8 +14,10 @@ pub struct RunArgs {
     /// Directory for the JSON result (`run-<time>.json`, and `latest.json`).
     #[arg(long, default_value = "routerbench-results")]
     pub out_dir: std::path::PathBuf,
-    /// Crypto engine for the row: `rustcrypto` (built in) or `openssl` (needs the feature).
-    #[arg(long, value_enum, default_value_t = crypto::engine::EngineKind::RustCrypto)]
+    /// Engine: `auto` (the system libcrypto when it loads at run time, else pure Rust; the
+    /// row's Engine cell says which), `openssl` (libcrypto or fail) or `rustcrypto`. Only
+    /// OpenSSL rows compare with the OpenWrt wiki's rows.
+    #[arg(long, value_enum, default_value_t = crypto::engine::EngineKind::Auto)]
     pub engine: crypto::engine::EngineKind,
     /// Seconds per crypto column.
     #[arg(long, default_value_t = 1.0)]
@@ -106,6 +108,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     result.finished_at = crate::util::time::now_rfc3339();
     progress.finish();
     print!("{}", crate::report::summary::render_run(&result));
+    if let Some(w) = result
+        .crypto
+        .as_ref()
+        .and_then(crate::report::crypto::comparability_warning)
+    {
+        eprintln!("routerbench: warning: {w}");
+    }
 
     let stamp = crate::util::time::file_stamp(started_unix);
     let path = args.out_dir.join(format!("run-{stamp}.json"));

@@ -1,5 +1,5 @@
 //! The crypto speed suite (spec/crypto.md): the `openssl speed` methodology on two engines
-//! (pure-Rust RustCrypto, and the system libcrypto behind the `openssl` feature), the timing loop,
+//! (pure-Rust RustCrypto, and the system libcrypto loaded at run time), the timing loop,
 //! and the import of saved `openssl speed` output. Measuring code here never prints.
 
 pub mod engine;
@@ -55,7 +55,7 @@ pub struct SuiteConfig {
 impl Default for SuiteConfig {
     fn default() -> Self {
         Self {
-            engine: EngineKind::RustCrypto,
+            engine: EngineKind::Auto,
             algorithms: Algorithm::ALL.to_vec(),
             seconds_bulk: DEFAULT_SECONDS_BULK,
             seconds_pkey: DEFAULT_SECONDS_PKEY,

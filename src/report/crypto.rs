@@ -62,6 +62,20 @@ pub fn row_numbers(result: &CryptoResult, cipher_block: u32) -> Vec<String> {
 }
 
 /// One row of the OpenWrt benchmark table:
+/// The one-line warning for a row that must not sit next to the OpenWrt wiki's OpenSSL rows
+/// (`None` for an OpenSSL row).
+pub fn comparability_warning(result: &CryptoResult) -> Option<String> {
+    if result.engine.wiki_comparable() {
+        return None;
+    }
+    Some(format!(
+        "this row comes from {}, not OpenSSL: do not compare it with the OpenWrt wiki's OpenSSL \
+         rows (install libcrypto, e.g. openssl-util, and use a dynamically linked routerbench, or \
+         import real `openssl speed` output with `routerbench crypto --import`)",
+        result.engine.version
+    ))
+}
+
 /// `| rev | cpu fields… | engine version | MD5 | … | DSA Verify |`.
 pub fn openwrt_row(result: &CryptoResult, identity: &[String], cipher_block: u32) -> String {
     let mut cells: Vec<String> = identity.iter().map(|c| clean_cell(c)).collect();

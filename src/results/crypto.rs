@@ -146,6 +146,14 @@ pub struct EngineInfo {
     pub version: String,
 }
 
+impl EngineInfo {
+    /// True when the rates come from OpenSSL (this binary's libcrypto engine or an imported
+    /// `openssl speed`), so the row may sit next to the OpenWrt wiki's OpenSSL rows.
+    pub fn wiki_comparable(&self) -> bool {
+        matches!(self.name.as_str(), "openssl" | "openssl-speed")
+    }
+}
+
 /// How a rate's time base was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -1,21 +1,24 @@
 //! Engines: who performs the operations. `rustcrypto` (pure Rust, always built) and `openssl`
-//! (EVP on the system libcrypto, cargo feature `openssl`). Each thread builds its own operation
-//! state; one call performs a batch of `n` operations so dispatch costs nothing per operation.
+//! (EVP on the system libcrypto, loaded at run time); `auto` (the default) takes libcrypto when it
+//! loads and says why not when it falls back. Each thread builds its own operation state; one
+//! call performs a batch of `n` operations so dispatch costs nothing per operation.
 
+pub mod libcrypto;
 pub mod rustcrypto;
-
-#[cfg(feature = "openssl")]
-pub mod openssl;
 
 use crate::results::crypto::{Algorithm, EngineInfo};
 
 /// Which engine to measure with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum EngineKind {
+    /// The system libcrypto if it can be loaded (the wiki-comparable row), else pure Rust.
+    #[value(name = "auto")]
+    Auto,
     /// Pure Rust (RustCrypto crates); works on every target.
     #[value(name = "rustcrypto")]
     RustCrypto,
-    /// The system libcrypto through EVP, like `openssl speed` (needs the `openssl` feature).
+    /// The system libcrypto through EVP, like `openssl speed` (libcrypto.so.3 or .so.1.1,
+    /// loaded at run time; not in a static build).
     #[value(name = "openssl")]
     Openssl,
 }
@@ -60,20 +63,30 @@ pub const MAX_BLOCK: usize = 16384;
 
 /// Builds the engine; `algorithms` lets it load only what is needed (OpenSSL's legacy provider).
 pub fn create(kind: EngineKind, algorithms: &[Algorithm]) -> Result<Box<dyn Engine>, EngineError> {
+    create_with(kind, algorithms, libcrypto::system)
+}
+
+/// [`create`] with the libcrypto loader given, so the fallback path can be tested directly.
+pub fn create_with(
+    kind: EngineKind,
+    algorithms: &[Algorithm],
+    load: impl FnOnce() -> Result<&'static libcrypto::Api, libcrypto::LoadError>,
+) -> Result<Box<dyn Engine>, EngineError> {
     match kind {
-        EngineKind::RustCrypto => {
-            let _ = algorithms;
-            Ok(Box::new(rustcrypto::RustCryptoEngine))
-        }
-        #[cfg(feature = "openssl")]
-        EngineKind::Openssl => Ok(Box::new(openssl::OpensslEngine::new(algorithms)?)),
-        #[cfg(not(feature = "openssl"))]
-        EngineKind::Openssl => Err(EngineError::NotBuilt(
-            "this routerbench was built without the `openssl` engine: rebuild with \
-             `cargo build --release --features openssl` (needs libssl-dev), or use \
-             `--engine rustcrypto`"
-                .into(),
-        )),
+        EngineKind::RustCrypto => Ok(Box::new(rustcrypto::RustCryptoEngine::default())),
+        EngineKind::Openssl => match load() {
+            Ok(api) => Ok(Box::new(libcrypto::LibcryptoEngine::new(api, algorithms)?)),
+            Err(e) => Err(EngineError::NotBuilt(format!(
+                "--engine openssl: {e}; install libcrypto (Debian: libssl3, OpenWrt: \
+                 libopenssl3), use a dynamically linked routerbench, or use --engine rustcrypto"
+            ))),
+        },
+        EngineKind::Auto => match load() {
+            Ok(api) => Ok(Box::new(libcrypto::LibcryptoEngine::new(api, algorithms)?)),
+            Err(e) => Ok(Box::new(rustcrypto::RustCryptoEngine {
+                fallback: Some(e.short().to_string()),
+            })),
+        },
     }
 }
 
@@ -86,3 +99,53 @@ pub fn test_buffer(len: usize) -> Vec<u8> {
 pub const RSA_MESSAGE_LEN: usize = 36;
 /// The 20-byte message DSA signs (openssl speed's dsa "digest").
 pub const DSA_MESSAGE_LEN: usize = 20;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_falls_back_to_rustcrypto_and_says_why() {
+        let missing = || {
+            libcrypto::load(&["/nonexistent/libcrypto.so.3".to_string()]).map(|api| {
+                let leaked: &'static libcrypto::Api = Box::leak(Box::new(api));
+                leaked
+            })
+        };
+        let e = create_with(EngineKind::Auto, &Algorithm::ALL, missing).unwrap();
+        let info = e.info();
+        assert_eq!(info.name, "rustcrypto");
+        assert_eq!(info.version, "RustCrypto (no libcrypto found)");
+        assert!(!info.wiki_comparable());
+        let mut op = e.bulk(Algorithm::Sha256).unwrap();
+        op.run(64, 1).unwrap();
+
+        let static_build = || Err(libcrypto::LoadError::StaticBuild);
+        let info = create_with(EngineKind::Auto, &[], static_build)
+            .unwrap()
+            .info();
+        assert_eq!(info.version, "RustCrypto (static build)");
+    }
+
+    #[test]
+    fn openssl_without_libcrypto_is_an_error_that_says_what_to_do() {
+        let missing = || Err(libcrypto::LoadError::NotFound { tried: "x".into() });
+        let err = create_with(EngineKind::Openssl, &[], missing)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("no libcrypto found"), "{err}");
+        assert!(err.contains("--engine rustcrypto"), "{err}");
+    }
+
+    #[test]
+    fn auto_takes_libcrypto_when_it_loads() {
+        if libcrypto::static_build() {
+            return;
+        }
+        let info = create(EngineKind::Auto, &Algorithm::ALL).unwrap().info();
+        assert_eq!(info.name, "openssl");
+        assert!(info.version.starts_with("OpenSSL "), "{}", info.version);
+        assert!(info.wiki_comparable());
+    }
+}

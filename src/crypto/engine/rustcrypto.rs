@@ -17,13 +17,21 @@ use crate::crypto::keys;
 use crate::results::crypto::{Algorithm, EngineInfo};
 
 /// The RustCrypto engine (stateless; every thread builds its own state).
-pub struct RustCryptoEngine;
+#[derive(Debug, Default)]
+pub struct RustCryptoEngine {
+    /// Why `--engine auto` fell back to this engine (`no libcrypto found`, `static build`);
+    /// shown in the row's Engine cell so the row is never mistaken for an OpenSSL one.
+    pub fallback: Option<String>,
+}
 
 impl Engine for RustCryptoEngine {
     fn info(&self) -> EngineInfo {
         EngineInfo {
             name: "rustcrypto".into(),
-            version: "RustCrypto".into(),
+            version: match &self.fallback {
+                Some(why) => format!("RustCrypto ({why})"),
+                None => "RustCrypto".into(),
+            },
         }
     }
 

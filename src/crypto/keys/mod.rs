@@ -6,6 +6,11 @@ pub mod dsa2048;
 /// RSA-2048 private key, PKCS#8 PEM, e = 65537 (generated once with `openssl genpkey`).
 pub const RSA2048_PKCS8_PEM: &str = include_str!("rsa2048.pem");
 
+/// The same DSA key as [`dsa2048`]'s components, PKCS#8 PEM, for libcrypto (written once with
+/// `openssl asn1parse -genconf` from the components, then `openssl pkey`; the libcrypto engine's
+/// tests check a signature made with it against the components).
+pub const DSA2048_PKCS8_PEM: &str = include_str!("dsa2048.pem");
+
 /// Joins the hex lines of a component and decodes them to big-endian bytes.
 pub fn hex_bytes(lines: &[&str]) -> Vec<u8> {
     let hex: String = lines.concat();

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# cross.sh: static builds of routerbench for router CPUs (armv7 = IPQ8064-class, aarch64 =
+# filogic-class) with Debian's rustc-web 1.85 and the target std taken out of Debian's
+# libstd-rust-web-dev:armhf/:arm64 packages (spec/cross-build.md), then a smoke test of each
+# binary under qemu-user: `device`, `crypto --seconds 0.2 --format openwrt`, `loopback -t 2`, and
+# a `server` under qemu serving a native `iperf3 -c 127.0.0.1 -t 2` client.
+#
+#   bench/cross.sh                     # both targets, full feature set
+#   TARGETS=armv7 bench/cross.sh       # CI: the armv7 smoke test only
+#   SETUP=0 bench/cross.sh             # skip the package installs (already done)
+#   FEATURES=minimal bench/cross.sh    # --no-default-features (the router's minimal build)
+#
+# Figures under qemu are emulated: never quote them as the device's. Needs root for apt-get.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TARGETS=${TARGETS:-"armv7 aarch64"}
+SETUP=${SETUP:-1}
+FEATURES=${FEATURES:-full}
+PORT=${PORT:-27011}
+RUST_DEB_VERSION=1.85.0+dfsg3-1~deb12u3
+RUSTC=${RUSTC_CROSS:-/usr/bin/rustc}
+# Own target dir: the cross builds must not fight the native build's cache.
+TARGET_DIR=${CROSS_TARGET_DIR:-target/cross}
+
+triple() {
+  case "$1" in
+    armv7) echo armv7-unknown-linux-gnueabihf ;;
+    aarch64) echo aarch64-unknown-linux-gnu ;;
+    *) echo "unknown target $1 (armv7 or aarch64)" >&2; exit 2 ;;
+  esac
+}
+debarch() { case "$1" in armv7) echo armhf ;; aarch64) echo arm64 ;; esac; }
+linker() { case "$1" in armv7) echo arm-linux-gnueabihf-gcc ;; aarch64) echo aarch64-linux-gnu-gcc ;; esac; }
+qemu() { case "$1" in armv7) echo qemu-arm-static ;; aarch64) echo qemu-aarch64-static ;; esac; }
+gccpkg() { case "$1" in armv7) echo gcc-arm-linux-gnueabihf ;; aarch64) echo gcc-aarch64-linux-gnu ;; esac; }
+
+# The toolchain: Debian's rustc 1.85 (host), the cross linker, qemu-user, and the target's std
+# copied out of the Debian package (an `apt-get install` of libstd-rust-web-dev:armhf fails on
+# libllvm19/libzstd1 version skew, so the .deb is downloaded and unpacked instead).
+setup() {
+  local t=$1 tr arch
+  tr=$(triple "$t")
+  arch=$(debarch "$t")
+  export DEBIAN_FRONTEND=noninteractive
+  if ! command -v "$(linker "$t")" >/dev/null || ! command -v "$(qemu "$t")" >/dev/null \
+     || ! command -v iperf3 >/dev/null || [ ! -x "$RUSTC" ]; then
+    apt-get update -qq || echo "apt-get update reported errors (bookworm-security index for a foreign arch fails here); going on" >&2
+    apt-get install -y -qq "$(gccpkg "$t")" qemu-user-static iperf3 \
+      "rustc-web=$RUST_DEB_VERSION" "libstd-rust-web-dev=$RUST_DEB_VERSION" \
+      "libstd-rust-web-1.85=$RUST_DEB_VERSION" >/dev/null
+  fi
+  if [ ! -d "/usr/lib/rustlib/$tr/lib" ]; then
+    if ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
+      dpkg --add-architecture "$arch"
+      apt-get update -qq || echo "apt-get update reported errors; going on" >&2
+    fi
+    local dl
+    dl=$(mktemp -d)
+    (cd "$dl" && apt-get download -qq "libstd-rust-web-dev:$arch=$RUST_DEB_VERSION")
+    dpkg-deb -x "$dl"/libstd-rust-web-dev_*.deb "$dl/x"
+    cp -a "$dl/x/usr/lib/rustlib/$tr" /usr/lib/rustlib/
+    rm -rf "$dl"
+  fi
+}
+
+build() {
+  local t=$1 tr var feat=()
+  tr=$(triple "$t")
+  var="CARGO_TARGET_$(echo "$tr" | tr 'a-z-' 'A-Z_')_LINKER"
+  [ "$FEATURES" = minimal ] && feat=(--no-default-features)
+  echo "== build $tr ($FEATURES) with $("$RUSTC" --version)" >&2
+  local t0=$SECONDS
+  env RUSTC="$RUSTC" "$var=$(linker "$t")" RUSTFLAGS="-C target-feature=+crt-static" \
+    CARGO_TARGET_DIR="$TARGET_DIR" \
+    cargo build --profile router --target "$tr" "${feat[@]}" >&2
+  echo "   built in $((SECONDS - t0)) s" >&2
+}
+
+bin_path() { echo "$TARGET_DIR/$(triple "$1")/router/routerbench"; }
+
+fail() { echo "FAIL ($1): $2" >&2; exit 1; }
+
+smoke() {
+  local t=$1 bin q out srv_pid
+  bin=$(bin_path "$t")
+  q=$(qemu "$t")
+  echo "== smoke test $t under $q" >&2
+  file -b "$bin" 2>/dev/null | grep -q 'statically linked' || fail "$t" "$bin is not a static executable"
+
+  out=$("$q" "$bin" device --json)
+  echo "$out" | grep -q '"arch": *"\(arm\|aarch64\)' || fail "$t" "device does not print arm/aarch64: $out"
+  echo "   device: $(echo "$out" | grep -m1 '"arch"' | tr -s ' ')" >&2
+
+  out=$("$q" "$bin" crypto --seconds 0.2 --format openwrt --no-identity -q 2>/dev/null)
+  local cells
+  cells=$(echo "$out" | awk -F'|' '{ n = 0; for (i = 2; i < NF; i++) { v = $i; gsub(/ /, "", v); if (v ~ /^[0-9]+(\.[0-9]+)?k?$/) n++ } print n }')
+  [ "$cells" = 13 ] || fail "$t" "crypto row has $cells numeric cells, want 13: $out"
+  echo "   crypto row: 13 numeric cells; engine: $(echo "$out" | awk -F'|' '{ print $(NF-1) }' | sed 's/^ *//; s/ *$//')" >&2
+
+  out=$("$q" "$bin" loopback -t 2 2>&1) || fail "$t" "loopback failed: $out"
+  echo "   loopback: $(echo "$out" | grep -m1 -i 'receiver' || echo "$out" | tail -n1)" >&2
+
+  "$q" "$bin" server -p "$PORT" --bind 127.0.0.1 >/dev/null 2>&1 &
+  srv_pid=$!
+  local ok=0 i
+  for i in $(seq 1 100); do
+    if iperf3 -c 127.0.0.1 -p "$PORT" -t 2 >"$TARGET_DIR/iperf3-$t.txt" 2>&1; then ok=1; break; fi
+    grep -q 'Connection refused' "$TARGET_DIR/iperf3-$t.txt" || break
+    sleep 0.2
+  done
+  kill "$srv_pid" 2>/dev/null || true
+  wait "$srv_pid" 2>/dev/null || true
+  [ "$ok" = 1 ] || fail "$t" "native iperf3 against the qemu server: $(tail -n3 "$TARGET_DIR/iperf3-$t.txt")"
+  echo "   iperf3 -c 127.0.0.1 -t 2 against the qemu-run server: exit 0, $(grep receiver "$TARGET_DIR/iperf3-$t.txt" | awk '{ print $7, $8 }')" >&2
+}
+
+for t in $TARGETS; do
+  triple "$t" >/dev/null
+  [ "$SETUP" = 1 ] && setup "$t"
+done
+mkdir -p "$TARGET_DIR"
+for t in $TARGETS; do
+  build "$t"
+done
+printf '\n%-32s %-8s %10s\n' target features bytes
+for t in $TARGETS; do
+  printf '%-32s %-8s %10s\n' "$(triple "$t")" "$FEATURES" "$(stat -c %s "$(bin_path "$t")")"
+done
+echo
+for t in $TARGETS; do
+  smoke "$t"
+done
+echo "cross: all smoke tests passed ($TARGETS)"
