@@ -7,6 +7,7 @@ pub mod cli;
 pub mod crypto;
 pub mod device;
 pub mod iperf3;
+#[cfg(feature = "lab")]
 pub mod lab;
 pub mod latency;
 pub mod monitor;

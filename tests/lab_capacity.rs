@@ -2,6 +2,8 @@
 //! 4 flows, and the result lands in the result model. Figures are compared in
 //! bench/lab-capacity.sh, never asserted here.
 
+#![cfg(feature = "lab")]
+
 mod lab_support;
 
 use lab_support::{can_run, unique_name};

@@ -4,6 +4,8 @@
 //! round trip ≈ buffer·8/rate, goodput ≈ 1448/1514 × rate, with and without NAT.
 //! (tests/lab_rrul.rs holds the full accuracy matrix through routerbench's latency tests.)
 
+#![cfg(feature = "lab")]
+
 mod lab_support;
 
 use lab_support::{can_run, unique_name};

@@ -13,6 +13,8 @@
 //!   flow's RTT, so the buffer is smaller than the flows' BDP and cubic's backoff drains it
 //!   further (docs/lab.md).
 
+#![cfg(feature = "lab")]
+
 mod lab_support;
 
 use lab_support::{can_run, unique_name};

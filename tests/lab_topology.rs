@@ -1,6 +1,8 @@
 //! The lab's structure, as root: up/reconfigure/down, NAT really translating, congestion control
 //! per namespace, threads in different namespaces talking to each other, and the CLI end to end.
 
+#![cfg(feature = "lab")]
+
 mod lab_support;
 
 use lab_support::{can_run, root_links, unique_name};

@@ -50,7 +50,7 @@ fn sampler_in_a_namespace_sees_its_tbf_backlog() {
         eprintln!("skipping: needs root to create a network namespace");
         return;
     }
-    if routerbench::lab::sys::tool_path("tc").is_err() {
+    if routerbench::util::tool::tool_path("tc").is_err() {
         eprintln!("skipping: tc not installed (iproute2)");
         return;
     }

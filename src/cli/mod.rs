@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 pub mod client;
 pub mod crypto;
 pub mod device;
+#[cfg(feature = "lab")]
 pub mod lab;
 pub mod loopback;
 pub mod monitor;
@@ -53,6 +54,7 @@ pub enum Command {
     /// Sample this machine's CPU, softirq, softnet drops and temperature for a while.
     Monitor(monitor::MonitorArgs),
     /// The netns router lab (root): up, down, status, measure, capacity, run.
+    #[cfg(feature = "lab")]
     Lab(lab::LabArgs),
     /// Serve iperf3 3.x clients (TCP/UDP, -R, --bidir, -P) and routerbench clients on one port.
     Server(server::ServerArgs),
@@ -77,6 +79,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::TcpBidirectional(a) => rrul::run(crate::latency::TestKind::TcpBidirectional, 1, a),
         Command::LatencyServer(a) => rrul::serve(a),
         Command::Monitor(a) => monitor::run(a),
+        #[cfg(feature = "lab")]
         Command::Lab(a) => lab::run(a),
         Command::Server(a) => server::run(a),
         Command::Client(a) => client::run(a),

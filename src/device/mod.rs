@@ -10,7 +10,33 @@ use std::path::Path;
 
 /// Reads this machine's identity.
 pub fn detect() -> DeviceInfo {
-    detect_from(Path::new("/"))
+    let mut info = detect_from(Path::new("/"));
+    note_emulation(&mut info, binary_arch_family());
+    info
+}
+
+/// The architecture family this binary was built for, in cpuinfo's words (`arm`, `mips`, …).
+pub fn binary_arch_family() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86" | "x86_64" => "x86",
+        "mips" | "mips64" => "mips",
+        other => other,
+    }
+}
+
+/// Under qemu-user /proc/cpuinfo is the host's: when it names another architecture than the one
+/// this binary runs as, the arch is the binary's and a note says the CPU cells are the host's.
+fn note_emulation(info: &mut DeviceInfo, binary: &'static str) {
+    let Some(seen) = info.arch.clone() else {
+        return;
+    };
+    if seen != binary {
+        info.arch = Some(binary.to_string());
+        info.notes.push(format!(
+            "running as {binary} but /proc/cpuinfo describes a {seen} CPU: emulated (qemu-user?); \
+             the CPU, BogoMIPS and core cells are the host's, and no figure is the device's"
+        ));
+    }
 }
 
 /// Reads a file below `root` as text; a trailing NUL and white space are trimmed
@@ -195,5 +221,22 @@ mod tests {
         let d = detect();
         assert!(d.kernel.is_some());
         assert!(d.cores.unwrap_or(0) >= 1);
+    }
+
+    #[test]
+    fn an_emulated_binary_reports_its_own_arch_and_says_so() {
+        let mut info = DeviceInfo {
+            arch: Some("x86".into()),
+            ..DeviceInfo::default()
+        };
+        note_emulation(&mut info, "arm");
+        assert_eq!(info.arch.as_deref(), Some("arm"));
+        assert!(info.notes.iter().any(|n| n.contains("emulated")), "{:?}", info.notes);
+        let mut native = DeviceInfo {
+            arch: Some("arm".into()),
+            ..DeviceInfo::default()
+        };
+        note_emulation(&mut native, "arm");
+        assert!(native.notes.is_empty());
     }
 }

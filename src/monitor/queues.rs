@@ -77,7 +77,7 @@ impl QueueReader {
             );
         }
         let missing = r.tc.as_ref().and_then(|tc| {
-            crate::lab::sys::tool_path(tc)
+            crate::util::tool::tool_path(tc)
                 .err()
                 .map(|e| (tc.clone(), e))
         });
@@ -136,7 +136,7 @@ impl QueueReader {
         if t0 < self.tc_not_before {
             return;
         }
-        let parsed = crate::lab::sys::run_tool(&tc, &["-s", "-j", "qdisc", "show"])
+        let parsed = crate::util::tool::run_tool(&tc, &["-s", "-j", "qdisc", "show"])
             .and_then(|out| qdisc::parse_qdisc_json("", &out));
         self.tc_not_before = t0 + self.min_gap.max(t0.elapsed() * TC_COST_FACTOR);
         match parsed {
@@ -330,7 +330,7 @@ mod tests {
     #[test]
     fn a_failing_tc_is_one_note_and_is_not_retried() {
         // `false` exists and exits 1, like a tc without JSON support or without permission.
-        if crate::lab::sys::tool_path("false").is_err() {
+        if crate::util::tool::tool_path("false").is_err() {
             eprintln!("skip: no `false` program");
             return;
         }
@@ -354,7 +354,7 @@ mod tests {
         r.read();
         let notes = r.notes.clone();
         let w = r.summary();
-        if crate::lab::sys::tool_path("tc").is_ok() {
+        if crate::util::tool::tool_path("tc").is_ok() {
             assert!(!notes.iter().any(|n| n.starts_with("qdisc")), "{notes:?}");
         }
         assert!(

@@ -32,7 +32,13 @@ pub fn render_run(r: &RunResult) -> String {
     }
     if let Some(lab) = &r.lab {
         out.push_str("\n== Netns lab\n");
+        #[cfg(feature = "lab")]
         out.push_str(&super::lab::render_result(lab));
+        #[cfg(not(feature = "lab"))]
+        {
+            let _ = lab;
+            out.push_str("a lab result is recorded; this build has no `lab` feature to render it\n");
+        }
     }
     if let Some(l) = &r.latency {
         out.push_str("\n== Latency under load over loopback (RRUL)\n");

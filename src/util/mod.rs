@@ -3,3 +3,4 @@
 pub mod affinity;
 pub mod progress;
 pub mod time;
+pub mod tool;
