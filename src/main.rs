@@ -4,7 +4,15 @@
 use clap::Parser;
 
 fn main() {
-    let cli = routerbench::cli::Cli::parse();
+    // `server --config FILE` becomes the file's flags first, so clap checks them like any flag.
+    let argv = match routerbench::cli::server_config::expand_argv(std::env::args_os().collect()) {
+        Ok(argv) => argv,
+        Err(err) => {
+            eprintln!("routerbench: error: {err:#}");
+            std::process::exit(2);
+        }
+    };
+    let cli = routerbench::cli::Cli::parse_from(argv);
     match routerbench::cli::dispatch(cli) {
         Ok(code) => std::process::exit(code),
         Err(err) => {

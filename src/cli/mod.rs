@@ -12,6 +12,7 @@ pub mod monitor;
 pub mod rrul;
 pub mod run;
 pub mod server;
+pub mod server_config;
 
 /// What can this router really do? Crypto, throughput, latency under load.
 #[derive(Debug, Parser)]
@@ -57,6 +58,7 @@ pub enum Command {
     #[cfg(feature = "lab")]
     Lab(lab::LabArgs),
     /// Serve iperf3 3.x clients (TCP/UDP, -R, --bidir, -P) and routerbench clients on one port.
+    #[command(args_override_self = true)]
     Server(server::ServerArgs),
     /// Run an iperf3 test against an iperf3 (or routerbench) server.
     Client(client::ClientArgs),

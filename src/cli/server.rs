@@ -49,6 +49,10 @@ pub struct ServerArgs {
     /// `-A n,m` overrides it for its test.
     #[arg(short = 'A', long = "affinity", value_name = "N")]
     pub affinity: Option<usize>,
+    /// Read settings from a UCI file (the OpenWrt package's /etc/config/routerbench, section
+    /// `config routerbench`); flags after it override the file.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
     /// Print each finished test as iperf3 -J JSON on stdout.
     #[arg(short = 'J', long = "json")]
     pub json: bool,

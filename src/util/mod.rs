@@ -4,3 +4,4 @@ pub mod affinity;
 pub mod progress;
 pub mod time;
 pub mod tool;
+pub mod uci;
