@@ -36,6 +36,10 @@ fn run_quick_saves_every_part() {
     assert_eq!(v["schema"], "routerbench.run/1");
     assert!(v["device"]["kernel"].is_string());
     assert_eq!(v["crypto"]["public_key"].as_array().map(Vec::len), Some(2));
+    // The default engine is auto: this machine has libcrypto, so the row is OpenSSL's.
+    let engine = v["crypto"]["engine"]["version"].as_str().unwrap_or("");
+    assert!(engine.starts_with("OpenSSL "), "engine {engine}");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning: this row"));
     let bytes = v["throughput"]["sum_received"]["bytes"]
         .as_u64()
         .unwrap_or(0);
@@ -75,4 +79,35 @@ fn run_rejects_bad_crypto_seconds() {
         .expect("run routerbench");
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--crypto-seconds"));
+}
+
+/// Without libcrypto the row comes from RustCrypto, and `run` says in one line that it is not
+/// comparable with the wiki's OpenSSL rows.
+#[test]
+fn run_warns_when_the_row_is_not_openssl() {
+    let dir = std::env::temp_dir().join(format!("rb-run-warn-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_routerbench"))
+        .args([
+            "run",
+            "--quick",
+            "--quiet",
+            "--skip",
+            "throughput,latency",
+            "--out-dir",
+        ])
+        .arg(&dir)
+        .env("ROUTERBENCH_LIBCRYPTO", "/nonexistent/libcrypto.so.3")
+        .output()
+        .expect("run routerbench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("RustCrypto (no libcrypto found)"),
+        "{stdout}"
+    );
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(warnings[0].contains("not OpenSSL"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -45,12 +45,14 @@ fn cells(row: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn measured_openwrt_row_has_13_numeric_cells() {
-    let o = routerbench(
-        &["crypto", "--format", "openwrt", "--seconds", "0.05", "-q"],
-        None,
-    );
+/// A measured row with `env` set; returns its cells after checking the shape.
+fn measured_row(env: &[(&str, &str)]) -> (Vec<String>, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_routerbench"))
+        .args(["crypto", "--format", "openwrt", "--seconds", "0.05"])
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let lines: Vec<&str> = out.lines().collect();
@@ -62,18 +64,40 @@ fn measured_openwrt_row_has_13_numeric_cells() {
         let v: f64 = n
             .parse()
             .unwrap_or_else(|_| panic!("cell {i} `{n}` is not a number: {c:?}"));
-        assert!(
-            v > 0.0,
-            "cell {i} is {v}: every algorithm runs in RustCrypto"
-        );
+        assert!(v > 0.0, "cell {i} is {v}: every algorithm runs");
     }
-    assert_eq!(c[c.len() - 14], "RustCrypto");
     // Bulk cells are integers (bytes/s), RSA/DSA have one decimal.
     assert!(numbers[..9].iter().all(|n| !n.contains('.')), "{c:?}");
     assert!(
         numbers[9..]
             .iter()
             .all(|n| n.split('.').nth(1).map(str::len) == Some(1))
+    );
+    (c, stderr(&o))
+}
+
+/// The default (`--engine auto`) row comes from the system libcrypto, loaded at run time, and
+/// says so in its Engine cell; no warning.
+#[test]
+fn default_row_names_openssl_when_libcrypto_loads() {
+    let (c, err) = measured_row(&[]);
+    let engine = &c[c.len() - 14];
+    assert!(
+        engine.starts_with("OpenSSL "),
+        "Engine cell `{engine}`: {c:?}"
+    );
+    assert!(!err.contains("warning"), "{err}");
+}
+
+/// With no libcrypto to load, auto falls back to RustCrypto, names it and the reason in the
+/// Engine cell, and warns that the row is not comparable with the wiki's OpenSSL rows.
+#[test]
+fn without_libcrypto_the_row_names_rustcrypto_and_warns() {
+    let (c, err) = measured_row(&[("ROUTERBENCH_LIBCRYPTO", "/nonexistent/libcrypto.so.3")]);
+    assert_eq!(c[c.len() - 14], "RustCrypto (no libcrypto found)", "{c:?}");
+    assert!(
+        err.contains("warning: this row comes from RustCrypto"),
+        "{err}"
     );
 }
 
@@ -82,6 +106,8 @@ fn json_and_openssl_formats_agree_with_the_row() {
     let o = routerbench(
         &[
             "crypto",
+            "--engine",
+            "rustcrypto",
             "--algorithms",
             "sha256,aes-128-cbc",
             "--seconds",
@@ -105,6 +131,8 @@ fn json_and_openssl_formats_agree_with_the_row() {
     let o = routerbench(
         &[
             "crypto",
+            "--engine",
+            "rustcrypto",
             "--algorithms",
             "md5,des-ede3,rsa2048",
             "--seconds",
@@ -314,28 +342,30 @@ fn bad_numbers_are_usage_errors() {
     assert!(stderr(&o).contains("not 1024 or 8192"), "{}", stderr(&o));
 }
 
+/// `--engine openssl` takes libcrypto or fails saying what to do; no silent fallback.
 #[test]
-fn openssl_engine_is_explained_when_not_built() {
-    let o = routerbench(
-        &[
-            "crypto",
-            "--engine",
-            "openssl",
-            "--algorithms",
-            "md5",
-            "--seconds",
-            "0.01",
-            "-q",
-        ],
-        None,
-    );
-    if cfg!(feature = "openssl") {
-        assert!(o.status.success(), "{}", stderr(&o));
-        assert!(stdout(&o).contains("OpenSSL 3"), "{}", stdout(&o));
-    } else {
-        assert_eq!(o.status.code(), Some(1));
-        assert!(stderr(&o).contains("--features openssl"), "{}", stderr(&o));
-    }
+fn openssl_engine_loads_libcrypto_or_explains() {
+    let args = [
+        "crypto",
+        "--engine",
+        "openssl",
+        "--algorithms",
+        "md5",
+        "--seconds",
+        "0.01",
+        "-q",
+    ];
+    let o = routerbench(&args, None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("OpenSSL 3"), "{}", stdout(&o));
+    let o = Command::new(env!("CARGO_BIN_EXE_routerbench"))
+        .args(args)
+        .env("ROUTERBENCH_LIBCRYPTO", "none")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("libcrypto disabled"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--engine rustcrypto"), "{}", stderr(&o));
 }
 
 #[test]
@@ -420,10 +450,6 @@ fn wiki_awk_reads_the_openssl_format_like_the_row() {
 /// the other algorithms still run.
 #[test]
 fn openssl_engine_without_legacy_provider_reports_des_as_zero() {
-    if !cfg!(feature = "openssl") {
-        eprintln!("skipped: built without the openssl feature");
-        return;
-    }
     let o = Command::new(env!("CARGO_BIN_EXE_routerbench"))
         .args([
             "crypto",

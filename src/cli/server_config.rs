@@ -36,7 +36,9 @@ pub const INIT_SCRIPT_ONLY: &[&str] = &["enabled"];
 pub fn flags_from_uci(text: &str, file: &str) -> anyhow::Result<Vec<String>> {
     let sections = uci::parse(text).map_err(|e| anyhow::anyhow!("{file}: {e}"))?;
     let Some(section) = sections.iter().find(|s| s.kind == SECTION_TYPE) else {
-        bail!("{file}: no `config {SECTION_TYPE}` section (see the shipped /etc/config/routerbench)");
+        bail!(
+            "{file}: no `config {SECTION_TYPE}` section (see the shipped /etc/config/routerbench)"
+        );
     };
     let mut flags = Vec::new();
     for e in &section.entries {
@@ -57,7 +59,11 @@ pub fn flags_from_uci(text: &str, file: &str) -> anyhow::Result<Vec<String>> {
             );
         };
         if e.is_list {
-            bail!("{file}: line {}: `{}` is an option, not a list", e.line, e.key);
+            bail!(
+                "{file}: line {}: `{}` is an option, not a list",
+                e.line,
+                e.key
+            );
         }
         if e.value.trim().is_empty() {
             continue;
@@ -148,19 +154,33 @@ mod tests {
         let flags = flags_from_uci(text, "f").unwrap();
         assert_eq!(
             flags,
-            ["--port", "27002", "--bind", "127.0.0.1", "--max-concurrent", "2"]
+            [
+                "--port",
+                "27002",
+                "--bind",
+                "127.0.0.1",
+                "--max-concurrent",
+                "2"
+            ]
         );
         let e = flags_from_uci("config routerbench\n\toption prot '1'\n", "f")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("line 2") && e.contains("`prot`") && e.contains("port"), "{e}");
-        let e = flags_from_uci("config other\n", "f").unwrap_err().to_string();
+        assert!(
+            e.contains("line 2") && e.contains("`prot`") && e.contains("port"),
+            "{e}"
+        );
+        let e = flags_from_uci("config other\n", "f")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no `config routerbench`"), "{e}");
     }
 
     #[test]
     fn other_commands_are_untouched() {
-        let argv: Vec<OsString> = ["rb", "client", "--config", "x"].map(OsString::from).to_vec();
+        let argv: Vec<OsString> = ["rb", "client", "--config", "x"]
+            .map(OsString::from)
+            .to_vec();
         assert_eq!(expand_argv(argv.clone()).unwrap(), argv);
         let argv: Vec<OsString> = ["rb", "server", "--config", "/nonexistent/rb"]
             .map(OsString::from)

@@ -231,7 +231,11 @@ mod tests {
         };
         note_emulation(&mut info, "arm");
         assert_eq!(info.arch.as_deref(), Some("arm"));
-        assert!(info.notes.iter().any(|n| n.contains("emulated")), "{:?}", info.notes);
+        assert!(
+            info.notes.iter().any(|n| n.contains("emulated")),
+            "{:?}",
+            info.notes
+        );
         let mut native = DeviceInfo {
             arch: Some("arm".into()),
             ..DeviceInfo::default()

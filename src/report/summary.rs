@@ -37,7 +37,9 @@ pub fn render_run(r: &RunResult) -> String {
         #[cfg(not(feature = "lab"))]
         {
             let _ = lab;
-            out.push_str("a lab result is recorded; this build has no `lab` feature to render it\n");
+            out.push_str(
+                "a lab result is recorded; this build has no `lab` feature to render it\n",
+            );
         }
     }
     if let Some(l) = &r.latency {

@@ -112,7 +112,9 @@ fn check_identifier(word: &str) -> Result<(), String> {
     {
         Ok(())
     } else {
-        Err(format!("`{word}` is not a valid UCI name (letters, digits, _ and -)"))
+        Err(format!(
+            "`{word}` is not a valid UCI name (letters, digits, _ and -)"
+        ))
     }
 }
 
@@ -184,7 +186,10 @@ mod tests {
         assert_eq!(s[0].kind, "routerbench");
         assert_eq!(s[0].name.as_deref(), Some("server"));
         let e = &s[0].entries;
-        assert_eq!((e[0].key.as_str(), e[0].value.as_str(), e[0].line), ("port", "5201", 4));
+        assert_eq!(
+            (e[0].key.as_str(), e[0].value.as_str(), e[0].line),
+            ("port", "5201", 4)
+        );
         assert_eq!(e[1].value, "");
         assert_eq!(e[2].value, "say \"hi\"");
         assert!(e[3].is_list);
