@@ -8,6 +8,7 @@
 #   bench/cross.sh                     # both targets, full feature set
 #   TARGETS=armv7 bench/cross.sh       # CI: the armv7 smoke test only
 #   SETUP=0 bench/cross.sh             # skip the package installs (already done)
+#   SMOKE=0 bench/cross.sh             # build and print sizes only (bench/footprint.sh)
 #   FEATURES=minimal bench/cross.sh    # --no-default-features (the router's minimal build)
 #
 # Figures under qemu are emulated: never quote them as the device's. Needs root for apt-get.
@@ -16,6 +17,7 @@ cd "$(dirname "$0")/.."
 
 TARGETS=${TARGETS:-"armv7 aarch64"}
 SETUP=${SETUP:-1}
+SMOKE=${SMOKE:-1}
 FEATURES=${FEATURES:-full}
 PORT=${PORT:-27011}
 RUST_DEB_VERSION=1.85.0+dfsg3-1~deb12u3
@@ -128,6 +130,7 @@ for t in $TARGETS; do
   printf '%-32s %-8s %10s\n' "$(triple "$t")" "$FEATURES" "$(stat -c %s "$(bin_path "$t")")"
 done
 echo
+[ "$SMOKE" = 1 ] || exit 0
 for t in $TARGETS; do
   smoke "$t"
 done

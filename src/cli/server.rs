@@ -157,12 +157,22 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
     };
     // routerbench's own protocol (RRUL and friends) on the same port; its UDP reflector binds
     // a port of its own (never the iperf3 UDP port), which clients learn in the handshake.
-    let latency = crate::latency::server::Service::new(crate::latency::server::Bounds {
+    // Where kernel timestamps are missing (qemu-user has no SO_TIMESTAMPNS) the latency tests
+    // cannot run, but iperf3 can: serve it and say why latency clients will be refused.
+    let latency = match crate::latency::server::Service::new(crate::latency::server::Bounds {
         udp_bind: args.bind,
         udp_port: args.latency_udp_port,
         ..Default::default()
-    })?;
-    if !args.quiet {
+    }) {
+        Ok(service) => Some(service),
+        Err(e) => {
+            eprintln!(
+                "routerbench: warning: latency tests unavailable ({e:#}); serving iperf3 only"
+            );
+            None
+        }
+    };
+    if let (Some(latency), false) = (&latency, args.quiet) {
         eprintln!(
             "routerbench protocol: UDP probe reflector on port {}",
             latency
@@ -171,9 +181,14 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
                 .unwrap_or(0)
         );
     }
-    let server = Server::bind(config(&args), observer)?.with_handler(Arc::new(latency.clone()));
+    let mut server = Server::bind(config(&args), observer)?;
+    if let Some(latency) = &latency {
+        server = server.with_handler(Arc::new(latency.clone()));
+    }
     let summary = server.run();
-    latency.shutdown();
+    if let Some(latency) = &latency {
+        latency.shutdown();
+    }
     let summary = summary?;
     if !args.quiet {
         eprintln!(
