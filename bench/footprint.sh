@@ -24,14 +24,11 @@ command -v iperf3 >/dev/null || { echo "iperf3 missing: apt-get install iperf3" 
 
 mb() { awk -v b="$1" 'BEGIN { printf "%.2f", b / 1e6 }'; }
 
-echo "== building --profile router (full and minimal) for $(uname -m)" >&2
-CARGO_TARGET_DIR="$FOOT_DIR/full" cargo build -q --profile router >&2
+echo "== building --profile router --no-default-features for $(uname -m)" >&2
 CARGO_TARGET_DIR="$FOOT_DIR/minimal" cargo build -q --profile router --no-default-features >&2
-native_full="$FOOT_DIR/full/router/routerbench"
 native_min="$FOOT_DIR/minimal/router/routerbench"
 
 sizes=()
-sizes+=("$(uname -m)-linux-gnu (dynamic) full $(stat -c %s "$native_full")")
 sizes+=("$(uname -m)-linux-gnu (dynamic) minimal $(stat -c %s "$native_min")")
 if [ "$CROSS" = 1 ]; then
   for t in ${CROSS_TARGETS:-armv7}; do
@@ -40,7 +37,9 @@ if [ "$CROSS" = 1 ]; then
       continue
     fi
     for f in full minimal; do
-      out=$(CROSS_TARGET_DIR="$FOOT_DIR/cross-$f" FEATURES=$f TARGETS=$t SETUP=0 SMOKE=0 bench/cross.sh 2>&1 | awk '$1 ~ /-linux-/ && $2 != "features" { print $1, $3 }')
+      # The same target dirs as bench/cross.sh, so its builds are reused.
+      dir=target/cross; [ "$f" = minimal ] && dir=target/cross-minimal
+      out=$(CROSS_TARGET_DIR="$dir" FEATURES=$f TARGETS=$t SETUP=0 SMOKE=0 bench/cross.sh 2>&1 | awk '$1 ~ /-linux-/ && $2 != "features" { print $1, $3 }')
       tr=${out% *}
       sizes+=("$tr (static) $f ${out##* }")
     done
