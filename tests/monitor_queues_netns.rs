@@ -4,6 +4,9 @@
 //! readings must be the namespace's (only `lo`, a tbf) and see a backlog; BQL is skipped with a
 //! note. Needs root and tc; skips with a reason otherwise. The namespace is deleted by a guard.
 
+// Joins the namespace through the lab's setns helper.
+#![cfg(feature = "lab")]
+
 mod netns_support;
 
 use netns_support::run;
