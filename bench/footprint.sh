@@ -24,12 +24,17 @@ command -v iperf3 >/dev/null || { echo "iperf3 missing: apt-get install iperf3" 
 
 mb() { awk -v b="$1" 'BEGIN { printf "%.2f", b / 1e6 }'; }
 
-echo "== building --profile router --no-default-features for $(uname -m)" >&2
-CARGO_TARGET_DIR="$FOOT_DIR/minimal" cargo build -q --profile router --no-default-features >&2
-native_min="$FOOT_DIR/minimal/router/routerbench"
+# NATIVE_BIN=path: measure that binary's server instead of building the minimal router one.
+if [ -n "${NATIVE_BIN:-}" ]; then
+  native_min=$NATIVE_BIN
+else
+  echo "== building --profile router --no-default-features for $(uname -m)" >&2
+  CARGO_TARGET_DIR="$FOOT_DIR/minimal" cargo build -q --profile router --no-default-features >&2
+  native_min="$FOOT_DIR/minimal/router/routerbench"
+fi
 
 sizes=()
-sizes+=("$(uname -m)-linux-gnu (dynamic) minimal $(stat -c %s "$native_min")")
+[ -n "${NATIVE_BIN:-}" ] || sizes+=("$(uname -m)-linux-gnu (dynamic) minimal $(stat -c %s "$native_min")")
 if [ "$CROSS" = 1 ]; then
   for t in ${CROSS_TARGETS:-armv7}; do
     if [ ! -d "/usr/lib/rustlib/$( [ $t = armv7 ] && echo armv7-unknown-linux-gnueabihf || echo aarch64-unknown-linux-gnu)" ]; then
