@@ -7,3 +7,13 @@ pub mod lab;
 pub mod latency;
 pub mod monitor;
 pub mod summary;
+#[cfg(feature = "plots")]
+pub mod compare;
+#[cfg(feature = "plots")]
+pub mod html;
+#[cfg(feature = "plots")]
+pub mod plot;
+#[cfg(feature = "plots")]
+pub mod reference;
+#[cfg(feature = "plots")]
+pub mod rows;
