@@ -65,19 +65,26 @@ pub enum Format {
     Wiki,
 }
 
-fn header(rows: &[Row]) -> Vec<String> {
-    let mut h = vec!["column".to_string()];
-    let base = &rows[0];
-    h.push(format!("{} [{}]", base.label, base.engine));
-    for r in &rows[1..] {
-        h.push(format!("{} [{}]", r.label, r.engine));
-        h.push(format!("ratio {} / this", short(&base.label)));
+/// Short names for the headers, or the full labels when short ones would collide.
+fn names(rows: &[Row]) -> Vec<String> {
+    let short: Vec<String> = rows.iter().map(Row::short_label).collect();
+    let unique = short.iter().collect::<std::collections::BTreeSet<_>>().len() == short.len();
+    if unique {
+        short
+    } else {
+        rows.iter().map(|r| r.label.clone()).collect()
     }
-    h
 }
 
-fn short(label: &str) -> String {
-    label.split(" (").next().unwrap_or(label).to_string()
+fn header(rows: &[Row]) -> Vec<String> {
+    let n = names(rows);
+    let mut h = vec!["column".to_string()];
+    h.push(format!("{} [{}]", n[0], rows[0].engine));
+    for (r, name) in rows[1..].iter().zip(&n[1..]) {
+        h.push(format!("{name} [{}]", r.engine));
+        h.push(format!("{} / {name}", n[0]));
+    }
+    h
 }
 
 fn body(rows: &[Row]) -> Vec<Vec<String>> {
@@ -97,8 +104,9 @@ fn body(rows: &[Row]) -> Vec<Vec<String>> {
 
 fn summary(rows: &[Row]) -> String {
     let base = &rows[0];
+    let n = names(rows);
     let mut out = String::new();
-    for r in &rows[1..] {
+    for (r, name) in rows[1..].iter().zip(&n[1..]) {
         let rs = ratios(base, r);
         let big: Vec<String> = rs
             .iter()
@@ -108,9 +116,8 @@ fn summary(rows: &[Row]) -> String {
             .collect();
         if !big.is_empty() {
             out.push_str(&format!(
-                "An order of magnitude between {} and {}: {}\n",
-                short(&base.label),
-                short(&r.label),
+                "An order of magnitude between {} and {name}: {}\n",
+                n[0],
                 big.join(", ")
             ));
         }
@@ -119,13 +126,13 @@ fn summary(rows: &[Row]) -> String {
             out.push_str(&format!(
                 "⚠ {flagged} column(s) of {} are not like-for-like with {} (flagged above): \
                  compare rows of the same engine, cipher block and thread count\n",
-                short(&r.label),
-                short(&base.label)
+                name,
+                n[0]
             ));
         }
     }
-    for r in rows {
-        out.push_str(&format!("source of {}: {}\n", short(&r.label), r.source));
+    for (r, name) in rows.iter().zip(&n) {
+        out.push_str(&format!("{name}: {}, from {}\n", r.label, r.source));
     }
     out
 }
@@ -192,7 +199,8 @@ fn wiki(rows: &[Row]) -> String {
         out.push_str(&format!("| {} | {} | {} |\n", r.label, r.engine, cells.join(" | ")));
     }
     let base = &rows[0];
-    for r in &rows[1..] {
+    let n = names(rows);
+    for (r, name) in rows[1..].iter().zip(&n[1..]) {
         let cells: Vec<String> = ratios(base, r)
             .iter()
             .map(|x| {
@@ -207,9 +215,8 @@ fn wiki(rows: &[Row]) -> String {
             })
             .collect();
         out.push_str(&format!(
-            "| {} / {} | ratio | {} |\n",
-            short(&base.label),
-            short(&r.label),
+            "| {} / {name} | ratio | {} |\n",
+            n[0],
             cells.join(" | ")
         ));
     }

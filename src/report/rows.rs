@@ -50,6 +50,23 @@ pub fn engine_family(engine: &str) -> &'static str {
 }
 
 impl Row {
+    /// The label without a leading revision cell (`r23633 / Linksys EA7500 v1 / …` →
+    /// `Linksys EA7500 v1`) and without the file name: for column headers.
+    pub fn short_label(&self) -> String {
+        let first = self.label.split(" (").next().unwrap_or(&self.label);
+        let parts: Vec<&str> = first.split(" / ").collect();
+        let is_rev = |p: &str| {
+            p.strip_prefix('r')
+                .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+                || p == "unknown"
+        };
+        parts
+            .iter()
+            .find(|p| !is_rev(p))
+            .unwrap_or(&first)
+            .to_string()
+    }
+
     pub fn family(&self) -> &'static str {
         engine_family(&self.engine)
     }

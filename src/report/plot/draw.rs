@@ -113,7 +113,8 @@ where
     mesh.x_desc(p.x_label.as_str())
         .y_desc(p.y_label.as_str())
         .label_style(("sans-serif", 11).into_font())
-        .light_line_style(RGBColor(235, 235, 235));
+        .y_label_formatter(&tick)
+        .light_line_style(WHITE);
     if !p.categories.is_empty() {
         mesh.x_labels(p.categories.len())
             .x_label_formatter(&cat_label)
@@ -235,6 +236,22 @@ where
             .map_err(err)?;
     }
     Ok(())
+}
+
+/// A tick label with as many decimals as its size needs.
+fn tick(v: &f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.1}")
+    } else if a >= 0.01 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.4}")
+    }
 }
 
 fn bars<'a, DB, Y>(
