@@ -120,14 +120,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     })?;
     println!("\nsaved {}", path.display());
     if let Some(lat) = &result.latency {
-        let flent = args.out_dir.join(format!("run-{stamp}.flent.gz"));
+        let flent = args.out_dir.join(format!("rrul-{stamp}.flent.gz"));
         match crate::results::flent::write(lat, "routerbench run", &flent) {
             Ok(()) => println!("saved {} (flent -i FILE -p all_scaled)", flent.display()),
             Err(e) => eprintln!("routerbench: cannot write {}: {e:#}", flent.display()),
         }
     }
     #[cfg(feature = "plots")]
-    extras(&result, &path, &args.out_dir.join(format!("run-{stamp}.html")));
+    extras(&result, &path, &args.out_dir.join(format!("report-{stamp}.html")));
     Ok(0)
 }
 

@@ -201,6 +201,8 @@ pub fn device_label(r: &RunResult, source: &str) -> String {
                 .or_else(|| d.cpu_model.clone())
                 .or_else(|| d.hostname.clone())
         })
+        .or_else(|| r.lab.as_ref().map(|l| format!("lab {}", l.config.name)))
+        .or_else(|| r.latency.as_ref().map(|l| format!("{} to {}", l.test, l.host)))
         .unwrap_or_else(|| "unknown device".into());
     let file = std::path::Path::new(source)
         .file_name()

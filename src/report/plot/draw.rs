@@ -230,7 +230,7 @@ where
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperRight)
             .label_font(("sans-serif", 11).into_font())
-            .background_style(WHITE.mix(0.85))
+            .background_style(WHITE.mix(0.7))
             .border_style(RGBColor(180, 180, 180))
             .draw()
             .map_err(err)?;

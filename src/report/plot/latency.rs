@@ -51,11 +51,13 @@ pub fn latency_panel(r: &LatencyResult, theory: &[HLine]) -> Panel {
     let values = r
         .probes
         .iter()
-        .flat_map(|p| p.samples.iter().filter_map(|s| s.rtt_ms))
-        .chain(theory.iter().map(|h| h.y));
-    let Some(y) = robust_range(values, true) else {
+        .flat_map(|p| p.samples.iter().filter_map(|s| s.rtt_ms));
+    let Some(mut y) = robust_range(values, true) else {
         return Panel::missing(title, TIME, "RTT (ms)", "no latency samples");
     };
+    // The theory lines are always on the axis (a percentile would drop three values).
+    let top = theory.iter().map(|h| h.y * 1.08).fold(y.hi, f64::max);
+    y.hi = top;
     let mut p = Panel::new(title, TIME, "RTT (ms)");
     p.x = time_axis(r);
     p.y = y;
@@ -314,6 +316,18 @@ pub(crate) mod tests {
         let c = cdf(&r);
         assert!(c.panels[0].x.1 < 20.0);
         assert!(c.panels[0].marks.iter().any(|m| m.kind == MarkKind::Right));
+    }
+
+    #[test]
+    fn theory_lines_stay_on_the_axis() {
+        let rtts: Vec<Option<f64>> = (0..200).map(|_| Some(20.0)).collect();
+        let r = result(vec![], vec![probe("UDP EF", &rtts, 0.1)]);
+        let th = [HLine {
+            label: "theory".into(),
+            y: 51.2,
+        }];
+        let p = latency_panel(&r, &th);
+        assert!(p.y.contains(51.2) && p.y.hi < 60.0, "{:?}", p.y);
     }
 
     #[test]
