@@ -45,11 +45,8 @@ fn chromium() -> Option<PathBuf> {
 /// Runs headless Chromium on `page` with `extra` flags, bounded by `timeout`, with a fresh
 /// profile and every background network feature off.
 fn chrome(bin: &Path, page: &Path, extra: &[&str]) -> Output {
-    let profile = std::env::temp_dir().join(format!(
-        "rb-chrome-{}-{}",
-        std::process::id(),
-        extra.len()
-    ));
+    let profile =
+        std::env::temp_dir().join(format!("rb-chrome-{}-{}", std::process::id(), extra.len()));
     let _ = std::fs::remove_dir_all(&profile);
     let out = Command::new("timeout")
         .arg("120")
@@ -92,11 +89,25 @@ fn lab_result(dir: &Path) -> Option<PathBuf> {
     }
     let name = lab_support::unique_name("h");
     let _guard = routerbench::lab::LabGuard::new(&name);
-    rb(&["lab", "up", "--name", &name, "--rate", "20mbit", "--buffer", "64000"]);
+    rb(&[
+        "lab", "up", "--name", &name, "--rate", "20mbit", "--buffer", "64000",
+    ]);
     let json = dir.join("lab-rrul.json");
     rb(&[
-        "lab", "run", "rrul", "--name", &name, "-l", "3", "--delay", "1", "--warmup", "0.5",
-        "-q", "--json", s(&json),
+        "lab",
+        "run",
+        "rrul",
+        "--name",
+        &name,
+        "-l",
+        "3",
+        "--delay",
+        "1",
+        "--warmup",
+        "0.5",
+        "-q",
+        "--json",
+        s(&json),
     ]);
     Some(json)
 }
@@ -109,14 +120,39 @@ fn report_of_the_suites_own_results_renders_in_chromium() {
 
     // Crypto: measured (RustCrypto) and an imported OpenSSL 3.0 row: mixed engines.
     let measured = dir.join("crypto.json");
-    rb(&["crypto", "--row-only", "--seconds", "0.05", "--json", s(&measured)]);
+    rb(&[
+        "crypto",
+        "--row-only",
+        "--seconds",
+        "0.05",
+        "--json",
+        s(&measured),
+    ]);
     let imported = dir.join("crypto-openssl.json");
-    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/openssl/openssl-3.0.19-stdout.txt");
-    rb(&["crypto", "--import", fixture, "--no-identity", "--json", s(&imported)]);
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/openssl/openssl-3.0.19-stdout.txt"
+    );
+    rb(&[
+        "crypto",
+        "--import",
+        fixture,
+        "--no-identity",
+        "--json",
+        s(&imported),
+    ]);
 
     // run --quick: loopback, RRUL and monitor; it writes its own report and .flent.gz.
     let run_dir = dir.join("run");
-    let out = rb(&["run", "--quick", "--quiet", "--skip", "crypto", "--out-dir", s(&run_dir)]);
+    let out = rb(&[
+        "run",
+        "--quick",
+        "--quiet",
+        "--skip",
+        "crypto",
+        "--out-dir",
+        s(&run_dir),
+    ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let names: Vec<String> = std::fs::read_dir(&run_dir)
         .unwrap()
@@ -127,7 +163,10 @@ fn report_of_the_suites_own_results_renders_in_chromium() {
             .iter()
             .find(|n| n.starts_with(prefix) && n.ends_with(suffix))
             .unwrap_or_else(|| panic!("run wrote no {prefix}*{suffix}: {names:?}"));
-        assert!(stdout.contains(f.as_str()), "run did not print {f}:\n{stdout}");
+        assert!(
+            stdout.contains(f.as_str()),
+            "run did not print {f}:\n{stdout}"
+        );
     }
     let gz = names.iter().find(|n| n.ends_with(".flent.gz")).unwrap();
     let head = std::fs::read(run_dir.join(gz)).unwrap();
@@ -139,10 +178,20 @@ fn report_of_the_suites_own_results_renders_in_chromium() {
         let svg = dir.join(format!("{kind}.svg"));
         rb(&["plot", s(&run_json), "--kind", kind, "-o", s(&svg)]);
         let text = std::fs::read_to_string(&svg).unwrap();
-        assert!(text.starts_with("<svg") && text.contains("<polyline"), "{kind}");
+        assert!(
+            text.starts_with("<svg") && text.contains("<polyline"),
+            "{kind}"
+        );
     }
     let bad = Command::new(env!("CARGO_BIN_EXE_routerbench"))
-        .args(["plot", s(&measured), "--kind", "cdf", "-o", s(&dir.join("x.svg"))])
+        .args([
+            "plot",
+            s(&measured),
+            "--kind",
+            "cdf",
+            "-o",
+            s(&dir.join("x.svg")),
+        ])
         .output()
         .unwrap();
     assert!(!bad.status.success());
@@ -176,8 +225,11 @@ fn report_of_the_suites_own_results_renders_in_chromium() {
     };
     // The console check can fail: a page that logs an error is caught.
     let probe = dir.join("probe.html");
-    std::fs::write(&probe, "<html><body><script>console.error('rb-probe')</script></body></html>")
-        .unwrap();
+    std::fs::write(
+        &probe,
+        "<html><body><script>console.error('rb-probe')</script></body></html>",
+    )
+    .unwrap();
     let seen = console_lines(&chrome(&bin, &probe, &["--dump-dom"]));
     assert!(
         seen.iter().any(|l| l.contains("rb-probe")),
@@ -185,8 +237,16 @@ fn report_of_the_suites_own_results_renders_in_chromium() {
     );
 
     let out = chrome(&bin, &report, &["--dump-dom"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(console_lines(&out).is_empty(), "console: {:?}", console_lines(&out));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        console_lines(&out).is_empty(),
+        "console: {:?}",
+        console_lines(&out)
+    );
     let dom = String::from_utf8_lossy(&out.stdout);
     let figs: Vec<&str> = dom.split("<figure>").skip(1).collect();
     assert_eq!(figs.len(), figures, "the browser parsed every figure");
@@ -214,12 +274,22 @@ fn report_of_the_suites_own_results_renders_in_chromium() {
         let out = chrome(
             &bin,
             &report,
-            &[&format!("--window-size={size}"), &format!("--screenshot={}", png.display())],
+            &[
+                &format!("--window-size={size}"),
+                &format!("--screenshot={}", png.display()),
+            ],
         );
         let bytes = std::fs::read(&png).unwrap_or_else(|e| {
-            panic!("no screenshot {}: {e}\n{}", png.display(), String::from_utf8_lossy(&out.stderr))
+            panic!(
+                "no screenshot {}: {e}\n{}",
+                png.display(),
+                String::from_utf8_lossy(&out.stderr)
+            )
         });
-        assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 20_000, "{name}");
+        assert!(
+            bytes.starts_with(b"\x89PNG") && bytes.len() > 20_000,
+            "{name}"
+        );
         eprintln!("screenshot: {}", png.display());
     }
     std::fs::copy(&report, shots.join("report.html")).unwrap();

@@ -35,17 +35,28 @@ pub fn references(which: &str) -> anyhow::Result<Vec<Reference>> {
     reference::parse(&text, which).map_err(anyhow::Error::msg)
 }
 
-fn rows_of(input: &str, cipher_block: u32) -> anyhow::Result<Vec<Row>> {
+/// True if `input` is a JSON file (a result), not `ref:ID` or a file of wiki rows.
+pub fn is_result_file(input: &str) -> bool {
+    if input.starts_with("ref:") {
+        return false;
+    }
+    std::fs::read_to_string(input).map_or(true, |t| t.trim_start().starts_with('{'))
+}
+
+/// The crypto rows of one input: a result file, a file of wiki rows, or `ref:ID`.
+pub fn rows_of(input: &str, cipher_block: u32) -> anyhow::Result<Vec<Row>> {
     if let Some(id) = input.strip_prefix("ref:") {
         let refs = reference::builtin().map_err(anyhow::Error::msg)?;
         return match refs.into_iter().find(|r| r.id == id) {
             Some(r) => Ok(vec![r.row]),
-            None => anyhow::bail!("no built-in reference row `{id}` (see `routerbench compare ref:list`)"),
+            None => anyhow::bail!(
+                "no built-in reference row `{id}` (see `routerbench compare ref:list`)"
+            ),
         };
     }
     let path = std::path::Path::new(input);
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow::anyhow!("cannot read {input}: {e}"))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read {input}: {e}"))?;
     if text.trim_start().starts_with('{') {
         let run = crate::results::load(path)?;
         let row = Row::from_result(&run, input, cipher_block).ok_or_else(|| {
@@ -66,7 +77,10 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     }
     if a.inputs.iter().any(|i| i == "ref:list") {
         for r in reference::builtin().map_err(anyhow::Error::msg)? {
-            println!("ref:{:<20} {} [{}] — {}", r.id, r.row.label, r.row.engine, r.row.source);
+            println!(
+                "ref:{:<20} {} [{}] — {}",
+                r.id, r.row.label, r.row.engine, r.row.source
+            );
         }
         return Ok(0);
     }

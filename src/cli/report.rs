@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Result files (`routerbench run`, or any command's `--json`).
+    /// Result files (`routerbench run`, or any command's `--json`); also files of OpenWrt wiki
+    /// rows and `ref:ID` built-in reference rows, which join the crypto comparison.
     #[arg(required = true, value_name = "RESULT.json")]
-    pub files: Vec<PathBuf>,
+    pub files: Vec<String>,
     /// The HTML file to write.
     #[arg(short, long, default_value = "report.html")]
     pub output: PathBuf,
@@ -40,16 +41,32 @@ pub fn load_all(files: &[PathBuf]) -> anyhow::Result<Vec<(crate::results::RunRes
         .collect()
 }
 
-/// Writes the report of `runs` to `path`.
-pub fn write_report(runs: &[(crate::results::RunResult, String)], path: &Path) -> anyhow::Result<()> {
-    let page = crate::report::html::render(runs);
+/// Writes the report of `runs` (and crypto rows `extra`) to `path`.
+pub fn write_report(
+    runs: &[(crate::results::RunResult, String)],
+    extra: &[crate::report::rows::Row],
+    path: &Path,
+) -> anyhow::Result<()> {
+    let page = crate::report::html::render(runs, extra);
     std::fs::write(path, page)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e} (choose another -o)", path.display()))
 }
 
 pub fn run_report(a: ReportArgs) -> anyhow::Result<i32> {
-    let runs = load_all(&a.files)?;
-    write_report(&runs, &a.output)?;
+    let mut results = Vec::new();
+    let mut rows = Vec::new();
+    for f in &a.files {
+        if crate::cli::compare::is_result_file(f) {
+            results.push(PathBuf::from(f));
+        } else {
+            rows.extend(crate::cli::compare::rows_of(
+                f,
+                crate::crypto::ROW_CIPHER_BLOCK,
+            )?);
+        }
+    }
+    let runs = load_all(&results)?;
+    write_report(&runs, &rows, &a.output)?;
     println!("wrote {}", a.output.display());
     Ok(0)
 }

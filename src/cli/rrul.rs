@@ -144,7 +144,7 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
             || format!("{} to {}", kind.flent_name(), a.host),
             |p| p.display().to_string(),
         );
-        crate::cli::report::write_report(&[(run, name)], path)?;
+        crate::cli::report::write_report(&[(run, name)], &[], path)?;
         println!("saved {}", path.display());
     }
     if let Some(path) = &a.flent {

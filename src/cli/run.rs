@@ -127,7 +127,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         }
     }
     #[cfg(feature = "plots")]
-    extras(&result, &path, &args.out_dir.join(format!("report-{stamp}.html")));
+    extras(
+        &result,
+        &path,
+        &args.out_dir.join(format!("report-{stamp}.html")),
+    );
     Ok(0)
 }
 
@@ -135,8 +139,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
 #[cfg(feature = "plots")]
 fn extras(result: &RunResult, json: &std::path::Path, html: &std::path::Path) {
     let runs = [(result.clone(), json.display().to_string())];
-    match crate::cli::report::write_report(&runs, html) {
-        Ok(()) => println!("saved {} (the report: open it in a browser)", html.display()),
+    match crate::cli::report::write_report(&runs, &[], html) {
+        Ok(()) => println!(
+            "saved {} (the report: open it in a browser)",
+            html.display()
+        ),
         Err(e) => eprintln!("routerbench: {e:#}"),
     }
     let row = crate::report::rows::Row::from_result(

@@ -68,7 +68,11 @@ pub enum Format {
 /// Short names for the headers, or the full labels when short ones would collide.
 fn names(rows: &[Row]) -> Vec<String> {
     let short: Vec<String> = rows.iter().map(Row::short_label).collect();
-    let unique = short.iter().collect::<std::collections::BTreeSet<_>>().len() == short.len();
+    let unique = short
+        .iter()
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+        == short.len();
     if unique {
         short
     } else {
@@ -126,8 +130,7 @@ fn summary(rows: &[Row]) -> String {
             out.push_str(&format!(
                 "⚠ {flagged} column(s) of {} are not like-for-like with {} (flagged above): \
                  compare rows of the same engine, cipher block and thread count\n",
-                name,
-                n[0]
+                name, n[0]
             ));
         }
     }
@@ -196,7 +199,12 @@ fn wiki(rows: &[Row]) -> String {
                 Some(x) => format!("{x:.1}"),
             })
             .collect();
-        out.push_str(&format!("| {} | {} | {} |\n", r.label, r.engine, cells.join(" | ")));
+        out.push_str(&format!(
+            "| {} | {} | {} |\n",
+            r.label,
+            r.engine,
+            cells.join(" | ")
+        ));
     }
     let base = &rows[0];
     let n = names(rows);
@@ -246,11 +254,17 @@ mod tests {
         let text = render(&[v1.clone(), v2.clone()], Format::Text);
         assert!(text.contains("10.66× (order of magnitude)"), "{text}");
         assert!(text.contains("RSA Sign 10.7×"), "{text}");
-        assert!(!text.contains('⚠'), "same semantics: nothing flagged\n{text}");
+        assert!(
+            !text.contains('⚠'),
+            "same semantics: nothing flagged\n{text}"
+        );
         let md = render(&[v1.clone(), v2.clone()], Format::Markdown);
         assert!(md.starts_with("| column |") && md.contains("| DES | not measured |"));
         let wiki = render(&[v1, v2], Format::Wiki);
-        assert!(wiki.contains("| 98150740 |") && wiki.contains("| 10.66× |"), "{wiki}");
+        assert!(
+            wiki.contains("| 98150740 |") && wiki.contains("| 10.66× |"),
+            "{wiki}"
+        );
     }
 
     #[test]
@@ -259,8 +273,14 @@ mod tests {
         other.engine = "RustCrypto".into();
         other.threads = Some(2);
         let rs = ratios(&v1, &other);
-        assert!(rs.iter().all(|r| r.flags.iter().any(|f| f.contains("engine"))));
-        assert!(rs.iter().all(|r| r.flags.iter().any(|f| f.contains("threads"))));
+        assert!(
+            rs.iter()
+                .all(|r| r.flags.iter().any(|f| f.contains("engine")))
+        );
+        assert!(
+            rs.iter()
+                .all(|r| r.flags.iter().any(|f| f.contains("threads")))
+        );
         let text = render(&[v1, other], Format::Text);
         assert!(text.contains("⚠ engine OpenSSL vs RustCrypto"), "{text}");
         assert!(text.contains("not like-for-like"));

@@ -57,7 +57,9 @@ fn crypto_section(rows: &[Row]) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let mut out = String::from("<h2>Crypto: the OpenWrt table's columns</h2>\n<table><tr><th>device</th><th>engine</th>");
+    let mut out = String::from(
+        "<h2>Crypto: the OpenWrt table's columns</h2>\n<table><tr><th>device</th><th>engine</th>",
+    );
     for t in TITLES {
         out.push_str(&format!("<th>{}</th>", esc(t)));
     }
@@ -145,18 +147,22 @@ fn result_section(run: &RunResult, source: &str) -> String {
     out
 }
 
-/// The whole page for `runs` (result, file name), in the given order.
-pub fn render(runs: &[(RunResult, String)]) -> String {
-    let rows: Vec<Row> = runs
+/// The whole page for `runs` (result, file name), in the given order; `extra` crypto rows
+/// (reference rows, wiki rows) join the crypto comparison after the results' own rows.
+pub fn render(runs: &[(RunResult, String)], extra: &[Row]) -> String {
+    let mut rows: Vec<Row> = runs
         .iter()
         .filter_map(|(r, src)| Row::from_result(r, src, crate::crypto::ROW_CIPHER_BLOCK))
         .collect();
+    rows.extend(extra.iter().cloned());
     let mut out = format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>routerbench report</title><style>{CSS}</style></head><body>\n\
-         <h1>routerbench report</h1>\n<p class=\"note\">{} result file(s), rendered by routerbench {}</p>\n",
+         <h1>routerbench report</h1>\n<p class=\"note\">{} result file(s), {} other row(s), \
+         rendered by routerbench {}</p>\n",
         runs.len(),
+        extra.len(),
         env!("CARGO_PKG_VERSION")
     );
     out.push_str(&crypto_section(&rows));
@@ -177,10 +183,14 @@ mod tests {
         run.notes.push("a <b> & c".into());
         let lat = crate::report::plot::latency::tests::result(
             vec![],
-            vec![crate::report::plot::latency::tests::probe("ICMP", &[Some(1.0), None, Some(2.0)], 0.2)],
+            vec![crate::report::plot::latency::tests::probe(
+                "ICMP",
+                &[Some(1.0), None, Some(2.0)],
+                0.2,
+            )],
         );
         run.latency = Some(lat);
-        let page = render(&[(run, "x.json".into())]);
+        let page = render(&[(run, "x.json".into())], &[]);
         assert!(page.contains("a &lt;b&gt; &amp; c"));
         assert!(!page.contains("<script"));
         assert!(!page.contains("http://") || page.matches("http://").all(|_| true));

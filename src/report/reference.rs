@@ -37,11 +37,14 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Reference>, String> {
             }
             let get = |k: &str| meta.iter().find(|(mk, _)| mk == k).map(|(_, v)| v.clone());
             let source = get("source").unwrap_or_else(|| format!("{origin} line {}", n + 1));
-            let mut row = Row::parse_wiki(t, &source)
-                .map_err(|e| format!("{origin} line {}: {e}", n + 1))?;
+            let mut row =
+                Row::parse_wiki(t, &source).map_err(|e| format!("{origin} line {}: {e}", n + 1))?;
             if let Some(b) = get("cipher-block") {
                 row.cipher_block = Some(b.parse().map_err(|_| {
-                    format!("{origin} line {}: cipher-block `{b}` is not 1024 or 8192", n + 1)
+                    format!(
+                        "{origin} line {}: cipher-block `{b}` is not 1024 or 8192",
+                        n + 1
+                    )
                 })?);
             }
             if let Some(t) = get("threads") {
@@ -65,7 +68,9 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Reference>, String> {
         }
     }
     if out.is_empty() {
-        return Err(format!("{origin}: no rows (expected `| identity | engine | 13 numbers |`)"));
+        return Err(format!(
+            "{origin}: no rows (expected `| identity | engine | 13 numbers |`)"
+        ));
     }
     Ok(out)
 }
@@ -119,9 +124,8 @@ pub fn standing(row: &Row, refs: &[Reference]) -> Vec<Standing> {
             .collect();
         with.sort_by(|a, b| b.1.total_cmp(&a.1));
         let faster = with.iter().filter(|(_, x)| *x > v).count();
-        let pick = |r: &Reference, x: f64| {
-            (r.id.clone(), x, v / x, semantic_flags(row, &r.row, col))
-        };
+        let pick =
+            |r: &Reference, x: f64| (r.id.clone(), x, v / x, semantic_flags(row, &r.row, col));
         out.push(Standing {
             col,
             value: Some(v),
@@ -129,8 +133,8 @@ pub fn standing(row: &Row, refs: &[Reference]) -> Vec<Standing> {
             of: with.len() + 1,
             above: with
                 .iter()
-                .filter(|(_, x)| *x > v)
-                .last()
+                .rev()
+                .find(|(_, x)| *x > v)
                 .map(|(r, x)| pick(r, *x)),
             below: with.iter().find(|(_, x)| *x <= v).map(|(r, x)| pick(r, *x)),
         });
@@ -191,8 +195,17 @@ mod tests {
     #[test]
     fn v2_ranks_below_v1_and_mixed_rows_are_flagged() {
         let refs = builtin().unwrap();
-        let v2 = refs.iter().find(|r| r.id == "ea7500-v2").unwrap().row.clone();
-        let others: Vec<Reference> = refs.iter().filter(|r| r.id != "ea7500-v2").cloned().collect();
+        let v2 = refs
+            .iter()
+            .find(|r| r.id == "ea7500-v2")
+            .unwrap()
+            .row
+            .clone();
+        let others: Vec<Reference> = refs
+            .iter()
+            .filter(|r| r.id != "ea7500-v2")
+            .cloned()
+            .collect();
         let st = standing(&v2, &others);
         let rsa = st.iter().find(|s| s.col == 9).unwrap();
         assert_eq!(rsa.above.as_ref().unwrap().0, "ea7500-v1");
@@ -200,7 +213,11 @@ mod tests {
         let aes = st.iter().find(|s| s.col == 6).unwrap();
         assert!(aes.rank > 1 && aes.rank <= aes.of);
         // The MT7621 row next to a 1.1.1 row: cipher blocks differ and are flagged.
-        let ax58 = &refs.iter().find(|r| r.id == "rt-ax58u-bcm6750").unwrap().row;
+        let ax58 = &refs
+            .iter()
+            .find(|r| r.id == "rt-ax58u-bcm6750")
+            .unwrap()
+            .row;
         assert!(!semantic_flags(&v2, ax58, 6).is_empty());
         assert!(semantic_flags(&v2, ax58, 0).is_empty());
         let text = render_standing(&v2, &st);

@@ -123,8 +123,8 @@ impl Row {
         let n = cells.len();
         let mut values = [None; 13];
         for (i, cell) in cells[n - 13..].iter().enumerate() {
-            values[i] = parse_number(cell)
-                .map_err(|e| format!("column {} ({}): {e}", i + 1, TITLES[i]))?;
+            values[i] =
+                parse_number(cell).map_err(|e| format!("column {} ({}): {e}", i + 1, TITLES[i]))?;
         }
         let engine = cells[n - 14].to_string();
         let ident = &cells[..n - 14];
@@ -202,7 +202,11 @@ pub fn device_label(r: &RunResult, source: &str) -> String {
                 .or_else(|| d.hostname.clone())
         })
         .or_else(|| r.lab.as_ref().map(|l| format!("lab {}", l.config.name)))
-        .or_else(|| r.latency.as_ref().map(|l| format!("{} to {}", l.test, l.host)))
+        .or_else(|| {
+            r.latency
+                .as_ref()
+                .map(|l| format!("{} to {}", l.test, l.host))
+        })
         .unwrap_or_else(|| "unknown device".into());
     let file = std::path::Path::new(source)
         .file_name()
@@ -215,7 +219,7 @@ pub fn device_label(r: &RunResult, source: &str) -> String {
 pub fn human(col: usize, v: Option<f64>) -> String {
     match v {
         None => "-".into(),
-        Some(x) if x == 0.0 => "not measured".into(),
+        Some(x) if x <= 0.0 => "not measured".into(),
         Some(x) if is_rate_column(col) => format!("{:.1} MB/s", x / 1e6),
         Some(x) => format!("{x:.1}/s"),
     }
@@ -246,7 +250,11 @@ mod tests {
         assert_eq!(r.cipher_block, Some(1024));
         assert_eq!(r.values[0], Some(85.2e6));
         assert_eq!(r.values[12], None);
-        assert!(Row::parse_wiki("| a | b | 1 |", "x").unwrap_err().contains("13 numbers"));
+        assert!(
+            Row::parse_wiki("| a | b | 1 |", "x")
+                .unwrap_err()
+                .contains("13 numbers")
+        );
         let bad = row.replace("85.20M", "fast");
         assert!(Row::parse_wiki(&bad, "x").unwrap_err().contains("MD5"));
     }

@@ -123,7 +123,12 @@ pub enum LoadError {
 
 /// The major version of a `routerbench.run/N` schema string.
 fn schema_major(schema: &str) -> Option<u32> {
-    schema.strip_prefix("routerbench.run/")?.split('.').next()?.parse().ok()
+    schema
+        .strip_prefix("routerbench.run/")?
+        .split('.')
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Reads a result file written by `save`. Files of an older schema load when their layout still
@@ -140,7 +145,10 @@ pub fn load(path: &std::path::Path) -> Result<RunResult, LoadError> {
             path: p.clone(),
             source,
         })?;
-    let found = value.get("schema").and_then(|s| s.as_str()).map(str::to_string);
+    let found = value
+        .get("schema")
+        .and_then(|s| s.as_str())
+        .map(str::to_string);
     let Some(found) = found else {
         let iperf3 = value.get("start").is_some() && value.get("end").is_some();
         return Err(LoadError::NotOurs {
@@ -210,13 +218,25 @@ mod tests {
         let r = load(&write("old.json", old)).unwrap();
         assert_eq!(r.schema, "routerbench.run/0");
         let broken = r#"{"schema":"routerbench.run/0","tool":{"name":"routerbench"}}"#;
-        let e = load(&write("old-broken.json", broken)).unwrap_err().to_string();
-        assert!(e.contains("older routerbench (schema routerbench.run/0)"), "{e}");
+        let e = load(&write("old-broken.json", broken))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("older routerbench (schema routerbench.run/0)"),
+            "{e}"
+        );
         let newer = old.replace("run/0", "run/9");
         let e = load(&write("new.json", &newer)).unwrap_err().to_string();
-        assert!(e.contains("newer routerbench (schema routerbench.run/9)"), "{e}");
-        let e = load(&write("iperf.json", r#"{"start":{},"end":{}}"#)).unwrap_err().to_string();
+        assert!(
+            e.contains("newer routerbench (schema routerbench.run/9)"),
+            "{e}"
+        );
+        let e = load(&write("iperf.json", r#"{"start":{},"end":{}}"#))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("iperf3 -J output"), "{e}");
-        let _ = std::fs::remove_dir_all(std::env::temp_dir().join(format!("rb-load-{}", std::process::id())));
+        let _ = std::fs::remove_dir_all(
+            std::env::temp_dir().join(format!("rb-load-{}", std::process::id())),
+        );
     }
 }

@@ -76,7 +76,13 @@ pub fn bars(rows: &[Row]) -> Figure {
                 "MB/s (10⁶ bytes/s)",
                 1e6,
             ),
-            panel(rows, 9..13, "RSA-2048 and DSA-2048, operations/s, log scale", "per second", 1.0),
+            panel(
+                rows,
+                9..13,
+                "RSA-2048 and DSA-2048, operations/s, log scale",
+                "per second",
+                1.0,
+            ),
         ],
     }
 }
@@ -89,12 +95,22 @@ mod tests {
     #[test]
     fn mixed_engines_are_flagged_and_every_bar_names_its_engine() {
         let refs = builtin().unwrap();
-        let v1 = refs.iter().find(|r| r.id == "ea7500-v1").unwrap().row.clone();
+        let v1 = refs
+            .iter()
+            .find(|r| r.id == "ea7500-v1")
+            .unwrap()
+            .row
+            .clone();
         let mut rc = v1.clone();
         rc.label = "same box, pure Rust".into();
         rc.engine = "RustCrypto".into();
         let f = bars(&[v1.clone(), rc]);
-        assert!(f.title.contains("⚠ not like-for-like: engine OpenSSL vs RustCrypto"), "{}", f.title);
+        assert!(
+            f.title
+                .contains("⚠ not like-for-like: engine OpenSSL vs RustCrypto"),
+            "{}",
+            f.title
+        );
         let p = &f.panels[0];
         assert!(p.log_y);
         assert_eq!(p.members.len(), 2);

@@ -169,14 +169,20 @@ where
         match m.kind {
             MarkKind::Lost => {
                 chart
-                    .draw_series(at.into_iter().map(|pt| Cross::new(pt, 5, c.stroke_width(2))))
+                    .draw_series(
+                        at.into_iter()
+                            .map(|pt| Cross::new(pt, 5, c.stroke_width(2))),
+                    )
                     .map_err(err)?
                     .label(label)
                     .legend(move |(x, y)| Cross::new((x + 8, y), 4, c.stroke_width(2)));
             }
             MarkKind::Above => {
                 chart
-                    .draw_series(at.into_iter().map(|pt| TriangleMarker::new(pt, 5, c.filled())))
+                    .draw_series(
+                        at.into_iter()
+                            .map(|pt| TriangleMarker::new(pt, 5, c.filled())),
+                    )
                     .map_err(err)?
                     .label(label)
                     .legend(move |(x, y)| TriangleMarker::new((x + 8, y), 4, c.filled()));
@@ -195,7 +201,10 @@ where
         legend = true;
         chart
             .draw_series(DashedLineSeries::new(
-                [(p.x.0.min(-0.5), h.y), (p.x.1.max(p.categories.len() as f64), h.y)],
+                [
+                    (p.x.0.min(-0.5), h.y),
+                    (p.x.1.max(p.categories.len() as f64), h.y),
+                ],
                 6,
                 4,
                 dark.stroke_width(1),
@@ -324,7 +333,9 @@ where
             .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
             .map_err(err)?
             .label(name.clone())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.mix(0.5).filled()));
+            .legend(move |(x, y)| {
+                Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.mix(0.5).filled())
+            });
     }
     let per_slot = p.boxes.iter().map(|b| b.series + 1).max().unwrap_or(1) as f64;
     let width = 0.8 / per_slot;
@@ -340,15 +351,24 @@ where
             ])
             .map_err(err)?;
         let lines = vec![
-            PathElement::new(vec![(left, b.median), (right, b.median)], BLACK.stroke_width(2)),
+            PathElement::new(
+                vec![(left, b.median), (right, b.median)],
+                BLACK.stroke_width(2),
+            ),
             PathElement::new(vec![(mid, b.q3), (mid, b.whisker_hi)], c.stroke_width(1)),
             PathElement::new(vec![(mid, b.q1), (mid, b.whisker_lo)], c.stroke_width(1)),
             PathElement::new(
-                vec![(left + width * 0.2, b.whisker_hi), (right - width * 0.2, b.whisker_hi)],
+                vec![
+                    (left + width * 0.2, b.whisker_hi),
+                    (right - width * 0.2, b.whisker_hi),
+                ],
                 c.stroke_width(1),
             ),
             PathElement::new(
-                vec![(left + width * 0.2, b.whisker_lo), (right - width * 0.2, b.whisker_lo)],
+                vec![
+                    (left + width * 0.2, b.whisker_lo),
+                    (right - width * 0.2, b.whisker_lo),
+                ],
                 c.stroke_width(1),
             ),
         ];

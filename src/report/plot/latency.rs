@@ -20,7 +20,11 @@ fn time_axis(r: &LatencyResult) -> (f64, f64) {
 }
 
 fn throughput_panel(r: &LatencyResult, direction: &str, title: &str) -> Panel {
-    let flows: Vec<_> = r.flows.iter().filter(|f| f.direction == direction).collect();
+    let flows: Vec<_> = r
+        .flows
+        .iter()
+        .filter(|f| f.direction == direction)
+        .collect();
     let values = flows.iter().flat_map(|f| f.samples.iter().map(|s| s.mbps));
     let Some(y) = robust_range(values, true) else {
         return Panel::missing(
@@ -104,7 +108,12 @@ pub fn cdf(r: &LatencyResult) -> Figure {
         .iter()
         .flat_map(|p| p.samples.iter().filter_map(|s| s.rtt_ms));
     let panel = match robust_range(all, true) {
-        None => Panel::missing(title, "RTT (ms)", "fraction of probes", "no latency samples"),
+        None => Panel::missing(
+            title,
+            "RTT (ms)",
+            "fraction of probes",
+            "no latency samples",
+        ),
         Some(xr) => {
             let mut p = Panel::new(title, "RTT (ms)", "fraction of probes ≤ x");
             p.x = (xr.lo, xr.hi);
@@ -287,16 +296,36 @@ pub(crate) mod tests {
 
     #[test]
     fn lost_probes_are_marks_and_the_line_is_not_drawn_through_them() {
-        let rtts = [Some(1.0), Some(1.2), None, None, Some(1.1), Some(1.3), None, Some(1.0)];
+        let rtts = [
+            Some(1.0),
+            Some(1.2),
+            None,
+            None,
+            Some(1.1),
+            Some(1.3),
+            None,
+            Some(1.0),
+        ];
         let r = result(vec![], vec![probe("UDP EF", &rtts, 0.2)]);
         let p = latency_panel(&r, &[]);
-        assert_eq!(p.lines[0].segments.len(), 3, "three runs between the losses");
+        assert_eq!(
+            p.lines[0].segments.len(),
+            3,
+            "three runs between the losses"
+        );
         for seg in &p.lines[0].segments {
             for w in seg.windows(2) {
-                assert!((w[1].0 - w[0].0 - 0.2).abs() < 1e-9, "a segment spans a loss: {seg:?}");
+                assert!(
+                    (w[1].0 - w[0].0 - 0.2).abs() < 1e-9,
+                    "a segment spans a loss: {seg:?}"
+                );
             }
         }
-        let lost: Vec<_> = p.marks.iter().filter(|m| m.kind == MarkKind::Lost).collect();
+        let lost: Vec<_> = p
+            .marks
+            .iter()
+            .filter(|m| m.kind == MarkKind::Lost)
+            .collect();
         assert_eq!(lost.len(), 1);
         let xs: Vec<f64> = lost[0].points.iter().map(|p| p.0).collect();
         assert_eq!(xs.len(), 3);
@@ -310,7 +339,11 @@ pub(crate) mod tests {
         let r = result(vec![], vec![probe("UDP BE", &rtts, 0.1)]);
         let p = latency_panel(&r, &[]);
         assert!(p.y.hi < 20.0, "axis {:?}", p.y);
-        let above: Vec<_> = p.marks.iter().filter(|m| m.kind == MarkKind::Above).collect();
+        let above: Vec<_> = p
+            .marks
+            .iter()
+            .filter(|m| m.kind == MarkKind::Above)
+            .collect();
         assert_eq!(above.len(), 1);
         assert_eq!(above[0].points, vec![(5.0, 1400.0)]);
         let c = cdf(&r);
@@ -337,7 +370,13 @@ pub(crate) mod tests {
         let f = all_scaled(&r, &[]);
         assert_eq!(f.panels.len(), 3);
         assert!(!f.panels[0].has_data());
-        assert!(f.panels[0].note.as_deref().unwrap_or("").contains("no download"));
+        assert!(
+            f.panels[0]
+                .note
+                .as_deref()
+                .unwrap_or("")
+                .contains("no download")
+        );
         assert!(f.panels[1].has_data());
         assert!(!f.panels[2].has_data());
         assert!(!boxes(&r).panels[0].has_data());
@@ -346,19 +385,28 @@ pub(crate) mod tests {
 
     #[test]
     fn a_single_sample_is_drawn_as_a_point_on_a_sane_axis() {
-        let r = result(vec![flow("download", &[42.0])], vec![probe("ICMP", &[Some(3.0)], 0.2)]);
+        let r = result(
+            vec![flow("download", &[42.0])],
+            vec![probe("ICMP", &[Some(3.0)], 0.2)],
+        );
         let f = all_scaled(&r, &[]);
         let d = &f.panels[0];
         assert_eq!(d.lines[0].segments, vec![vec![(2.0, 42.0)]]);
         assert!(d.y.contains(42.0) && d.y.lo == 0.0);
         assert!(f.panels[2].y.contains(3.0));
         let b = boxes(&r);
-        assert_eq!(b.panels[0].boxes.len(), 1, "one idle sample, nothing loaded");
+        assert_eq!(
+            b.panels[0].boxes.len(),
+            1,
+            "one idle sample, nothing loaded"
+        );
     }
 
     #[test]
     fn idle_and_loaded_boxes_carry_the_grade() {
-        let rtts: Vec<Option<f64>> = (0..50).map(|i| Some(if i < 10 { 1.0 } else { 20.0 })).collect();
+        let rtts: Vec<Option<f64>> = (0..50)
+            .map(|i| Some(if i < 10 { 1.0 } else { 20.0 }))
+            .collect();
         let mut r = result(vec![], vec![probe("UDP EF", &rtts, 0.2)]);
         r.summary.grade = Some("A".into());
         r.summary.increase_ms = Some(19.0);

@@ -99,7 +99,11 @@ mod tests {
     #[test]
     fn percentile_is_a_nearest_rank_sample() {
         let s = [1.0, 2.0, 3.0, 4.0, 1000.0];
-        assert_eq!(percentile(&s, 99.0), Some(1000.0), "under 100 samples: the maximum");
+        assert_eq!(
+            percentile(&s, 99.0),
+            Some(1000.0),
+            "under 100 samples: the maximum"
+        );
         assert_eq!(percentile(&s, 1.0), Some(1.0));
         assert_eq!(percentile(&s, 50.0), Some(3.0));
         let mut many: Vec<f64> = (0..150).map(|i| i as f64).collect();

@@ -15,7 +15,11 @@ pub fn throughput(r: &ThroughputResult) -> Figure {
         r.setup.protocol, r.setup.num_streams, r.role
     );
     let mbps = |bps: f64| bps / 1e6;
-    let mut values: Vec<f64> = r.intervals.iter().map(|i| mbps(i.sum.bits_per_second)).collect();
+    let mut values: Vec<f64> = r
+        .intervals
+        .iter()
+        .map(|i| mbps(i.sum.bits_per_second))
+        .collect();
     values.extend(
         r.intervals
             .iter()
@@ -68,9 +72,16 @@ pub fn throughput(r: &ThroughputResult) -> Figure {
     }
 }
 
+/// Points of one series: x, and y when there is one.
+type Points = Vec<(f64, Option<f64>)>;
+
 const MON_TIME: &str = "time since the monitor started (s)";
 
-fn percent_panel(m: &MonitorResult, title: &str, pick: fn(&crate::results::monitor::MonitorSample) -> &Vec<f64>) -> Panel {
+fn percent_panel(
+    m: &MonitorResult,
+    title: &str,
+    pick: fn(&crate::results::monitor::MonitorSample) -> &Vec<f64>,
+) -> Panel {
     if m.samples.iter().all(|s| pick(s).is_empty()) {
         return Panel::missing(title, MON_TIME, "%", "not measured (no /proc/stat)");
     }
@@ -78,8 +89,11 @@ fn percent_panel(m: &MonitorResult, title: &str, pick: fn(&crate::results::monit
     p.x = (0.0, m.samples.iter().map(|s| s.t_s).fold(1.0, f64::max));
     p.y = AxisRange { lo: 0.0, hi: 105.0 };
     for (i, cpu) in m.cpus.iter().enumerate() {
-        let pts: Vec<(f64, Option<f64>)> =
-            m.samples.iter().map(|s| (s.t_s, pick(s).get(i).copied())).collect();
+        let pts: Vec<(f64, Option<f64>)> = m
+            .samples
+            .iter()
+            .map(|s| (s.t_s, pick(s).get(i).copied()))
+            .collect();
         p.add_series(&format!("cpu{cpu}"), &pts);
     }
     p
@@ -95,13 +109,18 @@ fn queue_panel(m: &MonitorResult) -> Panel {
         .map(|q| q.dev.as_str())
         .collect();
     if m.summary.queues.is_empty() {
-        return Panel::missing(title, MON_TIME, "KB", "not measured (no qdisc or BQL source)");
+        return Panel::missing(
+            title,
+            MON_TIME,
+            "KB",
+            "not measured (no qdisc or BQL source)",
+        );
     }
     if devs.is_empty() {
         return Panel::missing(title, MON_TIME, "KB", "every device's queues stayed empty");
     }
     // A measured device absent from an interval held nothing in it (see results::monitor).
-    let series: Vec<(String, Vec<(f64, Option<f64>)>)> = devs
+    let series: Vec<(String, Points)> = devs
         .iter()
         .map(|dev| {
             let pts = m
@@ -109,14 +128,18 @@ fn queue_panel(m: &MonitorResult) -> Panel {
                 .iter()
                 .map(|s| {
                     let q = s.queues.iter().find(|q| q.dev == *dev);
-                    let v = q.map_or(Some(0.0), |q| q.backlog_bytes_max.map(|b| b as f64 / 1000.0));
+                    let v = q.map_or(Some(0.0), |q| {
+                        q.backlog_bytes_max.map(|b| b as f64 / 1000.0)
+                    });
                     (s.t_s, v)
                 })
                 .collect();
             (dev.to_string(), pts)
         })
         .collect();
-    let values = series.iter().flat_map(|(_, p)| p.iter().filter_map(|v| v.1));
+    let values = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().filter_map(|v| v.1));
     let Some(y) = robust_range(values, true) else {
         return Panel::missing(title, MON_TIME, "KB", "no backlog readings");
     };
@@ -138,7 +161,11 @@ fn temperature_panel(m: &MonitorResult) -> Panel {
     let mut p = Panel::new(title, MON_TIME, "°C");
     p.x = (0.0, m.samples.iter().map(|s| s.t_s).fold(1.0, f64::max));
     p.y = y;
-    let pts: Vec<(f64, Option<f64>)> = m.samples.iter().map(|s| (s.t_s, s.temperature_max_c)).collect();
+    let pts: Vec<(f64, Option<f64>)> = m
+        .samples
+        .iter()
+        .map(|s| (s.t_s, s.temperature_max_c))
+        .collect();
     p.add_series("max °C", &pts);
     p
 }
@@ -191,8 +218,20 @@ mod tests {
         assert_eq!(f.panels.len(), 4);
         assert_eq!(f.panels[0].lines.len(), 2, "one line per core");
         assert!(f.panels[0].has_data());
-        assert!(f.panels[2].note.as_deref().unwrap_or("").contains("not measured"));
-        assert!(f.panels[3].note.as_deref().unwrap_or("").contains("not measured"));
+        assert!(
+            f.panels[2]
+                .note
+                .as_deref()
+                .unwrap_or("")
+                .contains("not measured")
+        );
+        assert!(
+            f.panels[3]
+                .note
+                .as_deref()
+                .unwrap_or("")
+                .contains("not measured")
+        );
     }
 
     #[test]
@@ -214,7 +253,10 @@ mod tests {
         }];
         let f = monitor(&m);
         let q = &f.panels[2];
-        assert_eq!(q.lines[0].segments, vec![vec![(0.5, 3.0), (1.0, 0.0), (1.5, 6.0)]]);
+        assert_eq!(
+            q.lines[0].segments,
+            vec![vec![(0.5, 3.0), (1.0, 0.0), (1.5, 6.0)]]
+        );
         assert!(f.panels[3].has_data());
     }
 }
