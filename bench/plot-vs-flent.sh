@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}
 RB=${RB:-${CARGO_TARGET_DIR:-target}/release/routerbench}
 command -v flent >/dev/null || { echo "flent missing: apt-get install flent" >&2; exit 1; }
-python3 -c 'import matplotlib' 2>/dev/null || { echo "flent plots need matplotlib: apt-get install python3-matplotlib" >&2; exit 1; }
+/usr/bin/env -S "$(head -1 "$(command -v flent)" | cut -c3-)" -c 'import matplotlib' 2>/dev/null || { echo "flent plots need matplotlib: apt-get install python3-matplotlib" >&2; exit 1; }
 if [ ! -x "$RB" ]; then
   cargo build --release
 fi

@@ -39,9 +39,18 @@ pub fn order_of_magnitude(r: f64) -> bool {
     !(0.1..10.0).contains(&r)
 }
 
+/// `10.66×`, or `0.07× (1/14.1)` below 0.5 so a small ratio still reads as a factor.
+fn ratio_text(x: f64) -> String {
+    if x < 0.5 && x > 0.0 {
+        format!("{x:.2}× (1/{:.1})", 1.0 / x)
+    } else {
+        format!("{x:.2}×")
+    }
+}
+
 fn ratio_cell(r: &Ratio) -> String {
     let mut s = match (r.ratio, r.missing) {
-        (Some(x), _) => format!("{x:.2}×"),
+        (Some(x), _) => ratio_text(x),
         (None, Some(m)) => m.to_string(),
         _ => "-".into(),
     };
@@ -80,7 +89,8 @@ fn names(rows: &[Row]) -> Vec<String> {
     }
 }
 
-fn header(rows: &[Row]) -> Vec<String> {
+/// The header cells of the comparison table.
+pub fn header(rows: &[Row]) -> Vec<String> {
     let n = names(rows);
     let mut h = vec!["column".to_string()];
     h.push(format!("{} [{}]", n[0], rows[0].engine));
@@ -91,7 +101,8 @@ fn header(rows: &[Row]) -> Vec<String> {
     h
 }
 
-fn body(rows: &[Row]) -> Vec<Vec<String>> {
+/// One line of cells per column (MD5 … DSA Verify).
+pub fn body(rows: &[Row]) -> Vec<Vec<String>> {
     let base = &rows[0];
     let all: Vec<Vec<Ratio>> = rows[1..].iter().map(|r| ratios(base, r)).collect();
     (0..TITLES.len())
@@ -106,7 +117,8 @@ fn body(rows: &[Row]) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn summary(rows: &[Row]) -> String {
+/// The lines under the table: orders of magnitude, flagged columns, where each row came from.
+pub fn summary(rows: &[Row]) -> String {
     let base = &rows[0];
     let n = names(rows);
     let mut out = String::new();
@@ -116,7 +128,7 @@ fn summary(rows: &[Row]) -> String {
             .iter()
             .enumerate()
             .filter(|(_, x)| x.ratio.is_some_and(order_of_magnitude))
-            .map(|(c, x)| format!("{} {:.1}×", TITLES[c], x.ratio.unwrap_or(0.0)))
+            .map(|(c, x)| format!("{} {}", TITLES[c], ratio_text(x.ratio.unwrap_or(0.0))))
             .collect();
         if !big.is_empty() {
             out.push_str(&format!(
@@ -253,7 +265,12 @@ mod tests {
         assert!(!order_of_magnitude(rs[0].ratio.unwrap()), "MD5 is 1.9×");
         let text = render(&[v1.clone(), v2.clone()], Format::Text);
         assert!(text.contains("10.66× (order of magnitude)"), "{text}");
-        assert!(text.contains("RSA Sign 10.7×"), "{text}");
+        assert!(text.contains("RSA Sign 10.66×"), "{text}");
+        let back = render(&[v2.clone(), v1.clone()], Format::Text);
+        assert!(
+            back.contains("0.09× (1/10.7) (order of magnitude)"),
+            "{back}"
+        );
         assert!(
             !text.contains('⚠'),
             "same semantics: nothing flagged\n{text}"

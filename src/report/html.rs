@@ -89,10 +89,22 @@ fn crypto_section(rows: &[Row]) -> String {
         ));
     }
     if rows.len() > 1 {
-        out.push_str(&format!(
-            "<pre>{}</pre>\n",
-            esc(&super::compare::render(rows, super::compare::Format::Text))
-        ));
+        out.push_str("<table><tr>");
+        for h in super::compare::header(rows) {
+            out.push_str(&format!("<th>{}</th>", esc(&h)));
+        }
+        out.push_str("</tr>\n");
+        for line in super::compare::body(rows) {
+            out.push_str("<tr>");
+            for c in line {
+                out.push_str(&format!("<td>{}</td>", esc(&c)));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</table>\n");
+        for line in super::compare::summary(rows).lines() {
+            out.push_str(&format!("<p class=\"note\">{}</p>\n", esc(line)));
+        }
     }
     out.push_str(&figure_html(&plot::crypto::bars(rows)));
     out

@@ -65,9 +65,14 @@ pub fn log_range(values: impl IntoIterator<Item = f64>) -> Option<AxisRange> {
     let sorted = sorted_finite(values.into_iter().filter(|v| *v > 0.0));
     let lo = *sorted.first()?;
     let hi = *sorted.last()?;
+    let mut floor = 10f64.powf(lo.log10().floor());
+    if lo / floor < 3.0 {
+        // A bar just above a decade would be a sliver: start one decade lower.
+        floor /= 10.0;
+    }
     Some(AxisRange {
-        lo: 10f64.powf(lo.log10().floor()),
-        hi: 10f64.powf((hi.log10() + 1e-9).ceil()).max(lo * 10.0),
+        lo: floor,
+        hi: 10f64.powf((hi.log10() + 1e-9).ceil()).max(floor * 10.0),
     })
 }
 
@@ -114,6 +119,8 @@ mod tests {
     #[test]
     fn log_range_whole_decades() {
         let r = log_range([10.5, 5441.4, 0.0]).unwrap();
-        assert_eq!((r.lo, r.hi), (10.0, 10000.0));
+        assert_eq!((r.lo, r.hi), (1.0, 10000.0), "10.5 is no sliver above 10");
+        let r = log_range([31.4, 493.3]).unwrap();
+        assert_eq!((r.lo, r.hi), (10.0, 1000.0));
     }
 }
