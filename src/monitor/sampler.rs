@@ -3,11 +3,13 @@
 
 use super::procfs::{self, CpuTicks, SoftnetRow};
 use super::queues::QueueReader;
+use super::sources;
 use crate::results::monitor::{MonitorResult, MonitorSample, MonitorSummary, ProcessCpu};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::SyncSender;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -20,10 +22,13 @@ pub struct SamplerConfig {
     /// Hard stop even if `stop` is never called.
     pub max_duration: Duration,
     /// How often the queue gauges (qdisc backlog, BQL inflight) are read; at most `interval`.
-    /// `tc` is additionally paced to a tenth of one core.
+    /// The rtnetlink dump is additionally paced to a tenth of one core.
     pub queue_interval: Duration,
-    /// The `tc` program that reads the qdiscs (`None`: qdiscs are not sampled).
-    pub tc: Option<String>,
+    /// Read the qdiscs over rtnetlink (in the sampler thread's network namespace).
+    pub qdiscs: bool,
+    /// Each sample is also offered here as it is taken (the live view, the agent); a full
+    /// channel drops the sample for that receiver, never blocks the sampler.
+    pub live: Option<SyncSender<MonitorSample>>,
 }
 
 impl Default for SamplerConfig {
@@ -33,7 +38,8 @@ impl Default for SamplerConfig {
             interval: Duration::from_millis(500),
             max_duration: Duration::from_secs(3600),
             queue_interval: Duration::from_millis(100),
-            tc: Some("tc".into()),
+            qdiscs: true,
+            live: None,
         }
     }
 }
@@ -88,6 +94,8 @@ struct Snapshot {
     net_tx: Vec<u32>,
     softnet: Option<Vec<SoftnetRow>>,
     temp_max_c: Option<f64>,
+    irq_cpus: Vec<u32>,
+    irq_sums: Vec<u64>,
 }
 
 fn read(root: &Path, rel: &str) -> Option<String> {
@@ -107,6 +115,9 @@ fn snapshot(root: &Path) -> Snapshot {
     }
     s.softnet = read(root, "proc/net/softnet_stat").map(|t| procfs::parse_softnet(&t));
     s.temp_max_c = max_temperature(root);
+    if let Some(t) = read(root, "proc/interrupts") {
+        (s.irq_cpus, s.irq_sums) = sources::parse_interrupts(&t);
+    }
     s
 }
 
@@ -194,6 +205,14 @@ fn interval(prev: &Snapshot, cur: &Snapshot, t_s: f64) -> MonitorSample {
             .map(|(x, y)| f64::from(y.wrapping_sub(*x)) / dt)
             .collect()
     };
+    if prev.irq_cpus == cur.irq_cpus && !cur.irq_cpus.is_empty() {
+        s.irq_per_s = prev
+            .irq_sums
+            .iter()
+            .zip(&cur.irq_sums)
+            .map(|(a, b)| b.saturating_sub(*a) as f64 / dt)
+            .collect();
+    }
     if prev.softirq_cpus == cur.softirq_cpus {
         s.net_rx_per_s = rate(&prev.net_rx, &cur.net_rx);
         s.net_tx_per_s = rate(&prev.net_tx, &cur.net_tx);
@@ -219,8 +238,27 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
     let mut result = MonitorResult {
         interval_s: cfg.interval.as_secs_f64(),
         cpus: first.cpus.iter().map(|(id, _)| *id).collect(),
+        start_unix_s: Some(crate::util::time::unix_now_f64() - start.elapsed().as_secs_f64()),
         ..Default::default()
     };
+    if first.irq_cpus.is_empty() {
+        result
+            .notes
+            .push("/proc/interrupts missing: no interrupt rates".into());
+    }
+    let has_meminfo = read(&cfg.root, "proc/meminfo").is_some();
+    if !has_meminfo {
+        result
+            .notes
+            .push("/proc/meminfo missing: no available memory".into());
+    }
+    if sources::cpu_freq_mhz(&cfg.root, &result.cpus).is_empty() {
+        result
+            .notes
+            .push("no cpufreq (fixed clock, or not exposed): no CPU frequency".into());
+    }
+    let mut procs_prev = procs_before.clone();
+    let mut procs_at = Instant::now();
     if first.cpus.is_empty() {
         result
             .notes
@@ -244,7 +282,7 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
         Duration::from_millis(10),
         cfg.interval.max(Duration::from_millis(10)),
     );
-    let mut queues = QueueReader::new(&cfg.root, cfg.tc.clone(), queue_gap);
+    let mut queues = QueueReader::new(&cfg.root, cfg.qdiscs, queue_gap);
     if queues.active() {
         result.queue_interval_s = Some(queue_gap.as_secs_f64());
     }
@@ -271,6 +309,26 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
         {
             let mut s = interval(&prev, &cur, t);
             s.queues = queues.take_interval();
+            s.cpu_freq_mhz = sources::cpu_freq_mhz(&cfg.root, &result.cpus);
+            if has_meminfo {
+                s.mem_available_kib = read(&cfg.root, "proc/meminfo")
+                    .and_then(|m| sources::parse_mem_available_kib(&m));
+            }
+            s.wireless = read(&cfg.root, "proc/net/wireless")
+                .map(|w| sources::parse_wireless(&w))
+                .unwrap_or_default();
+            // The busiest process about once a second: a scan reads every /proc/PID/stat.
+            if procs_at.elapsed() >= Duration::from_millis(950) {
+                let now = process_ticks(&cfg.root);
+                s.top_process = busiest(&procs_prev, &now, procs_at.elapsed().as_secs_f64(), 1)
+                    .into_iter()
+                    .next();
+                procs_prev = now;
+                procs_at = Instant::now();
+            }
+            if let Some(tx) = &cfg.live {
+                let _ = tx.try_send(s.clone());
+            }
             result.samples.push(s);
             prev = cur;
         }
@@ -284,27 +342,37 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
     }
     let elapsed = start.elapsed().as_secs_f64().max(1e-6);
     let procs_after = process_ticks(&cfg.root);
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    let mut top: Vec<ProcessCpu> = procs_after
-        .iter()
-        .filter_map(|(pid, (comm, ticks))| {
-            let before = procs_before.get(pid).map_or(0, |(_, t)| *t);
-            let d = ticks.saturating_sub(before);
-            (d > 0).then(|| ProcessCpu {
-                pid: *pid,
-                comm: comm.clone(),
-                cpu_pct: 100.0 * d as f64 / hz / elapsed,
-            })
-        })
-        .collect();
-    top.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
-    top.truncate(8);
-    result.top_processes = top;
+    result.top_processes = busiest(&procs_before, &procs_after, elapsed, 8);
     result.summary = summarize(&result.samples);
     result.notes.append(&mut queues.notes);
     result.summary.queues = queues.summary();
     result
+}
+
+/// The `n` processes that used the most CPU between two scans `elapsed_s` apart.
+fn busiest(
+    before: &HashMap<u32, (String, u64)>,
+    after: &HashMap<u32, (String, u64)>,
+    elapsed_s: f64,
+    n: usize,
+) -> Vec<ProcessCpu> {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let mut top: Vec<ProcessCpu> = after
+        .iter()
+        .filter_map(|(pid, (comm, ticks))| {
+            let before = before.get(pid).map_or(0, |(_, t)| *t);
+            let d = ticks.saturating_sub(before);
+            (d > 0).then(|| ProcessCpu {
+                pid: *pid,
+                comm: comm.clone(),
+                cpu_pct: 100.0 * d as f64 / hz / elapsed_s.max(1e-6),
+            })
+        })
+        .collect();
+    top.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
+    top.truncate(n);
+    top
 }
 
 fn summarize(samples: &[MonitorSample]) -> MonitorSummary {
@@ -333,6 +401,7 @@ fn summarize(samples: &[MonitorSample]) -> MonitorSummary {
         softnet_time_squeeze_total: sum_opt(&|s| s.softnet_time_squeeze),
         temperature_max_c: fmax(&mut samples.iter().filter_map(|s| s.temperature_max_c)),
         queues: Vec::new(),
+        under_load: None,
     }
 }
 
@@ -380,7 +449,8 @@ mod tests {
             interval: Duration::from_millis(30),
             max_duration: Duration::from_millis(200),
             queue_interval: Duration::from_millis(10),
-            tc: Some("routerbench-no-such-tc".into()),
+            qdiscs: false,
+            live: None,
         })
         .unwrap();
         std::thread::sleep(Duration::from_millis(100));
@@ -392,7 +462,7 @@ mod tests {
         );
         assert!(r.notes.iter().any(|n| n.contains("/proc/stat")));
         assert_eq!(r.summary.busiest_cpu_max_pct, None);
-        // No /sys/class/net and no tc: one note each, no readings, no panic.
+        // No /sys/class/net and qdiscs off: one note, no readings, no panic.
         assert_eq!(
             r.notes
                 .iter()
@@ -402,15 +472,7 @@ mod tests {
             "{:?}",
             r.notes
         );
-        assert_eq!(
-            r.notes
-                .iter()
-                .filter(|n| n.contains("routerbench-no-such-tc not found"))
-                .count(),
-            1,
-            "{:?}",
-            r.notes
-        );
+        assert!(r.notes.iter().any(|n| n.contains("/proc/interrupts")));
         assert_eq!(r.queue_interval_s, None);
         assert!(r.summary.queues.is_empty());
         assert!(r.samples.iter().all(|s| s.queues.is_empty()));
@@ -440,6 +502,8 @@ mod tests {
                 time_squeeze: 7,
             }]),
             temp_max_c: None,
+            irq_cpus: vec![0],
+            irq_sums: vec![100],
         };
         let cur = Snapshot {
             at: Some(at + Duration::from_secs(1)),
@@ -462,11 +526,14 @@ mod tests {
                 time_squeeze: 9,
             }]),
             temp_max_c: Some(51.0),
+            irq_cpus: vec![0],
+            irq_sums: vec![350],
         };
         let s = interval(&prev, &cur, 1.0);
         assert_eq!(s.cpu_busy_pct, [50.0]);
         assert_eq!(s.net_rx_per_s, [10.0]);
         assert_eq!(s.softnet_dropped, Some(2));
         assert_eq!(s.softnet_time_squeeze, Some(2));
+        assert_eq!(s.irq_per_s, [250.0]);
     }
 }
