@@ -241,6 +241,10 @@ impl QueueReader {
             if let Some(l) = self.last.get_mut(dev.as_str()) {
                 l.3 = x.ecn_marks;
             }
+            // Only devices whose root qdisc is followed (lo's noqueue is not).
+            if !self.whole.contains_key(dev.as_str()) {
+                continue;
+            }
             let Some((i, w)) = self.entry(dev) else {
                 continue;
             };
