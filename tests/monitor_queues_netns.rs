@@ -1,6 +1,6 @@
 //! The monitor's queue readings in a real namespace: a private network namespace whose loopback
 //! is shaped by tbf (10 Mbit/s, 100 kB limit), a UDP sender inside it for 2 s, and the Sampler
-//! started from a thread that joined the namespace with setns (as `lab run` does). Its tc
+//! started from a thread that joined the namespace with setns (as `lab run` does). Its rtnetlink
 //! readings must be the namespace's (only `lo`, a tbf) and see a backlog; BQL is skipped with a
 //! note. Needs root and tc; skips with a reason otherwise. The namespace is deleted by a guard.
 
@@ -107,6 +107,13 @@ fn sampler_in_a_namespace_sees_its_tbf_backlog() {
     // Offered far above 10 Mbit/s into a 100 kB limit for 2 s: the tbf dropped some.
     assert!(q[0].drops_total.unwrap_or(0) > 0, "{q:?}");
     assert!(q[0].bql_inflight_max_bytes.is_none());
+    // The tbf's rate from its options, and the backlog in ms at that rate.
+    assert_eq!(q[0].shaped_rate_bps, Some(10_000_000), "{q:?}");
+    let ms = q[0].backlog_ms_max.unwrap_or(0.0);
+    assert!(
+        (ms - backlog as f64 * 8.0 / 1e4).abs() < 1e-6,
+        "{ms} ms for {backlog} B"
+    );
     assert!(
         result.samples.iter().any(|s| s
             .queues
