@@ -166,6 +166,8 @@ pub struct ClientArgs {
     /// IPv6 only.
     #[arg(short = '6', long = "version6")]
     pub ipv6: bool,
+    #[command(flatten)]
+    pub router: super::monitor::RouterArgs,
 }
 
 /// Prints intervals as they come (text mode).
@@ -240,7 +242,21 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
     let quiet = crate::iperf3::NoIntervals;
     let live: &dyn IntervalSink = if t.json { &quiet } else { &sink };
     let stop = SignalFlag::default();
-    match client::run(&cfg, live, &stop.0) {
+    let remote = super::monitor::start_router(
+        &args.router,
+        std::time::Duration::from_secs(u64::from(t.time) + u64::from(t.omit)),
+    )?;
+    let t0 = crate::util::time::unix_now_f64();
+    let outcome = client::run(&cfg, live, &stop.0);
+    super::monitor::finish_throughput(
+        &args.router,
+        remote,
+        t0,
+        f64::from(t.time) + f64::from(t.omit),
+        t.json,
+        outcome.as_ref().ok(),
+    )?;
+    match outcome {
         Ok(result) => {
             if t.json {
                 println!("{}", crate::iperf3::json::render(&result));

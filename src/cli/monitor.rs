@@ -48,6 +48,54 @@ pub struct RouterArgs {
     /// Sampling interval on the router, seconds.
     #[arg(long = "monitor-interval", default_value_t = 0.2)]
     pub monitor_interval: f64,
+    /// client/loopback: write the result with the router's samples (routerbench JSON) to FILE
+    /// (their -J output keeps iperf3's schema).
+    #[arg(long = "monitor-save", value_name = "FILE")]
+    pub monitor_save: Option<std::path::PathBuf>,
+}
+
+/// client/loopback: the router's view after a throughput test that loaded `[0, seconds)` from
+/// `t0_unix`: its summary on stdout (stderr with -J), and `--monitor-save` if asked.
+pub fn finish_throughput(
+    a: &RouterArgs,
+    remote: Option<RemoteMonitor>,
+    t0_unix: f64,
+    seconds: f64,
+    json: bool,
+    throughput: Option<&crate::results::throughput::ThroughputResult>,
+) -> anyhow::Result<()> {
+    if remote.is_none() {
+        return Ok(());
+    }
+    let mut notes = Vec::new();
+    let router = finish_router(remote, t0_unix, Some((0.0, seconds)), &mut notes);
+    let text = router.as_ref().map(|r| {
+        format!(
+            "\nRouter (agent {}):\n{}",
+            a.monitor.as_deref().unwrap_or("?"),
+            crate::report::monitor::render_text(r)
+        )
+    });
+    match (text, json) {
+        (Some(t), false) => print!("{t}"),
+        (Some(t), true) => eprint!("{t}"),
+        (None, _) => {}
+    }
+    for n in &notes {
+        eprintln!("routerbench: {n}");
+    }
+    if let Some(path) = &a.monitor_save {
+        let start = crate::util::time::rfc3339_utc(t0_unix as i64);
+        let mut run = crate::results::RunResult::new(start);
+        run.finished_at = crate::util::time::now_rfc3339();
+        run.device = Some(crate::device::detect());
+        run.throughput = throughput.cloned();
+        run.router = router;
+        run.notes = notes;
+        crate::results::save(&run, path)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Subscribes to the agent named by `--monitor` (refusals are errors before the test starts).
