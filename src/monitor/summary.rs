@@ -46,13 +46,24 @@ pub fn shaped_rate_bps(m: &MonitorResult, dev: &str) -> Option<u64> {
 
 /// Under load (`[from, to)` seconds on the samples' axis) against the idle lead-in before it.
 pub fn load_summary(m: &MonitorResult, from: f64, to: f64) -> LoadSummary {
+    load_summary_with_idle(m, (from, to), (f64::NEG_INFINITY, from))
+}
+
+/// The same with the idle window given (`routerbench run`: only the RRUL's own lead-in is idle,
+/// the throughput test before it is not).
+pub fn load_summary_with_idle(
+    m: &MonitorResult,
+    (from, to): (f64, f64),
+    (idle_from, idle_to): (f64, f64),
+) -> LoadSummary {
     let iv = m.interval_s.max(1e-3);
+    let is_idle = |s: &MonitorSample| in_load(s, iv, idle_from, idle_to);
     let load: Vec<&MonitorSample> = m
         .samples
         .iter()
         .filter(|s| in_load(s, iv, from, to))
         .collect();
-    let idle: Vec<&MonitorSample> = m.samples.iter().filter(|s| s.t_s <= from + 1e-9).collect();
+    let idle: Vec<&MonitorSample> = m.samples.iter().filter(|s| is_idle(s)).collect();
     let mut out = LoadSummary {
         load_from_s: from,
         load_to_s: to,
@@ -98,7 +109,7 @@ pub fn load_summary(m: &MonitorResult, from: f64, to: f64) -> LoadSummary {
                     if want_load {
                         in_load(s, iv, from, to)
                     } else {
-                        s.t_s <= from + 1e-9
+                        is_idle(s)
                     }
                 })
                 .map(|((_, b), _)| *b as f64)
