@@ -3,7 +3,7 @@
 
 use super::procfs::{self, CpuTicks, SoftnetRow};
 use super::queues::QueueReader;
-use super::sources;
+use super::sources::{self, ProcFiles};
 use crate::results::monitor::{MonitorResult, MonitorSample, MonitorSummary, ProcessCpu};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -98,54 +98,60 @@ struct Snapshot {
     irq_sums: Vec<u64>,
 }
 
-fn read(root: &Path, rel: &str) -> Option<String> {
-    std::fs::read_to_string(root.join(rel)).ok()
-}
-
-fn snapshot(root: &Path) -> Snapshot {
+fn snapshot(files: &mut ProcFiles, sensors: &[String]) -> Snapshot {
     let mut s = Snapshot {
         at: Some(Instant::now()),
         ..Default::default()
     };
-    if let Some(t) = read(root, "proc/stat") {
-        s.cpus = procfs::parse_stat_cpus(&t);
+    if let Some(t) = files.read("proc/stat") {
+        s.cpus = procfs::parse_stat_cpus(t);
     }
-    if let Some(t) = read(root, "proc/softirqs") {
-        (s.softirq_cpus, s.net_rx, s.net_tx) = procfs::parse_softirqs_net(&t);
+    if let Some(t) = files.read("proc/softirqs") {
+        (s.softirq_cpus, s.net_rx, s.net_tx) = procfs::parse_softirqs_net(t);
     }
-    s.softnet = read(root, "proc/net/softnet_stat").map(|t| procfs::parse_softnet(&t));
-    s.temp_max_c = max_temperature(root);
-    if let Some(t) = read(root, "proc/interrupts") {
-        (s.irq_cpus, s.irq_sums) = sources::parse_interrupts(&t);
+    s.softnet = files
+        .read("proc/net/softnet_stat")
+        .map(procfs::parse_softnet);
+    s.temp_max_c = max_temperature(files, sensors);
+    if let Some(t) = files.read("proc/interrupts") {
+        (s.irq_cpus, s.irq_sums) = sources::parse_interrupts(t);
     }
     s
 }
 
-/// The hottest thermal zone or hwmon sensor, °C (millidegree files).
-fn max_temperature(root: &Path) -> Option<f64> {
-    let mut best: Option<f64> = None;
-    let mut consider = |path: PathBuf| {
-        if let Some(v) = std::fs::read_to_string(path)
-            .ok()
-            .and_then(|t| t.trim().parse::<f64>().ok())
-        {
-            let c = v / 1000.0;
-            if (-40.0..200.0).contains(&c) {
-                best = Some(best.map_or(c, |b: f64| b.max(c)));
-            }
-        }
-    };
+/// Thermal zone and hwmon temperature files (relative to the root), found once.
+fn temperature_sensors(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
     if let Ok(dir) = std::fs::read_dir(root.join("sys/class/thermal")) {
         for e in dir.flatten().take(64) {
-            if e.file_name().to_string_lossy().starts_with("thermal_zone") {
-                consider(e.path().join("temp"));
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("thermal_zone") {
+                out.push(format!("sys/class/thermal/{name}/temp"));
             }
         }
     }
     if let Ok(dir) = std::fs::read_dir(root.join("sys/class/hwmon")) {
         for e in dir.flatten().take(64) {
+            let name = e.file_name().to_string_lossy().into_owned();
             for i in 1..=8 {
-                consider(e.path().join(format!("temp{i}_input")));
+                let rel = format!("sys/class/hwmon/{name}/temp{i}_input");
+                if root.join(&rel).exists() {
+                    out.push(rel);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The hottest sensor, °C (millidegree files).
+fn max_temperature(files: &mut ProcFiles, sensors: &[String]) -> Option<f64> {
+    let mut best: Option<f64> = None;
+    for rel in sensors {
+        if let Some(v) = files.read(rel).and_then(|t| t.trim().parse::<f64>().ok()) {
+            let c = v / 1000.0;
+            if (-40.0..200.0).contains(&c) {
+                best = Some(best.map_or(c, |b: f64| b.max(c)));
             }
         }
     }
@@ -158,15 +164,21 @@ fn process_ticks(root: &Path) -> HashMap<u32, (String, u64)> {
     let Ok(dir) = std::fs::read_dir(root.join("proc")) else {
         return out;
     };
+    let mut buf = String::with_capacity(1024);
+    let mut path = root.join("proc");
     for e in dir.flatten().take(4096) {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        if let Some(parsed) =
-            read(root, &format!("proc/{pid}/stat")).and_then(|t| procfs::parse_pid_stat(&t))
-        {
+        path.push(pid.to_string());
+        path.push("stat");
+        let parsed =
+            sources::read_into(&path, &mut buf).and_then(|()| procfs::parse_pid_stat(&buf));
+        if let Some(parsed) = parsed {
             out.insert(pid, parsed);
         }
+        path.pop();
+        path.pop();
     }
     out
 }
@@ -234,7 +246,9 @@ fn interval(prev: &Snapshot, cur: &Snapshot, t_s: f64) -> MonitorSample {
 fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
     let start = Instant::now();
     let procs_before = process_ticks(&cfg.root);
-    let first = snapshot(&cfg.root);
+    let mut files = ProcFiles::new(&cfg.root);
+    let sensors = temperature_sensors(&cfg.root);
+    let first = snapshot(&mut files, &sensors);
     let mut result = MonitorResult {
         interval_s: cfg.interval.as_secs_f64(),
         cpus: first.cpus.iter().map(|(id, _)| *id).collect(),
@@ -246,13 +260,13 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
             .notes
             .push("/proc/interrupts missing: no interrupt rates".into());
     }
-    let has_meminfo = read(&cfg.root, "proc/meminfo").is_some();
+    let has_meminfo = files.read("proc/meminfo").is_some();
     if !has_meminfo {
         result
             .notes
             .push("/proc/meminfo missing: no available memory".into());
     }
-    if sources::cpu_freq_mhz(&cfg.root, &result.cpus).is_empty() {
+    if sources::cpu_freq_mhz(&mut files, &result.cpus).is_empty() {
         result
             .notes
             .push("no cpufreq (fixed clock, or not exposed): no CPU frequency".into());
@@ -296,11 +310,17 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
                 queues.read();
                 next_queue = (next_queue + queue_gap).max(Instant::now());
             }
+            // Wake for the next queue reading or sample, at least every 100 ms to see `stop`.
+            let wake = if queues.active() {
+                next.min(next_queue)
+            } else {
+                next
+            };
             std::thread::sleep(
-                Duration::from_millis(20).min(next.saturating_duration_since(Instant::now())),
+                Duration::from_millis(100).min(wake.saturating_duration_since(Instant::now())),
             );
         }
-        let cur = snapshot(&cfg.root);
+        let cur = snapshot(&mut files, &sensors);
         let t = start.elapsed().as_secs_f64();
         if cur
             .at
@@ -309,13 +329,15 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
         {
             let mut s = interval(&prev, &cur, t);
             s.queues = queues.take_interval();
-            s.cpu_freq_mhz = sources::cpu_freq_mhz(&cfg.root, &result.cpus);
+            s.cpu_freq_mhz = sources::cpu_freq_mhz(&mut files, &result.cpus);
             if has_meminfo {
-                s.mem_available_kib = read(&cfg.root, "proc/meminfo")
-                    .and_then(|m| sources::parse_mem_available_kib(&m));
+                s.mem_available_kib = files
+                    .read("proc/meminfo")
+                    .and_then(sources::parse_mem_available_kib);
             }
-            s.wireless = read(&cfg.root, "proc/net/wireless")
-                .map(|w| sources::parse_wireless(&w))
+            s.wireless = files
+                .read("proc/net/wireless")
+                .map(sources::parse_wireless)
                 .unwrap_or_default();
             // The busiest process about once a second: a scan reads every /proc/PID/stat.
             if procs_at.elapsed() >= Duration::from_millis(950) {

@@ -3,7 +3,59 @@
 //! every file is optional (a missing file is a missing series, noted once by the sampler).
 
 use crate::results::monitor::WirelessSample;
-use std::path::Path;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+/// Files read every sample, opened once and re-read from offset 0 (spec/monitor-aqm.md §0:
+/// a seq_file or sysfs attribute regenerates on each read), with one reused buffer: no
+/// open/stat/close per sample. A file that cannot be opened is remembered as missing.
+pub struct ProcFiles {
+    root: PathBuf,
+    open: HashMap<String, Option<File>>,
+    buf: String,
+}
+
+/// Most bytes read from one file (a /proc/interrupts of a many-core box is tens of KiB).
+const MAX_FILE: u64 = 1 << 20;
+
+/// Reads `path` into `buf` with plain reads (no size probe), at most [`MAX_FILE`] bytes.
+pub fn read_into(path: &Path, buf: &mut String) -> Option<()> {
+    buf.clear();
+    File::open(path)
+        .ok()?
+        .take(MAX_FILE)
+        .read_to_string(buf)
+        .ok()
+        .map(|_| ())
+}
+
+impl ProcFiles {
+    pub fn new(root: &Path) -> Self {
+        Self {
+            root: root.to_path_buf(),
+            open: HashMap::new(),
+            buf: String::with_capacity(16 * 1024),
+        }
+    }
+
+    /// The current contents of `rel` (relative to the root), or `None` if it does not exist.
+    pub fn read(&mut self, rel: &str) -> Option<&str> {
+        if !self.open.contains_key(rel) {
+            if self.open.len() >= 256 {
+                return None;
+            }
+            let f = File::open(self.root.join(rel)).ok();
+            self.open.insert(rel.to_string(), f);
+        }
+        let f = self.open.get_mut(rel)?.as_mut()?;
+        self.buf.clear();
+        f.seek(SeekFrom::Start(0)).ok()?;
+        f.take(MAX_FILE).read_to_string(&mut self.buf).ok()?;
+        Some(&self.buf)
+    }
+}
 
 /// Per CPU, the sum of the numbered (device) IRQ rows of /proc/interrupts; arch rows (`LOC`,
 /// `TLB`, `IPI0`, `ERR`…) are left out. Returns (CPU ids of the header, sums). u32 counters
@@ -37,16 +89,11 @@ pub fn parse_interrupts(text: &str) -> (Vec<u32>, Vec<u64>) {
 }
 
 /// `scaling_cur_freq` (kHz) of each CPU, in MHz; empty when any is missing (fixed clock).
-pub fn cpu_freq_mhz(root: &Path, cpus: &[u32]) -> Vec<f64> {
+pub fn cpu_freq_mhz(files: &mut ProcFiles, cpus: &[u32]) -> Vec<f64> {
     let mut out = Vec::with_capacity(cpus.len());
     for c in cpus.iter().take(256) {
-        let p = root.join(format!(
-            "sys/devices/system/cpu/cpu{c}/cpufreq/scaling_cur_freq"
-        ));
-        match std::fs::read_to_string(p)
-            .ok()
-            .and_then(|t| t.trim().parse::<f64>().ok())
-        {
+        let rel = format!("sys/devices/system/cpu/cpu{c}/cpufreq/scaling_cur_freq");
+        match files.read(&rel).and_then(|t| t.trim().parse::<f64>().ok()) {
             Some(khz) => out.push(khz / 1000.0),
             None => return Vec::new(),
         }
@@ -132,8 +179,12 @@ wlan0: 0000   70.  -40.  -256        0      0      0     12      3        0\n";
         let d = root.join("sys/devices/system/cpu/cpu0/cpufreq");
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(d.join("scaling_cur_freq"), "880000\n").unwrap();
-        assert_eq!(cpu_freq_mhz(&root, &[0]), [880.0]);
-        assert!(cpu_freq_mhz(&root, &[0, 1]).is_empty(), "cpu1 has none");
+        let mut f = ProcFiles::new(&root);
+        assert_eq!(cpu_freq_mhz(&mut f, &[0]), [880.0]);
+        assert!(cpu_freq_mhz(&mut f, &[0, 1]).is_empty(), "cpu1 has none");
+        // Re-read from the open file: a new value shows.
+        std::fs::write(d.join("scaling_cur_freq"), "1200000\n").unwrap();
+        assert_eq!(cpu_freq_mhz(&mut f, &[0]), [1200.0]);
         std::fs::remove_dir_all(&root).unwrap();
     }
 }
