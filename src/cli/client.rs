@@ -248,20 +248,12 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
     )?;
     let t0 = crate::util::time::unix_now_f64();
     let outcome = client::run(&cfg, live, &stop.0);
-    super::monitor::finish_throughput(
-        &args.router,
-        remote,
-        t0,
-        f64::from(t.time) + f64::from(t.omit),
-        t.json,
-        outcome.as_ref().ok(),
-    )?;
-    match outcome {
+    let rc = match &outcome {
         Ok(result) => {
             if t.json {
-                println!("{}", crate::iperf3::json::render(&result));
+                println!("{}", crate::iperf3::json::render(result));
             } else {
-                print!("{}", crate::report::iperf3::render_final(&result));
+                print!("{}", crate::report::iperf3::render_final(result));
                 if let Some(text) = &result.server_output_text {
                     println!("\nServer output:\n{text}");
                 }
@@ -271,9 +263,10 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
             }
             if result.interrupted {
                 eprintln!("routerbench: interrupted: the summary above is this side's only");
-                return Ok(1);
+                1
+            } else {
+                0
             }
-            Ok(0)
         }
         Err(e) => {
             if t.json {
@@ -282,10 +275,20 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
                     serde_json::json!({"start": {}, "intervals": [], "end": {}, "error": e.to_string()})
                 );
             }
-            eprintln!("routerbench: error - {e}{}", hint(&e));
-            Ok(1)
+            eprintln!("routerbench: error - {e}{}", hint(e));
+            1
         }
-    }
+    };
+    // The router's view after the test's own output.
+    super::monitor::finish_throughput(
+        &args.router,
+        remote,
+        t0,
+        f64::from(t.time) + f64::from(t.omit),
+        t.json,
+        outcome.as_ref().ok(),
+    )?;
+    Ok(rc)
 }
 
 fn hint(e: &Iperf3Error) -> &'static str {

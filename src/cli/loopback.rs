@@ -65,6 +65,26 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
     )?;
     let t0 = crate::util::time::unix_now_f64();
     let outcome = loopback::run_with_sink(&cfg, &progress, sink, &stop.0);
+    let rc = match &outcome {
+        Ok(r) => {
+            if args.test.json {
+                println!("{}", crate::iperf3::json::render(r));
+            } else {
+                print!("{}", crate::report::iperf3::render_final(r));
+            }
+            if r.interrupted {
+                eprintln!("routerbench: loopback interrupted: partial result");
+                1
+            } else {
+                0
+            }
+        }
+        Err(e) => {
+            eprintln!("routerbench: loopback failed: {e}");
+            1
+        }
+    };
+    // The router's view after the test's own output.
     super::monitor::finish_throughput(
         &args.router,
         remote,
@@ -73,22 +93,5 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
         args.test.json,
         outcome.as_ref().ok(),
     )?;
-    match outcome {
-        Ok(r) => {
-            if args.test.json {
-                println!("{}", crate::iperf3::json::render(&r));
-            } else {
-                print!("{}", crate::report::iperf3::render_final(&r));
-            }
-            if r.interrupted {
-                eprintln!("routerbench: loopback interrupted: partial result");
-                return Ok(1);
-            }
-            Ok(0)
-        }
-        Err(e) => {
-            eprintln!("routerbench: loopback failed: {e}");
-            Ok(1)
-        }
-    }
+    Ok(rc)
 }

@@ -115,7 +115,9 @@ pub fn render_load(l: &LoadSummary) -> String {
         f(l.busiest_cpu_p95_pct, "%"),
         f(l.softirq_share_pct, "%")
     );
-    if let Some(dev) = &l.fullest_queue_dev {
+    if l.fullest_queue_dev.is_some() && l.fullest_queue_peak_bytes == Some(0) {
+        out.push_str("           queues empty under load (every root qdisc watched)\n");
+    } else if let Some(dev) = &l.fullest_queue_dev {
         let b = |v: Option<u64>| v.map_or("n/a".to_string(), fmt_bytes);
         let ms = match (l.fullest_queue_peak_ms, l.fullest_queue_p95_ms) {
             (Some(p), Some(q)) => format!(" = peak {p:.1} ms, p95 {q:.1} ms"),
