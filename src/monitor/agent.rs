@@ -219,6 +219,7 @@ impl Agent {
             interval,
             max_duration: duration,
             live: Some(tx),
+            keep_samples: false,
             ..SamplerConfig::default()
         })?;
         let start_unix_ns = crate::net::latency_sockopts::realtime_ns();

@@ -233,6 +233,10 @@ fn receive(
     };
     let mut r: MonitorResult = serde_json::from_slice(&d)
         .with_context(|| format!("monitor agent {addr}: the final summary is not valid JSON"))?;
+    // The agent keeps no samples: the summary's per-sample figures come from ours.
+    let queues = std::mem::take(&mut r.summary.queues);
+    r.summary = super::sampler::summarize(&samples);
+    r.summary.queues = queues;
     r.samples = samples;
     r.interval_s = interval.as_secs_f64();
     // The agent's t_s = 0 on this machine's clock.

@@ -29,6 +29,9 @@ pub struct SamplerConfig {
     /// Each sample is also offered here as it is taken (the live view, the agent); a full
     /// channel drops the sample for that receiver, never blocks the sampler.
     pub live: Option<SyncSender<MonitorSample>>,
+    /// Keep the samples in the result. The agent streams them and keeps none, so a long
+    /// subscription costs the router no memory; its client recomputes the summary.
+    pub keep_samples: bool,
 }
 
 impl Default for SamplerConfig {
@@ -40,6 +43,7 @@ impl Default for SamplerConfig {
             queue_interval: Duration::from_millis(100),
             qdiscs: true,
             live: None,
+            keep_samples: true,
         }
     }
 }
@@ -302,6 +306,7 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
     }
     let mut next_queue = Instant::now() + queue_gap;
     let mut prev = first;
+    let mut taken = 0usize;
     let mut next = start + cfg.interval;
     loop {
         // Sleep in short slices so `stop` is seen quickly; read the queues in between.
@@ -351,12 +356,15 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
             if let Some(tx) = &cfg.live {
                 let _ = tx.try_send(s.clone());
             }
-            result.samples.push(s);
+            taken += 1;
+            if cfg.keep_samples {
+                result.samples.push(s);
+            }
             prev = cur;
         }
         if stop.load(Ordering::Relaxed)
             || start.elapsed() >= cfg.max_duration
-            || result.samples.len() >= MAX_SAMPLES
+            || taken >= MAX_SAMPLES
         {
             break;
         }
@@ -397,7 +405,8 @@ fn busiest(
     top
 }
 
-fn summarize(samples: &[MonitorSample]) -> MonitorSummary {
+/// The summary of a window's samples (queues are filled in by the caller).
+pub fn summarize(samples: &[MonitorSample]) -> MonitorSummary {
     let fmax = |it: &mut dyn Iterator<Item = f64>| {
         it.fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
     };
@@ -473,6 +482,7 @@ mod tests {
             queue_interval: Duration::from_millis(10),
             qdiscs: false,
             live: None,
+            keep_samples: true,
         })
         .unwrap();
         std::thread::sleep(Duration::from_millis(100));
