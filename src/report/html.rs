@@ -149,6 +149,12 @@ fn result_section(run: &RunResult, source: &str) -> String {
         out.push_str("<h3>The machine's own view</h3>\n");
         out.push_str(&figure_html(&plot::series::monitor(m)));
     }
+    if let Some(r) = &run.router {
+        out.push_str("<h3>The router's own view (its agent, on the test's time axis)</h3>\n");
+        let mut fig = plot::series::monitor(r);
+        fig.title = format!("The router's own view (every {:.2} s)", r.interval_s);
+        out.push_str(&figure_html(&fig));
+    }
     if let Some(lab) = &run.lab {
         out.push_str("<h3>Lab</h3>\n");
         out.push_str(&format!(

@@ -82,8 +82,12 @@ pub fn figure(kind: Kind, run: &RunResult, source: &str) -> Result<Figure, Strin
         Kind::Throughput => Ok(series::throughput(
             run.throughput.as_ref().ok_or_else(|| need("throughput"))?,
         )),
+        // The router's own view (from its agent) when there is one, else this machine's.
         Kind::Monitor => Ok(series::monitor(
-            run.monitor.as_ref().ok_or_else(|| need("monitor"))?,
+            run.router
+                .as_ref()
+                .or(run.monitor.as_ref())
+                .ok_or_else(|| need("monitor"))?,
         )),
     }
 }

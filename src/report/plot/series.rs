@@ -75,7 +75,8 @@ pub fn throughput(r: &ThroughputResult) -> Figure {
 /// Points of one series: x, and y when there is one.
 type Points = Vec<(f64, Option<f64>)>;
 
-const MON_TIME: &str = "time since the monitor started (s)";
+/// Seconds since the monitor started, or since the test's T0 for a router agent's samples.
+const MON_TIME: &str = "time (s)";
 
 fn percent_panel(
     m: &MonitorResult,
