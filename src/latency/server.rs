@@ -39,6 +39,10 @@ pub struct Bounds {
     pub udp_port: u16,
     /// Address the reflector binds; None = the wildcard of each family.
     pub udp_bind: Option<IpAddr>,
+    /// Sessions one client address may hold at once.
+    pub max_sessions_per_host: usize,
+    /// Shared secret every Hello must carry (`--token`); None = open.
+    pub token: Option<String>,
 }
 
 impl Default for Bounds {
@@ -53,6 +57,8 @@ impl Default for Bounds {
             probe_burst: 200,
             udp_port: 0,
             udp_bind: None,
+            max_sessions_per_host: 4,
+            token: None,
         }
     }
 }
@@ -179,8 +185,29 @@ impl Service {
         self.inner.shutdown.store(true, Ordering::SeqCst);
     }
 
-    fn control(&self, mut stream: TcpStream, peer: SocketAddr, version: u16) -> anyhow::Result<()> {
+    fn control(
+        &self,
+        mut stream: TcpStream,
+        peer: SocketAddr,
+        version: u16,
+        token: &str,
+    ) -> anyhow::Result<()> {
         let b = &self.inner.bounds;
+        if let Some(want) = &b.token {
+            if !token_matches(want, token) {
+                let msg = if token.is_empty() {
+                    "this server requires a token (client --token)"
+                } else {
+                    "wrong token"
+                };
+                self.inner.log(format!("{peer}: refused: {msg}"));
+                let _ = conn::write_msg(
+                    &mut stream,
+                    &Message::error(ErrorCode::Unauthorized, msg.to_string()),
+                );
+                return Ok(());
+            }
+        }
         if version != rb::VERSION {
             let msg = format!(
                 "client speaks protocol version {version}, this server speaks {}",
@@ -214,6 +241,20 @@ impl Service {
                 let msg = format!(
                     "all {} session slots are in use: retry later",
                     b.max_sessions
+                );
+                self.inner.log(format!("{peer}: refused: {msg}"));
+                let _ = conn::write_msg(&mut stream, &Message::error(ErrorCode::Busy, msg));
+                return Ok(());
+            }
+            let mine = map
+                .values()
+                .filter(|s| so::same_ip(s.peer_ip, peer.ip()))
+                .count();
+            if mine >= b.max_sessions_per_host {
+                drop(map);
+                let msg = format!(
+                    "{mine} sessions from this address already (limit {} per host): retry later",
+                    b.max_sessions_per_host
                 );
                 self.inner.log(format!("{peer}: refused: {msg}"));
                 let _ = conn::write_msg(&mut stream, &Message::error(ErrorCode::Busy, msg));
@@ -289,8 +330,9 @@ impl Service {
             if left.is_zero() {
                 anyhow::bail!("session exceeded its time limit");
             }
-            stream.set_read_timeout(Some(left.min(b.idle_timeout)))?;
-            let msg = match conn::read_msg(stream) {
+            // One deadline per message, not per read: a client dribbling bytes cannot keep
+            // the session past its idle timeout or its lifetime.
+            let msg = match conn::read_msg_by(stream, Instant::now() + left.min(b.idle_timeout)) {
                 Ok(m) => m,
                 Err(ConnError::Closed) => anyhow::bail!("client vanished (connection closed)"),
                 Err(ConnError::Timeout) => {
@@ -544,6 +586,16 @@ impl Service {
     }
 }
 
+/// Compares the whole token whatever the first difference (no early exit to time).
+fn token_matches(want: &str, got: &str) -> bool {
+    let (a, b) = (want.as_bytes(), got.as_bytes());
+    let mut diff = a.len() ^ b.len();
+    for (i, x) in a.iter().enumerate() {
+        diff |= usize::from(x ^ b.get(i).copied().unwrap_or(!x));
+    }
+    diff == 0
+}
+
 fn is_mapped(ip: IpAddr) -> bool {
     matches!(ip, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some())
 }
@@ -552,11 +604,11 @@ impl crate::server::ProtocolHandler for Service {
     fn handle(&self, mut stream: TcpStream, _prefix: &[u8]) -> anyhow::Result<()> {
         let peer = stream.peer_addr()?;
         let b = &self.inner.bounds;
-        stream.set_read_timeout(Some(b.handshake_timeout))?;
         stream.set_write_timeout(Some(b.handshake_timeout))?;
         let _ = stream.set_nodelay(true);
-        match conn::read_msg(&mut stream) {
-            Ok(Message::Hello { version }) => self.control(stream, peer, version),
+        // The whole first message within the handshake deadline, however it is dribbled.
+        match conn::read_msg_by(&mut stream, Instant::now() + b.handshake_timeout) {
+            Ok(Message::Hello { version, token }) => self.control(stream, peer, version, &token),
             Ok(Message::LoadHello {
                 version,
                 session,

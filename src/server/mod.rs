@@ -6,13 +6,16 @@
 //! connection that sends nothing is dropped after `first_bytes_timeout`.
 
 pub mod broker;
+pub mod limits;
 pub mod signals;
 
+use crate::iperf3::auth::ServerAuth;
 use crate::iperf3::session::{self, SessionConfig, SessionEnv, StreamBroker, UdpAcceptor};
 use crate::iperf3::{Iperf3Error, NoIntervals};
 use crate::results::throughput::ThroughputResult;
 use crate::wire::iperf3::{COOKIE_SIZE, Cookie, State};
 use broker::{Broker, Route};
+use limits::{Caps, ConnGuard, Ledger};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
@@ -39,8 +42,13 @@ pub struct ServerConfig {
     pub max_tests: Option<u64>,
     /// Connections still in their first bytes, or open, at once; more are closed at once.
     pub max_connections: usize,
-    /// A new connection must send its cookie or magic within this time.
+    /// A new connection must send its whole cookie or magic within this time (a deadline,
+    /// not a per-read timeout: dribbling bytes does not extend it).
     pub first_bytes_timeout: Duration,
+    /// Per-host and server-wide caps (connections, tests, streams, buffers, threads).
+    pub caps: Caps,
+    /// iperf3 RSA authentication required of every test, if set.
+    pub auth: Option<Arc<ServerAuth>>,
     /// Stop on SIGINT/SIGTERM (the CLI installs the handler).
     pub handle_signals: bool,
 }
@@ -54,6 +62,8 @@ impl ServerConfig {
             max_tests: None,
             max_connections: 512,
             first_bytes_timeout: Duration::from_secs(10),
+            caps: Caps::default(),
+            auth: None,
             handle_signals: false,
         }
     }
@@ -116,6 +126,7 @@ struct Shared {
     stop: Arc<AtomicBool>,
     observer: Arc<dyn ServerObserver>,
     handler: Option<Arc<dyn ProtocolHandler>>,
+    ledger: Arc<Ledger>,
     active_tests: AtomicUsize,
     connections: AtomicUsize,
     started_tests: AtomicU64,
@@ -157,10 +168,8 @@ impl Server {
         Ok(Server {
             listener,
             shared: Arc::new(Shared {
-                udp: UdpAcceptor {
-                    bind,
-                    lock: Mutex::new(()),
-                },
+                udp: UdpAcceptor::new(bind),
+                ledger: Arc::new(Ledger::new(cfg.caps.clone())),
                 cfg,
                 broker: Broker::default(),
                 stop: Arc::new(AtomicBool::new(false)),
@@ -250,21 +259,34 @@ impl Server {
                     continue;
                 }
             };
-            if sh.connections.load(Ordering::Relaxed) >= sh.cfg.max_connections {
-                sh.refused.fetch_add(1, Ordering::Relaxed);
-                sh.observer.event(&ServerEvent::Refused {
-                    peer,
-                    reason: format!("{} connections open: limit reached", sh.cfg.max_connections),
-                });
-                continue;
-            }
+            let limit = if sh.connections.load(Ordering::Relaxed) >= sh.cfg.max_connections {
+                Err(format!(
+                    "{} connections open: limit reached",
+                    sh.cfg.max_connections
+                ))
+            } else if !sh.ledger.thread_room() {
+                Err(format!(
+                    "{} threads running: limit reached",
+                    sh.cfg.caps.max_threads
+                ))
+            } else {
+                sh.ledger.connection(peer.ip())
+            };
+            let guard = match limit {
+                Ok(g) => g,
+                Err(reason) => {
+                    sh.refused.fetch_add(1, Ordering::Relaxed);
+                    sh.observer.event(&ServerEvent::Refused { peer, reason });
+                    continue;
+                }
+            };
             sh.connections.fetch_add(1, Ordering::Relaxed);
             let seq = sh.accepted.fetch_add(1, Ordering::Relaxed);
             let shared = sh.clone();
             let spawned = std::thread::Builder::new()
                 .name("rb-conn".into())
                 .spawn(move || {
-                    handle_connection(&shared, stream, peer, seq);
+                    handle_connection(&shared, stream, peer, seq, guard);
                     shared.connections.fetch_sub(1, Ordering::Relaxed);
                 });
             if spawned.is_err() {
@@ -323,7 +345,13 @@ fn deny(sh: &Shared, mut stream: TcpStream, peer: SocketAddr, reason: String) {
     sh.observer.event(&ServerEvent::Refused { peer, reason });
 }
 
-fn handle_connection(sh: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr, seq: u64) {
+fn handle_connection(
+    sh: &Arc<Shared>,
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    seq: u64,
+    guard: ConnGuard,
+) {
     let _ = stream.set_nonblocking(false);
     let deadline = Instant::now() + sh.cfg.first_bytes_timeout;
     let mut first = [0u8; 1];
@@ -366,6 +394,18 @@ fn handle_connection(sh: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr, 
         return;
     }
     let cookie = Cookie(cookie_buf);
+    if !cookie.is_plausible() {
+        // Not an iperf3 client: close at once, one log line, no slot taken.
+        sh.refused.fetch_add(1, Ordering::Relaxed);
+        sh.observer.event(&ServerEvent::Refused {
+            peer,
+            reason: "garbage instead of an iperf3 cookie: closed".into(),
+        });
+        return;
+    }
+    // Classified: a data stream or a test holds no half-open slot of its host any more
+    // (routerbench sessions keep theirs, above, for their whole life).
+    drop(guard);
     match sh.broker.route(&cookie) {
         Route::Stream(tx) => {
             if let Err(e) = tx.send((seq, stream)) {
@@ -397,6 +437,10 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, cookie: Cooki
             "server is stopping (test limit reached)".into(),
         );
     }
+    let _host_slot = match sh.ledger.test(peer.ip()) {
+        Ok(g) => g,
+        Err(why) => return deny(sh, stream, peer, format!("busy: {why}")),
+    };
     let active = sh.active_tests.fetch_add(1, Ordering::Relaxed);
     if active >= sh.cfg.max_concurrent_tests {
         sh.active_tests.fetch_sub(1, Ordering::Relaxed);
@@ -424,6 +468,8 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, cookie: Cooki
         stop: &sh.stop,
         sink: &NoIntervals,
         render_text: &render,
+        ledger: &sh.ledger,
+        auth: sh.cfg.auth.as_deref(),
     };
     let outcome = crate::iperf3::control::Control::new(stream, sh.cfg.session.control_timeout)
         .and_then(|ctl| session::serve(ctl, cookie, &env));
