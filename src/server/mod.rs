@@ -67,6 +67,21 @@ impl ServerConfig {
             handle_signals: false,
         }
     }
+
+    /// A private server for one in-process test (loopback, lab): one test of any size the
+    /// per-test limits allow, and no cap on UDP sending (the point is to find the ceiling).
+    pub fn private(bind: SocketAddr) -> Self {
+        let mut c = ServerConfig::new(bind);
+        c.max_tests = Some(1);
+        c.caps = Caps {
+            total_streams: 2 * crate::wire::iperf3::MAX_STREAMS as usize,
+            total_buffer_bytes: c.session.max_buffer_bytes,
+            max_threads: 4096,
+            ..Caps::default()
+        };
+        c.session.max_udp_rate = u64::MAX;
+        c
+    }
 }
 
 /// What the server reports while it runs (the CLI prints these to stderr).
