@@ -53,18 +53,21 @@ pub struct Ledger {
 pub type Refusal = String;
 
 /// A connection slot of one address; released on drop.
+#[derive(Debug)]
 pub struct ConnGuard {
     ledger: Arc<Ledger>,
     ip: IpAddr,
 }
 
 /// A test slot of one address; released on drop.
+#[derive(Debug)]
 pub struct TestGuard {
     ledger: Arc<Ledger>,
     ip: IpAddr,
 }
 
 /// Streams and buffer bytes reserved for one test; released on drop.
+#[derive(Debug)]
 pub struct StreamGuard {
     ledger: Arc<Ledger>,
     streams: usize,

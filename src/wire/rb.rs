@@ -301,7 +301,15 @@ impl Message {
             0x01 => {
                 let version = r.u16()?;
                 let token = if r.pos < r.buf.len() {
-                    r.str("Hello", MAX_TOKEN_LEN)?
+                    let t = r.str("Hello", MAX_TOKEN_LEN)?;
+                    if t.is_empty() {
+                        // No token is no field, so every Hello has one encoding.
+                        return Err(WireError::Malformed {
+                            what: "Hello",
+                            why: "empty token (omit the field instead)".into(),
+                        });
+                    }
+                    t
                 } else {
                     String::new()
                 };
