@@ -30,11 +30,18 @@ impl Keys {
                 .current_dir(&dir)
                 .output()
                 .expect("openssl CLI (apt-get install openssl)");
-            assert!(st.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&st.stderr));
+            assert!(
+                st.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&st.stderr)
+            );
         };
         run(&["genrsa", "-out", "private.pem", "2048"]);
         run(&["rsa", "-in", "private.pem", "-pubout", "-out", "public.pem"]);
-        let users = format!("# user,sha256(\"{{user}}password\")\nmario,{}\n", password_hash("mario", "rossi"));
+        let users = format!(
+            "# user,sha256(\"{{user}}password\")\nmario,{}\n",
+            password_hash("mario", "rossi")
+        );
         std::fs::write(dir.join("users.csv"), users).expect("users file");
         Keys { dir }
     }
@@ -58,7 +65,11 @@ fn run_with_password(program: &Path, args: &[&str], password: Option<&str>) -> (
     let out = c.output().expect("start client");
     (
         out.status.success(),
-        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
     )
 }
 
@@ -87,7 +98,12 @@ fn iperf3_client_against_our_server() {
     let keys = Keys::make("ours");
     let srv = server(
         PORT_OURS,
-        &["--rsa-private-key-path", &keys.path("private.pem"), "--authorized-users-path", &keys.path("users.csv")],
+        &[
+            "--rsa-private-key-path",
+            &keys.path("private.pem"),
+            "--authorized-users-path",
+            &keys.path("users.csv"),
+        ],
         "auth-ours",
     );
     let p = PORT_OURS.to_string();
@@ -95,41 +111,97 @@ fn iperf3_client_against_our_server() {
     let client = |user: &str, pw: Option<&str>| {
         run_with_password(
             &iperf3(),
-            &["-c", "127.0.0.1", "-p", &p, "-t", "1", "--username", user, "--rsa-public-key-path", &pubkey],
+            &[
+                "-c",
+                "127.0.0.1",
+                "-p",
+                &p,
+                "-t",
+                "1",
+                "--username",
+                user,
+                "--rsa-public-key-path",
+                &pubkey,
+            ],
             pw,
         )
     };
     let (ok, text) = client("mario", Some("rossi"));
     assert!(ok, "right password: {text}");
-    for (user, pw, why) in [("mario", "verdi", "wrong password"), ("luigi", "rossi", "unknown user")] {
+    for (user, pw, why) in [
+        ("mario", "verdi", "wrong password"),
+        ("luigi", "rossi", "unknown user"),
+    ] {
         let (ok, text) = client(user, Some(pw));
-        assert!(!ok && text.contains("test authorization failed"), "{why}: {text}");
+        assert!(
+            !ok && text.contains("test authorization failed"),
+            "{why}: {text}"
+        );
     }
-    let (ok, text) = iperf3_client(PORT_OURS, &["-t", "1"], Duration::from_secs(10), "auth-none");
-    assert!(!ok && text.contains("test authorization failed"), "no credentials: {text}");
+    let (ok, text) = iperf3_client(
+        PORT_OURS,
+        &["-t", "1"],
+        Duration::from_secs(10),
+        "auth-none",
+    );
+    assert!(
+        !ok && text.contains("test authorization failed"),
+        "no credentials: {text}"
+    );
     // A minute-old token: SERVER_ERROR with IEAUTHTEST (142).
     let answer = stale_token_answer(PORT_OURS, &keys);
-    assert_eq!(answer.get(..5), Some(&[0xfe, 0, 0, 0, 142][..]), "{answer:02x?}");
+    assert_eq!(
+        answer.get(..5),
+        Some(&[0xfe, 0, 0, 0, 142][..]),
+        "{answer:02x?}"
+    );
     // OAEP (iperf3 3.17+) is accepted too.
     let (ok, text) = run_with_password(
         Path::new(ROUTERBENCH),
-        &["client", "127.0.0.1", "-p", &p, "-t", "1", "--username", "mario", "--rsa-public-key-path", &pubkey, "--rsa-oaep"],
+        &[
+            "client",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "1",
+            "--username",
+            "mario",
+            "--rsa-public-key-path",
+            &pubkey,
+            "--rsa-oaep",
+        ],
         Some("rossi"),
     );
     assert!(ok, "OAEP token: {text}");
     let log = srv.stderr_text();
-    assert!(log.contains("wrong password") && log.contains("away from the server's clock"), "{log}");
+    assert!(
+        log.contains("wrong password") && log.contains("away from the server's clock"),
+        "{log}"
+    );
 }
 
 #[test]
 fn our_client_against_iperf3_server() {
     let keys = Keys::make("theirs");
     let p = PORT_THEIRS.to_string();
-    let (priv_key, users, pubkey) = (keys.path("private.pem"), keys.path("users.csv"), keys.path("public.pem"));
+    let (priv_key, users, pubkey) = (
+        keys.path("private.pem"),
+        keys.path("users.csv"),
+        keys.path("public.pem"),
+    );
     let start = || {
         let s = Proc::start(
             &iperf3(),
-            &["-s", "-p", &p, "--rsa-private-key-path", &priv_key, "--authorized-users-path", &users],
+            &[
+                "-s",
+                "-p",
+                &p,
+                "--rsa-private-key-path",
+                &priv_key,
+                "--authorized-users-path",
+                &users,
+            ],
             "auth-theirs",
         );
         wait_listening(PORT_THEIRS);
@@ -139,19 +211,40 @@ fn our_client_against_iperf3_server() {
     let client = |pw: Option<&str>| {
         run_with_password(
             Path::new(ROUTERBENCH),
-            &["client", "127.0.0.1", "-p", &p, "-t", "1", "--username", "mario", "--rsa-public-key-path", &pubkey],
+            &[
+                "client",
+                "127.0.0.1",
+                "-p",
+                &p,
+                "-t",
+                "1",
+                "--username",
+                "mario",
+                "--rsa-public-key-path",
+                &pubkey,
+            ],
             pw,
         )
     };
     let (ok, text) = client(Some("rossi"));
     assert!(ok, "right password against iperf3 3.12: {text}");
     let (ok, text) = client(Some("verdi"));
-    assert!(!ok && text.contains("test authorization failed"), "wrong password: {text}");
+    assert!(
+        !ok && text.contains("test authorization failed"),
+        "wrong password: {text}"
+    );
     let (ok, text) = client(None);
-    assert!(!ok && text.contains("IPERF3_PASSWORD"), "no password: {text}");
+    assert!(
+        !ok && text.contains("IPERF3_PASSWORD"),
+        "no password: {text}"
+    );
     // iperf3 3.12 checks our token's time: a minute-old one gets fe 0000008e.
     let answer = stale_token_answer(PORT_THEIRS, &keys);
-    assert_eq!(answer.get(..5), Some(&[0xfe, 0, 0, 0, 142][..]), "{answer:02x?}");
+    assert_eq!(
+        answer.get(..5),
+        Some(&[0xfe, 0, 0, 0, 142][..]),
+        "{answer:02x?}"
+    );
 }
 
 #[test]
@@ -159,7 +252,17 @@ fn routerbench_sessions_need_the_token() {
     let _srv = server(PORT_TOKEN, &["--token", "s3cret"], "token");
     let p = PORT_TOKEN.to_string();
     let ping = |token: Option<&str>| {
-        let mut args = vec!["ping", "127.0.0.1", "-p", &p, "-l", "1", "--delay", "0", "-q"];
+        let mut args = vec![
+            "ping",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-l",
+            "1",
+            "--delay",
+            "0",
+            "-q",
+        ];
         if let Some(t) = token {
             args.extend(["--token", t]);
         }
@@ -174,5 +277,8 @@ fn routerbench_sessions_need_the_token() {
     // The magic and a Hello dribbled slower than the handshake deadline are also refused.
     let mut s = connect_from("127.0.0.1", PORT_TOKEN).expect("connect");
     let _ = s.write_all(b"\xffRBENCH\x00");
-    assert!(closed_within(&mut s, Duration::from_secs(15)), "a silent session is closed");
+    assert!(
+        closed_within(&mut s, Duration::from_secs(15)),
+        "a silent session is closed"
+    );
 }

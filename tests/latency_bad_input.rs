@@ -81,11 +81,14 @@ fn short_test_works(addr: SocketAddr) {
 #[test]
 fn unknown_version_is_refused_with_a_reason() {
     let (addr, svc) = server(Bounds::default());
-    let mut s = connect(addr, &Message::Hello {
+    let mut s = connect(
+        addr,
+        &Message::Hello {
             version: 99,
             token: String::new(),
         }
-        .emit());
+        .emit(),
+    );
     match read_frame(&mut s) {
         Some(Message::Error { code, message, .. }) => {
             assert_eq!(code, Some(ErrorCode::UnsupportedVersion));

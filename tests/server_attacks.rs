@@ -59,12 +59,20 @@ fn routerbench_slowloris_is_cut_at_the_handshake_deadline() {
                     std::thread::sleep(Duration::from_millis(300));
                 }
             });
-            let real = iperf3_client(PORT_SLOWLORIS, &["-t", "2"], Duration::from_secs(20), "slow-c");
+            let real = iperf3_client(
+                PORT_SLOWLORIS,
+                &["-t", "2"],
+                Duration::from_secs(20),
+                "slow-c",
+            );
             dribbler.join().expect("dribbler");
             real
         })
     });
-    assert!(ok, "the real iperf3 client must complete beside the slowloris:\n{text}");
+    assert!(
+        ok,
+        "the real iperf3 client must complete beside the slowloris:\n{text}"
+    );
     // Every dribbling connection was closed by the deadline (2 s), not kept by its bytes.
     let open_after = conns
         .iter_mut()
@@ -79,7 +87,10 @@ fn routerbench_slowloris_is_cut_at_the_handshake_deadline() {
     );
     assert!(peak.0 < base.0 + 40, "threads {} (idle {})", peak.0, base.0);
     let after = back_to_idle(pid, base, Duration::from_secs(5));
-    assert!(after.0 <= base.0 && after.1 <= base.1, "not back to idle: {after:?} vs {base:?}");
+    assert!(
+        after.0 <= base.0 && after.1 <= base.1,
+        "not back to idle: {after:?} vs {base:?}"
+    );
 }
 
 #[test]
@@ -119,39 +130,81 @@ fn garbage_instead_of_a_cookie_is_closed_at_once_and_takes_no_slot() {
                 }
                 (closed, sent)
             });
-            let a = iperf3_client(PORT_GARBAGE, &["-t", "1"], Duration::from_secs(15), "garb-1");
-            let b = iperf3_client(PORT_GARBAGE, &["-t", "1"], Duration::from_secs(15), "garb-2");
+            let a = iperf3_client(
+                PORT_GARBAGE,
+                &["-t", "1"],
+                Duration::from_secs(15),
+                "garb-1",
+            );
+            let b = iperf3_client(
+                PORT_GARBAGE,
+                &["-t", "1"],
+                Duration::from_secs(15),
+                "garb-2",
+            );
             let (closed, sent) = attack.join().expect("attack");
             ((a.0 && b.0, format!("{}\n{}", a.1, b.1)), closed, sent)
         })
     });
-    assert!(ok, "real clients must not be told 'busy' by garbage:\n{text}");
+    assert!(
+        ok,
+        "real clients must not be told 'busy' by garbage:\n{text}"
+    );
     assert!(sent >= 8, "the attack sent {sent} garbage cookies");
-    assert_eq!(closed, sent, "every garbage connection is closed within 1 s");
+    assert_eq!(
+        closed, sent,
+        "every garbage connection is closed within 1 s"
+    );
     let log = srv.stderr_text();
     assert!(log.contains("garbage instead of an iperf3 cookie"), "{log}");
     let after = back_to_idle(pid, base, Duration::from_secs(5));
-    assert!(after.0 <= base.0 && after.1 <= base.1, "not back to idle: {after:?} vs {base:?}");
+    assert!(
+        after.0 <= base.0 && after.1 <= base.1,
+        "not back to idle: {after:?} vs {base:?}"
+    );
 }
 
 #[test]
 fn one_host_cannot_take_every_test_slot() {
-    let srv = server(PORT_SLOTS, &["--max-concurrent", "8", "--max-tests-per-host", "3"], "slots");
+    let srv = server(
+        PORT_SLOTS,
+        &["--max-concurrent", "8", "--max-tests-per-host", "3"],
+        "slots",
+    );
     let pid = srv.child.id();
     let base = idle(pid);
     let p = PORT_SLOTS.to_string();
     // Six long, slow tests from the attacker's address: three run, three are told "busy".
     let mut slow: Vec<Proc> = (0..6)
         .map(|i| {
-            let args = ["-c", "127.0.0.1", "-B", ATTACKER, "-p", &p, "-t", "30", "-b", "8K"];
+            let args = [
+                "-c",
+                "127.0.0.1",
+                "-B",
+                ATTACKER,
+                "-p",
+                &p,
+                "-t",
+                "30",
+                "-b",
+                "8K",
+            ];
             let c = Proc::start(&iperf3(), &args, &format!("slot-{i}"));
             std::thread::sleep(Duration::from_millis(150));
             c
         })
         .collect();
     std::thread::sleep(Duration::from_millis(800));
-    let (ok, text) = iperf3_client(PORT_SLOTS, &["-t", "1"], Duration::from_secs(15), "slot-real");
-    assert!(ok, "the honest host's test must run while another holds its 3 slots:\n{text}");
+    let (ok, text) = iperf3_client(
+        PORT_SLOTS,
+        &["-t", "1"],
+        Duration::from_secs(15),
+        "slot-real",
+    );
+    assert!(
+        ok,
+        "the honest host's test must run while another holds its 3 slots:\n{text}"
+    );
     let busy = slow
         .iter_mut()
         .map(|c| {
@@ -163,7 +216,10 @@ fn one_host_cannot_take_every_test_slot() {
     assert_eq!(busy, 3, "3 of the attacker's 6 tests refused as busy");
     drop(slow);
     let after = back_to_idle(pid, base, Duration::from_secs(8));
-    assert!(after.0 <= base.0 && after.1 <= base.1, "not back to idle: {after:?} vs {base:?}");
+    assert!(
+        after.0 <= base.0 && after.1 <= base.1,
+        "not back to idle: {after:?} vs {base:?}"
+    );
     assert!(srv.stderr_text().contains("limit 3 per host"));
 }
 
@@ -183,29 +239,57 @@ fn udp_stream_floods_are_refused_under_the_server_wide_caps() {
         let mut floods = Vec::new();
         for (i, par) in ["128", "128", "40", "40"].iter().enumerate() {
             let args = [
-                "-c", "127.0.0.1", "-B", ATTACKER, "-p", &p, "-u", "-P", par, "--bidir", "-l",
-                "65507", "-b", "1K", "-t", "4",
+                "-c",
+                "127.0.0.1",
+                "-B",
+                ATTACKER,
+                "-p",
+                &p,
+                "-u",
+                "-P",
+                par,
+                "--bidir",
+                "-l",
+                "65507",
+                "-b",
+                "1K",
+                "-t",
+                "4",
             ];
             floods.push(Proc::start(&iperf3(), &args, &format!("flood-{i}")));
         }
         std::thread::sleep(Duration::from_millis(1500));
-        let real = iperf3_client(PORT_UDP_STREAMS, &["-t", "2", "-P", "4"], Duration::from_secs(20), "flood-real");
+        let real = iperf3_client(
+            PORT_UDP_STREAMS,
+            &["-t", "2", "-P", "4"],
+            Duration::from_secs(20),
+            "flood-real",
+        );
         for f in floods.iter_mut() {
             f.wait(Duration::from_secs(15));
         }
         (real, floods)
     });
-    assert!(real_ok, "the real TCP test completes beside the UDP floods:\n{real_text}");
+    assert!(
+        real_ok,
+        "the real TCP test completes beside the UDP floods:\n{real_text}"
+    );
     let outputs: Vec<String> = floods
         .iter()
         .map(|f| format!("{}{}", f.stdout_text(), f.stderr_text()))
         .collect();
     let refused = outputs.iter().filter(|o| o.contains("busy")).count();
-    assert!(refused >= 3, "at least the two 256-stream floods and one of the 80-stream ones are refused:\n{outputs:#?}");
+    assert!(
+        refused >= 3,
+        "at least the two 256-stream floods and one of the 80-stream ones are refused:\n{outputs:#?}"
+    );
     assert!(peak.0 <= 200, "threads peaked at {} (cap 200)", peak.0);
     assert!(peak.2 < 100 * 1024, "RSS peaked at {} KiB", peak.2);
     let after = back_to_idle(pid, base, Duration::from_secs(8));
-    assert!(after.0 <= base.0 && after.1 <= base.1, "not back to idle: {after:?} vs {base:?}");
+    assert!(
+        after.0 <= base.0 && after.1 <= base.1,
+        "not back to idle: {after:?} vs {base:?}"
+    );
 }
 
 #[test]
@@ -224,7 +308,8 @@ fn a_client_that_never_says_udp_hello_does_not_block_udp_tests() {
                     let mut n = a * 1000;
                     while started.elapsed() < Duration::from_secs(7) {
                         n += 1;
-                        if let Some(mut s) = control_with_params(ATTACKER, PORT_UDP_LOCK, n, params) {
+                        if let Some(mut s) = control_with_params(ATTACKER, PORT_UDP_LOCK, n, params)
+                        {
                             if read_state(&mut s) == Some(CREATE_STREAMS) {
                                 holds += 1;
                             }
@@ -238,17 +323,37 @@ fn a_client_that_never_says_udp_hello_does_not_block_udp_tests() {
         std::thread::sleep(Duration::from_millis(500));
         let mut real = (true, String::new());
         for i in 0..2 {
-            let r = iperf3_client(PORT_UDP_LOCK, &["-u", "-t", "1", "-b", "1M"], Duration::from_secs(15), &format!("lock-real-{i}"));
+            let r = iperf3_client(
+                PORT_UDP_LOCK,
+                &["-u", "-t", "1", "-b", "1M"],
+                Duration::from_secs(15),
+                &format!("lock-real-{i}"),
+            );
             real.0 &= r.0;
             real.1 += &r.1;
         }
-        let holds: u32 = attackers.into_iter().map(|h| h.join().expect("attacker")).sum();
+        let holds: u32 = attackers
+            .into_iter()
+            .map(|h| h.join().expect("attacker"))
+            .sum();
         (real.0, real.1, holds)
     });
-    assert!(holds >= 2, "the attackers held the UDP set-up {holds} times");
-    assert!(ok, "real UDP tests complete while set-ups are held and renewed:\n{text}");
+    assert!(
+        holds >= 2,
+        "the attackers held the UDP set-up {holds} times"
+    );
+    assert!(
+        ok,
+        "real UDP tests complete while set-ups are held and renewed:\n{text}"
+    );
     let log = srv.stderr_text();
-    assert!(log.contains("said hello within"), "silent set-ups end at the hello deadline:\n{log}");
+    assert!(
+        log.contains("said hello within"),
+        "silent set-ups end at the hello deadline:\n{log}"
+    );
     let after = back_to_idle(pid, base, Duration::from_secs(5));
-    assert!(after.0 <= base.0 && after.1 <= base.1, "not back to idle: {after:?} vs {base:?}");
+    assert!(
+        after.0 <= base.0 && after.1 <= base.1,
+        "not back to idle: {after:?} vs {base:?}"
+    );
 }

@@ -171,7 +171,11 @@ pub struct ClientArgs {
     #[arg(long = "username", requires = "rsa_public_key_path")]
     pub username: Option<String>,
     /// The server's RSA public key (PEM) that encrypts the credentials.
-    #[arg(long = "rsa-public-key-path", requires = "username", value_name = "FILE")]
+    #[arg(
+        long = "rsa-public-key-path",
+        requires = "username",
+        value_name = "FILE"
+    )]
     pub rsa_public_key_path: Option<std::path::PathBuf>,
     /// Encrypt the credentials with OAEP (iperf3 3.17+ servers) instead of PKCS#1 v1.5 (3.12).
     #[arg(long = "rsa-oaep")]
@@ -184,10 +188,17 @@ fn auth_token(args: &ClientArgs) -> anyhow::Result<Option<String>> {
         return Ok(None);
     };
     let password = std::env::var("IPERF3_PASSWORD").map_err(|_| {
-        anyhow::anyhow!("--username {user}: set the password in the IPERF3_PASSWORD environment variable")
+        anyhow::anyhow!(
+            "--username {user}: set the password in the IPERF3_PASSWORD environment variable"
+        )
     })?;
-    if user.is_empty() || user.contains(char::is_whitespace) || password.contains(char::is_whitespace) {
-        anyhow::bail!("--username and the password must be non-empty and without spaces (iperf3's token format)");
+    if user.is_empty()
+        || user.contains(char::is_whitespace)
+        || password.contains(char::is_whitespace)
+    {
+        anyhow::bail!(
+            "--username and the password must be non-empty and without spaces (iperf3's token format)"
+        );
     }
     let pem = std::fs::read_to_string(key)
         .map_err(|e| anyhow::anyhow!("--rsa-public-key-path {}: {e}", key.display()))?;

@@ -94,8 +94,7 @@ pub fn token_arg(arg: &Option<String>) -> anyhow::Result<Option<String>> {
         .clone()
         .or_else(|| std::env::var("ROUTERBENCH_TOKEN").ok())
         .filter(|t| !t.is_empty());
-    if t
-        .as_ref()
+    if t.as_ref()
         .is_some_and(|t| t.len() > crate::wire::rb::MAX_TOKEN_LEN)
     {
         anyhow::bail!("--token must be at most 128 bytes");

@@ -35,7 +35,11 @@ pub struct ServerArgs {
     pub max_buffer_mib: u64,
     /// Seconds without any data moving (or, while the server only sends, without the client's
     /// host answering TCP keepalives) before a running test is ended (iperf3's --rcv-timeout).
-    #[arg(long = "rcv-timeout", visible_alias = "idle-timeout", default_value_t = 60)]
+    #[arg(
+        long = "rcv-timeout",
+        visible_alias = "idle-timeout",
+        default_value_t = 60
+    )]
     pub rcv_timeout: u64,
     /// Connections open at once over all clients (threads: one each).
     #[arg(long = "max-connections", default_value_t = 192)]
@@ -69,10 +73,18 @@ pub struct ServerArgs {
     #[arg(long = "udp-hello-timeout", default_value_t = 3)]
     pub udp_hello_timeout: u64,
     /// Require iperf3 RSA authentication: the server's private key (PEM, unencrypted).
-    #[arg(long = "rsa-private-key-path", requires = "authorized_users_path", value_name = "FILE")]
+    #[arg(
+        long = "rsa-private-key-path",
+        requires = "authorized_users_path",
+        value_name = "FILE"
+    )]
     pub rsa_private_key_path: Option<std::path::PathBuf>,
     /// Authorised users, lines `user,sha256("{user}password")` as iperf3's.
-    #[arg(long = "authorized-users-path", requires = "rsa_private_key_path", value_name = "FILE")]
+    #[arg(
+        long = "authorized-users-path",
+        requires = "rsa_private_key_path",
+        value_name = "FILE"
+    )]
     pub authorized_users_path: Option<std::path::PathBuf>,
     /// Largest difference between the client's token time and this clock, seconds.
     #[arg(long = "time-skew-threshold", default_value_t = crate::iperf3::auth::DEFAULT_SKEW)]
@@ -234,7 +246,9 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
     if !loopback_only(cfg.bind.ip()) && (cfg.auth.is_none() || token.is_none()) {
         // One line, also with -q: the operator should know who can use the server.
         let open: Vec<&str> = [
-            cfg.auth.is_none().then_some("iperf3 tests (--rsa-private-key-path)"),
+            cfg.auth
+                .is_none()
+                .then_some("iperf3 tests (--rsa-private-key-path)"),
             token.is_none().then_some("routerbench sessions (--token)"),
         ]
         .into_iter()

@@ -196,14 +196,25 @@ mod tests {
     #[test]
     fn udp_turns_are_first_come_first_served_and_skip_the_abandoned() {
         let a = UdpAcceptor::new("127.0.0.1:0".parse().unwrap());
-        let first = a.wait_turn(Instant::now()).expect("free port: turn at once");
+        let first = a
+            .wait_turn(Instant::now())
+            .expect("free port: turn at once");
         // A second test gives up while the first holds the port.
-        assert!(a.wait_turn(Instant::now() + Duration::from_millis(20)).is_none());
+        assert!(
+            a.wait_turn(Instant::now() + Duration::from_millis(20))
+                .is_none()
+        );
         std::thread::scope(|s| {
-            let waiter = s.spawn(|| a.wait_turn(Instant::now() + Duration::from_secs(5)).is_some());
+            let waiter = s.spawn(|| {
+                a.wait_turn(Instant::now() + Duration::from_secs(5))
+                    .is_some()
+            });
             std::thread::sleep(Duration::from_millis(50));
             drop(first);
-            assert!(waiter.join().unwrap(), "the third gets the port after the first");
+            assert!(
+                waiter.join().unwrap(),
+                "the third gets the port after the first"
+            );
         });
         assert!(a.wait_turn(Instant::now()).is_some());
     }

@@ -122,7 +122,10 @@ impl Credentials {
             (!w.is_empty()).then_some(w)
         };
         let mut lines = text.splitn(3, '\n');
-        let user = lines.next().and_then(|l| word(l, "user:")).ok_or_else(bad)?;
+        let user = lines
+            .next()
+            .and_then(|l| word(l, "user:"))
+            .ok_or_else(bad)?;
         let password = lines.next().and_then(|l| word(l, "pwd:")).ok_or_else(bad)?;
         let ts = lines
             .next()
@@ -169,7 +172,9 @@ pub fn client_token(
         Padding::Pkcs1 => key.encrypt(&mut rng, Pkcs1v15Encrypt, text.as_bytes()),
         Padding::Oaep => key.encrypt(&mut rng, Oaep::new::<sha1::Sha1>(), text.as_bytes()),
     }
-    .map_err(|e| format!("cannot encrypt the credentials: {e} (user name or password too long?)"))?;
+    .map_err(|e| {
+        format!("cannot encrypt the credentials: {e} (user name or password too long?)")
+    })?;
     Ok(Base64::encode_string(&ct))
 }
 
@@ -201,7 +206,11 @@ mod tests {
         assert!(users_file_accepts(&file, "mario", "rossi"));
         assert!(!users_file_accepts(&file, "mario", "verdi"));
         assert!(!users_file_accepts(&file, "peach", "rossi"));
-        assert!(!users_file_accepts(&format!("#mario,{h}\n"), "mario", "rossi"));
+        assert!(!users_file_accepts(
+            &format!("#mario,{h}\n"),
+            "mario",
+            "rossi"
+        ));
     }
 
     #[test]

@@ -77,9 +77,9 @@ pub fn parse_limit(s: &str) -> Result<(u64, u32), String> {
         Some('t' | 'T') => (&rate[..rate.len() - 1], 1e12),
         _ => (rate, 1.0),
     };
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("--server-bitrate-limit {s}: expected RATE[/SECS], e.g. 100M or 1G/5"))?;
+    let v: f64 = num.parse().map_err(|_| {
+        format!("--server-bitrate-limit {s}: expected RATE[/SECS], e.g. 100M or 1G/5")
+    })?;
     if !(v.is_finite() && v > 0.0) {
         return Err(format!("--server-bitrate-limit {s}: RATE must be above 0"));
     }

@@ -412,9 +412,13 @@ fn authenticate(ctl: &mut Control, p: &TestParams, auth: &ServerAuth) -> Result<
         None => Err("no credentials (client needs --username and --rsa-public-key-path)".into()),
         Some(t) => auth.check(t, super::auth::now_secs()),
     };
-    verdict
-        .map(|_user| ())
-        .map_err(|why| refuse(ctl, errors::IEAUTHTEST, format!("authentication failed: {why}")))
+    verdict.map(|_user| ()).map_err(|why| {
+        refuse(
+            ctl,
+            errors::IEAUTHTEST,
+            format!("authentication failed: {why}"),
+        )
+    })
 }
 
 /// TCP keepalive on the control connection, so a client host that vanished (no ACK to the

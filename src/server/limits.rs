@@ -105,7 +105,10 @@ impl Ledger {
     /// A new connection from `ip`.
     pub fn connection(self: &Arc<Self>, ip: IpAddr) -> Result<ConnGuard, Refusal> {
         let ip = host_key(ip);
-        let mut h = self.held.lock().map_err(|_| "ledger poisoned".to_string())?;
+        let mut h = self
+            .held
+            .lock()
+            .map_err(|_| "ledger poisoned".to_string())?;
         let n = h.conns.entry(ip).or_insert(0);
         if *n >= self.caps.conns_per_host {
             return Err(format!(
@@ -123,7 +126,10 @@ impl Ledger {
     /// A new test from `ip`.
     pub fn test(self: &Arc<Self>, ip: IpAddr) -> Result<TestGuard, Refusal> {
         let ip = host_key(ip);
-        let mut h = self.held.lock().map_err(|_| "ledger poisoned".to_string())?;
+        let mut h = self
+            .held
+            .lock()
+            .map_err(|_| "ledger poisoned".to_string())?;
         let n = h.tests.entry(ip).or_insert(0);
         if *n >= self.caps.tests_per_host {
             return Err(format!(
@@ -141,7 +147,10 @@ impl Ledger {
     /// Reserves `streams` streams of `block` bytes each over all tests.
     pub fn streams(self: &Arc<Self>, streams: usize, block: u64) -> Result<StreamGuard, Refusal> {
         let buffer = streams as u64 * block;
-        let mut h = self.held.lock().map_err(|_| "ledger poisoned".to_string())?;
+        let mut h = self
+            .held
+            .lock()
+            .map_err(|_| "ledger poisoned".to_string())?;
         if h.streams + streams > self.caps.total_streams {
             return Err(format!(
                 "{streams} streams asked, {} of {} in use over all tests",
@@ -243,7 +252,10 @@ mod tests {
         let b: IpAddr = "10.0.0.2".parse().unwrap();
         let c1 = l.connection(a).unwrap();
         let _c2 = l.connection(mapped).unwrap();
-        assert!(l.connection(a).is_err(), "v4-mapped counts as the same host");
+        assert!(
+            l.connection(a).is_err(),
+            "v4-mapped counts as the same host"
+        );
         assert!(l.connection(b).is_ok(), "another host is not affected");
         drop(c1);
         assert!(l.connection(a).is_ok());

@@ -94,7 +94,11 @@ pub fn closed_within(s: &mut TcpStream, limit: Duration) -> bool {
         match s.read(&mut b) {
             Ok(0) => return true,
             Ok(_) => {}
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
             Err(_) => return true,
         }
     }
