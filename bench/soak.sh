@@ -118,7 +118,7 @@ for w in $(seq 1 "$WAVES"); do
   PIDS+=("${HP[@]}" "$VP")
   sleep 1
   run_real tcp $I3 -t 3
-  kill -9 "$VP" 2>/dev/null || true                                                     # mid-test
+  { kill -9 "$VP"; wait "$VP"; } 2>/dev/null || true                                   # mid-test
   run_real reverse $I3 -t 3 -R
   run_real udp $I3 -t 3 -u -b 50M
   run_real bidir $I3 -t 3 --bidir
@@ -142,6 +142,8 @@ for w in $(seq 1 "$WAVES"); do
   grep FAIL -A2 "$TMP/real.log" || true
 done
 kill -0 "$SPID" || { echo "server died"; exit 1; }
-echo "refused/closed hostile connections logged: $(grep -c refused "$TMP/server.err" || true); server log lines: $(wc -l <"$TMP/server.err")"
+echo "server log: $(wc -l <"$TMP/server.err") lines, $(grep -c refused "$TMP/server.err" || true) refusals written, $(grep -o '[0-9]* more refusals not logged' "$TMP/server.err" | awk '{s+=$1} END{print s+0}') more summarised"
+read -r _ _ E_RSS < <(usage)
+echo "RSS: idle $((B_RSS / 1024)) MiB, end $((E_RSS / 1024)) MiB"
 echo "back to idle after every wave: $ALL_IDLE"
 [ "$ALL_IDLE" = yes ]

@@ -7,6 +7,7 @@
 
 pub mod broker;
 pub mod limits;
+pub mod logcap;
 pub mod signals;
 
 use crate::iperf3::auth::ServerAuth;
@@ -142,6 +143,7 @@ struct Shared {
     observer: Arc<dyn ServerObserver>,
     handler: Option<Arc<dyn ProtocolHandler>>,
     ledger: Arc<Ledger>,
+    logcap: logcap::LogCap,
     active_tests: AtomicUsize,
     connections: AtomicUsize,
     started_tests: AtomicU64,
@@ -185,6 +187,7 @@ impl Server {
             shared: Arc::new(Shared {
                 udp: UdpAcceptor::new(bind),
                 ledger: Arc::new(Ledger::new(cfg.caps.clone())),
+                logcap: logcap::LogCap::new(20),
                 cfg,
                 broker: Broker::default(),
                 stop: Arc::new(AtomicBool::new(false)),
@@ -257,6 +260,12 @@ impl Server {
             {
                 break "test limit reached";
             }
+            if let Some(n) = sh.logcap.flush() {
+                sh.observer.event(&ServerEvent::Refused {
+                    peer: self.listener.local_addr()?,
+                    reason: format!("{n} more refusals not logged (at most 20 lines a second)"),
+                });
+            }
             if !wait_readable(&self.listener, 200) {
                 continue;
             }
@@ -266,10 +275,11 @@ impl Server {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     // EMFILE and friends: back off instead of spinning.
-                    sh.observer.event(&ServerEvent::Refused {
-                        peer: self.listener.local_addr()?,
-                        reason: format!("accept failed: {e}"),
-                    });
+                    log_refusal(
+                        sh,
+                        self.listener.local_addr()?,
+                        format!("accept failed: {e}"),
+                    );
                     std::thread::sleep(Duration::from_millis(100));
                     continue;
                 }
@@ -291,7 +301,7 @@ impl Server {
                 Ok(g) => g,
                 Err(reason) => {
                     sh.refused.fetch_add(1, Ordering::Relaxed);
-                    sh.observer.event(&ServerEvent::Refused { peer, reason });
+                    log_refusal(sh, peer, reason);
                     continue;
                 }
             };
@@ -319,6 +329,13 @@ impl Server {
             tests_failed: sh.failed.load(Ordering::Relaxed),
             refused: sh.refused.load(Ordering::Relaxed),
         })
+    }
+}
+
+/// One refusal line, within the log's budget (a flood is summarised by the accept loop).
+fn log_refusal(sh: &Shared, peer: SocketAddr, reason: String) {
+    if sh.logcap.admit() {
+        sh.observer.event(&ServerEvent::Refused { peer, reason });
     }
 }
 
@@ -357,7 +374,7 @@ fn read_prefix(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> Res
 fn deny(sh: &Shared, mut stream: TcpStream, peer: SocketAddr, reason: String) {
     let _ = stream.write_all(&[State::AccessDenied.to_byte()]);
     sh.refused.fetch_add(1, Ordering::Relaxed);
-    sh.observer.event(&ServerEvent::Refused { peer, reason });
+    log_refusal(sh, peer, reason);
 }
 
 fn handle_connection(
@@ -372,10 +389,7 @@ fn handle_connection(
     let mut first = [0u8; 1];
     if let Err(why) = read_prefix(&mut stream, &mut first, deadline) {
         sh.refused.fetch_add(1, Ordering::Relaxed);
-        sh.observer.event(&ServerEvent::Refused {
-            peer,
-            reason: format!("no cookie: {why}"),
-        });
+        log_refusal(sh, peer, format!("no cookie: {why}"));
         return;
     }
     if Cookie::is_routerbench(first[0]) {
@@ -402,20 +416,18 @@ fn handle_connection(
     cookie_buf[0] = first[0];
     if let Err(why) = read_prefix(&mut stream, &mut cookie_buf[1..], deadline) {
         sh.refused.fetch_add(1, Ordering::Relaxed);
-        sh.observer.event(&ServerEvent::Refused {
-            peer,
-            reason: format!("incomplete cookie: {why}"),
-        });
+        log_refusal(sh, peer, format!("incomplete cookie: {why}"));
         return;
     }
     let cookie = Cookie(cookie_buf);
     if !cookie.is_plausible() {
         // Not an iperf3 client: close at once, one log line, no slot taken.
         sh.refused.fetch_add(1, Ordering::Relaxed);
-        sh.observer.event(&ServerEvent::Refused {
+        log_refusal(
+            sh,
             peer,
-            reason: "garbage instead of an iperf3 cookie: closed".into(),
-        });
+            "garbage instead of an iperf3 cookie: closed".into(),
+        );
         return;
     }
     // Classified: a data stream or a test holds no half-open slot of its host any more
