@@ -233,6 +233,26 @@ fn our_client_against_iperf3_server() {
         !ok && text.contains("test authorization failed"),
         "wrong password: {text}"
     );
+    let (ok, text) = run_with_password(
+        Path::new(ROUTERBENCH),
+        &[
+            "client",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "1",
+            "--username",
+            "luigi",
+            "--rsa-public-key-path",
+            &pubkey,
+        ],
+        Some("rossi"),
+    );
+    assert!(
+        !ok && text.contains("test authorization failed"),
+        "unknown user: {text}"
+    );
     let (ok, text) = client(None);
     assert!(
         !ok && text.contains("IPERF3_PASSWORD"),
