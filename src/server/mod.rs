@@ -61,7 +61,7 @@ impl ServerConfig {
             session: SessionConfig::default(),
             max_concurrent_tests: 8,
             max_tests: None,
-            max_connections: 512,
+            max_connections: 192,
             first_bytes_timeout: Duration::from_secs(10),
             caps: Caps::default(),
             auth: None,
