@@ -106,13 +106,22 @@ pub(crate) struct Inner {
     pub bounds: Bounds,
     pub sessions: Mutex<HashMap<u64, Arc<Session>>>,
     events: Mutex<VecDeque<String>>,
+    /// At most 20 stderr lines a second: a flood of bad connections must not fill the log.
+    logcap: crate::server::logcap::LogCap,
     pub shutdown: AtomicBool,
 }
 
 impl Inner {
     /// Logs a server event on stderr and keeps the last 256 for inspection.
     pub fn log(&self, msg: String) {
-        eprintln!("routerbench latency-server: {msg}");
+        if let Some(n) = self.logcap.flush() {
+            eprintln!(
+                "routerbench latency-server: {n} more lines not logged (at most 20 a second)"
+            );
+        }
+        if self.logcap.admit() {
+            eprintln!("routerbench latency-server: {msg}");
+        }
         if let Ok(mut ev) = self.events.lock() {
             if ev.len() >= 256 {
                 ev.pop_front();
@@ -149,6 +158,7 @@ impl Service {
             bounds,
             sessions: Mutex::new(HashMap::new()),
             events: Mutex::new(VecDeque::new()),
+            logcap: crate::server::logcap::LogCap::new(20),
             shutdown: AtomicBool::new(false),
         });
         let reflector = Arc::new(Reflector::start(inner.clone())?);

@@ -409,7 +409,10 @@ fn handle_connection(
                 h.handle(stream, &prefix).err().map(|e| format!("{e:#}"))
             }
         };
-        sh.observer.event(&ServerEvent::Handoff { peer, error });
+        // Failed handoffs are refusals too: within the log's budget.
+        if error.is_none() || sh.logcap.admit() {
+            sh.observer.event(&ServerEvent::Handoff { peer, error });
+        }
         return;
     }
     let mut cookie_buf = [0u8; COOKIE_SIZE];
