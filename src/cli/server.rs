@@ -224,6 +224,24 @@ fn parse_rate(s: &str) -> Result<u64, String> {
         .map_err(|e| e.replace("--server-bitrate-limit", "rate"))
 }
 
+/// The start-up warning when the server is reachable beyond this host without authentication.
+fn open_warning(bind: SocketAddr, rsa: bool, token: bool) -> Option<String> {
+    if loopback_only(bind.ip()) || (rsa && token) {
+        return None;
+    }
+    let open: Vec<&str> = [
+        (!rsa).then_some("iperf3 tests (--rsa-private-key-path)"),
+        (!token).then_some("routerbench sessions (--token)"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    Some(format!(
+        "warning: listening on {bind} without authentication for {}: anyone who can reach this port can run tests",
+        open.join(" and ")
+    ))
+}
+
 /// Whether `ip` is reachable only from this host.
 fn loopback_only(ip: IpAddr) -> bool {
     ip.is_loopback()
@@ -251,22 +269,9 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         cfg.auth = Some(Arc::new(auth));
     }
     let token = crate::cli::rrul::token_arg(&args.token)?;
-    if !loopback_only(cfg.bind.ip()) && (cfg.auth.is_none() || token.is_none()) {
+    if let Some(w) = open_warning(cfg.bind, cfg.auth.is_some(), token.is_some()) {
         // One line, also with -q: the operator should know who can use the server.
-        let open: Vec<&str> = [
-            cfg.auth
-                .is_none()
-                .then_some("iperf3 tests (--rsa-private-key-path)"),
-            token.is_none().then_some("routerbench sessions (--token)"),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        eprintln!(
-            "warning: listening on {} without authentication for {}: anyone who can reach this port can run tests",
-            cfg.bind,
-            open.join(" and ")
-        );
+        eprintln!("{w}");
     }
     let observer: Arc<dyn ServerObserver> = if args.quiet && !args.json {
         Arc::new(Quiet)
@@ -306,4 +311,30 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         );
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warns_only_when_reachable_from_outside_without_auth() {
+        let any: SocketAddr = "[::]:5201".parse().unwrap();
+        let lan: SocketAddr = "192.168.1.1:5201".parse().unwrap();
+        for lo in ["127.0.0.1:5201", "[::1]:5201", "[::ffff:127.0.0.1]:5201"] {
+            assert_eq!(
+                open_warning(lo.parse().unwrap(), false, false),
+                None,
+                "{lo}"
+            );
+        }
+        let w = open_warning(any, false, false).unwrap();
+        assert!(
+            w.contains("iperf3 tests") && w.contains("routerbench sessions"),
+            "{w}"
+        );
+        let w = open_warning(lan, true, false).unwrap();
+        assert!(!w.contains("iperf3 tests") && w.contains("--token"), "{w}");
+        assert_eq!(open_warning(lan, true, true), None);
+    }
 }
