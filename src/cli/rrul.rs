@@ -44,6 +44,10 @@ pub struct LatencyArgs {
     /// Write flent's data format (version 4) to FILE.flent.gz.
     #[arg(long, value_name = "FILE")]
     pub flent: Option<PathBuf>,
+    /// Write a self-contained HTML report of this test (plots inline) to FILE.html.
+    #[cfg(feature = "plots")]
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
     /// Title stored in the flent file.
     #[arg(long, default_value = "")]
     pub title: String,
@@ -163,15 +167,24 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
     for n in &notes {
         eprintln!("routerbench: {n}");
     }
+    let mut run = crate::results::RunResult::new(result.started_at.clone());
+    run.finished_at = crate::util::time::now_rfc3339();
+    run.device = Some(crate::device::detect());
+    run.latency = Some(result.clone());
+    run.router = router;
+    run.notes.extend(notes);
     if let Some(path) = &a.json {
-        let mut run = crate::results::RunResult::new(result.started_at.clone());
-        run.finished_at = crate::util::time::now_rfc3339();
-        run.device = Some(crate::device::detect());
-        run.latency = Some(result.clone());
-        run.router = router;
-        run.notes.extend(notes);
         crate::results::save(&run, path)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        println!("saved {}", path.display());
+    }
+    #[cfg(feature = "plots")]
+    if let Some(path) = &a.report {
+        let name = a.json.as_ref().map_or_else(
+            || format!("{} to {}", kind.flent_name(), a.host),
+            |p| p.display().to_string(),
+        );
+        crate::cli::report::write_report(&[(run, name)], &[], path)?;
         println!("saved {}", path.display());
     }
     if let Some(path) = &a.flent {

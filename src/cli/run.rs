@@ -129,7 +129,43 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         anyhow::anyhow!("cannot save latest.json in {}: {e}", args.out_dir.display())
     })?;
     println!("\nsaved {}", path.display());
+    if let Some(lat) = &result.latency {
+        let flent = args.out_dir.join(format!("rrul-{stamp}.flent.gz"));
+        match crate::results::flent::write(lat, "routerbench run", &flent) {
+            Ok(()) => println!("saved {} (flent -i FILE -p all_scaled)", flent.display()),
+            Err(e) => eprintln!("routerbench: cannot write {}: {e:#}", flent.display()),
+        }
+    }
+    #[cfg(feature = "plots")]
+    extras(
+        &result,
+        &path,
+        &args.out_dir.join(format!("report-{stamp}.html")),
+    );
     Ok(0)
+}
+
+/// The HTML report next to the JSON, and where the crypto row stands among the reference rows.
+#[cfg(feature = "plots")]
+fn extras(result: &RunResult, json: &std::path::Path, html: &std::path::Path) {
+    let runs = [(result.clone(), json.display().to_string())];
+    match crate::cli::report::write_report(&runs, &[], html) {
+        Ok(()) => println!(
+            "saved {} (the report: open it in a browser)",
+            html.display()
+        ),
+        Err(e) => eprintln!("routerbench: {e:#}"),
+    }
+    let row = crate::report::rows::Row::from_result(
+        result,
+        &json.display().to_string(),
+        crypto::ROW_CIPHER_BLOCK,
+    );
+    if let (Some(row), Ok(refs)) = (row, crate::report::reference::builtin()) {
+        let st = crate::report::reference::standing(&row, &refs);
+        println!();
+        print!("{}", crate::report::reference::render_standing(&row, &st));
+    }
 }
 
 /// A short RRUL over loopback against the shared server (iperf3 and routerbench protocols on one

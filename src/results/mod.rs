@@ -99,15 +99,46 @@ pub enum LoadError {
         path: String,
         source: serde_json::Error,
     },
-    #[error("{path} has schema {found}, this routerbench reads {expected}: upgrade routerbench")]
-    Schema {
+    #[error(
+        "{path} was written by a newer routerbench (schema {found}); this one reads {expected}: \
+         upgrade routerbench"
+    )]
+    Newer {
         path: String,
         found: String,
         expected: &'static str,
     },
+    #[error(
+        "{path} was written by an older routerbench (schema {found}) and does not convert to \
+         {expected}: {source}; re-run the test with this version"
+    )]
+    Older {
+        path: String,
+        found: String,
+        expected: &'static str,
+        source: serde_json::Error,
+    },
+    #[error("{path} is not a routerbench result file ({why}): {hint}")]
+    NotOurs {
+        path: String,
+        why: String,
+        hint: &'static str,
+    },
 }
 
-/// Reads a result file written by `save`, checking the schema's major version.
+/// The major version of a `routerbench.run/N` schema string.
+fn schema_major(schema: &str) -> Option<u32> {
+    schema
+        .strip_prefix("routerbench.run/")?
+        .split('.')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Reads a result file written by `save`. Files of an older schema load when their layout still
+/// converts (fields added since then are optional); a newer or unknown schema is refused with a
+/// message naming the version.
 pub fn load(path: &std::path::Path) -> Result<RunResult, LoadError> {
     let p = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
@@ -122,16 +153,45 @@ pub fn load(path: &std::path::Path) -> Result<RunResult, LoadError> {
     let found = value
         .get("schema")
         .and_then(|s| s.as_str())
-        .unwrap_or("")
-        .to_string();
-    if found != SCHEMA {
-        return Err(LoadError::Schema {
+        .map(str::to_string);
+    let Some(found) = found else {
+        let iperf3 = value.get("start").is_some() && value.get("end").is_some();
+        return Err(LoadError::NotOurs {
+            path: p,
+            why: if iperf3 {
+                "it is iperf3 -J output".into()
+            } else {
+                "it has no \"schema\" field".into()
+            },
+            hint: "save results with `routerbench run`, or `--json FILE` of crypto, rrul or lab run",
+        });
+    };
+    let (Some(major), Some(ours)) = (schema_major(&found), schema_major(SCHEMA)) else {
+        return Err(LoadError::NotOurs {
+            path: p,
+            why: format!("schema `{found}`"),
+            hint: "expected routerbench.run/N",
+        });
+    };
+    if major > ours {
+        return Err(LoadError::Newer {
             path: p,
             found,
             expected: SCHEMA,
         });
     }
-    serde_json::from_value(value).map_err(|source| LoadError::Json { path: p, source })
+    serde_json::from_value(value).map_err(|source| {
+        if major < ours {
+            LoadError::Older {
+                path: p,
+                found,
+                expected: SCHEMA,
+                source,
+            }
+        } else {
+            LoadError::Json { path: p, source }
+        }
+    })
 }
 
 /// Writes `result` as pretty JSON, atomically (temp file + rename), creating the directory.
@@ -143,4 +203,45 @@ pub fn save(result: &RunResult, path: &std::path::Path) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(result).map_err(std::io::Error::other)?;
     std::fs::write(&tmp, text + "\n")?;
     std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(name: &str, text: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("rb-load-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn older_schema_loads_newer_and_foreign_files_name_the_version() {
+        let old = r#"{"schema":"routerbench.run/0","tool":{"name":"routerbench","version":"0.0.1"},"started_at":"a","finished_at":"b","device":null}"#;
+        let r = load(&write("old.json", old)).unwrap();
+        assert_eq!(r.schema, "routerbench.run/0");
+        let broken = r#"{"schema":"routerbench.run/0","tool":{"name":"routerbench"}}"#;
+        let e = load(&write("old-broken.json", broken))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("older routerbench (schema routerbench.run/0)"),
+            "{e}"
+        );
+        let newer = old.replace("run/0", "run/9");
+        let e = load(&write("new.json", &newer)).unwrap_err().to_string();
+        assert!(
+            e.contains("newer routerbench (schema routerbench.run/9)"),
+            "{e}"
+        );
+        let e = load(&write("iperf.json", r#"{"start":{},"end":{}}"#))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("iperf3 -J output"), "{e}");
+        let _ = std::fs::remove_dir_all(
+            std::env::temp_dir().join(format!("rb-load-{}", std::process::id())),
+        );
+    }
 }
