@@ -52,7 +52,7 @@ pub struct PktMeta {
 }
 
 /// A frame and its metadata. `data` may be empty in benchmarks: then only `meta` is touched.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Packet {
     pub meta: PktMeta,
     pub data: Vec<u8>,

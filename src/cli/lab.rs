@@ -133,9 +133,23 @@ pub struct UpArgs {
     /// TCP congestion control for the lab (loss-based cubic/reno fill the queue; bbr does not).
     #[arg(long, default_value = "cubic")]
     pub cc: String,
+    /// The bottleneck's queue discipline (fifo = the --shaper's FIFO of --buffer bytes).
+    #[arg(long, value_enum, default_value = "fifo")]
+    pub qdisc: crate::cli::shape::QdiscArg,
+    /// Where the qdisc runs: the kernel's if it has it (auto), or routerbench's userspace
+    /// forwarder (`routerbench shape`).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub aqm: AqmArg,
     /// Print the configuration as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum AqmArg {
+    Auto,
+    Kernel,
+    Userspace,
 }
 
 #[derive(Debug, Args)]
@@ -255,12 +269,39 @@ fn cmd_up(a: UpArgs) -> anyhow::Result<i32> {
     let spec = spec_from(&a)?;
     let cfg = lab::up(&spec)?;
     let th = lab::theory::theory(&cfg);
+    let aqm = apply_aqm(&cfg, a.qdisc, a.aqm)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&(cfg, th))?);
+        println!("{}", serde_json::to_string_pretty(&(cfg, th, aqm))?);
     } else {
         print!("{}", crate::report::lab::config(&cfg, &th));
+        if let Some(q) = &aqm {
+            println!("{}", crate::report::lab::aqm_line(q));
+        }
     }
     Ok(0)
+}
+
+/// `--qdisc`/`--aqm` on a lab that is up; None for the plain kernel FIFO.
+fn apply_aqm(
+    cfg: &crate::results::lab::LabConfig,
+    qdisc: crate::cli::shape::QdiscArg,
+    place: AqmArg,
+) -> anyhow::Result<Option<crate::results::lab::AqmState>> {
+    use lab::shape_fwd::{AqmPlace, AqmSpec};
+    let place = match place {
+        AqmArg::Auto => None,
+        AqmArg::Kernel => Some(AqmPlace::Kernel),
+        AqmArg::Userspace => Some(AqmPlace::Userspace),
+    };
+    let spec = AqmSpec {
+        qdisc: qdisc.kind(),
+        place,
+    };
+    if spec.qdisc == aqm::QdiscKind::Fifo && place != Some(AqmPlace::Userspace) {
+        return Ok(None);
+    }
+    let exe = lab::shape_fwd::routerbench_exe()?;
+    Ok(Some(lab::shape_fwd::apply(cfg, &spec, &exe)?))
 }
 
 fn cmd_down(a: NameArg) -> anyhow::Result<i32> {

@@ -99,6 +99,25 @@ pub fn render_result(r: &LabResult) -> String {
 }
 
 /// `lab status`.
+/// One line on the lab's AQM: which qdisc, kernel or userspace, and the forwarder's state.
+pub fn aqm_line(a: &crate::results::lab::AqmState) -> String {
+    let mut line = format!("aqm: {} in {} ({})", a.qdisc, a.place, a.note);
+    if a.place == "userspace" {
+        match a.worker_pid {
+            Some(p) => line.push_str(&format!("; forwarder running, worker PID {p}")),
+            None => line.push_str("; forwarder NOT running"),
+        }
+    }
+    if let Some(f) = a.kernel_forwarding {
+        line.push_str(if f {
+            "; kernel forwarding on"
+        } else {
+            "; kernel forwarding off"
+        });
+    }
+    line
+}
+
 pub fn status(st: &LabStatus) -> String {
     let mut s = String::new();
     if !st.up {
@@ -127,6 +146,14 @@ pub fn status(st: &LabStatus) -> String {
     let _ = writeln!(s, "lab {}: UP", st.name);
     if let Some(cfg) = &st.config {
         s.push_str(&config(cfg, &crate::lab::theory::theory(cfg)));
+    }
+    match &st.aqm {
+        Some(a) => {
+            let _ = writeln!(s, "{}", aqm_line(a));
+        }
+        None => {
+            let _ = writeln!(s, "aqm: fifo in the kernel (the shaper's FIFO)");
+        }
     }
     for n in &st.namespaces {
         let _ = writeln!(

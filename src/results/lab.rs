@@ -224,6 +224,27 @@ pub struct LabStatus {
     pub reachable: Option<bool>,
     /// Its round trip, ms.
     pub reach_rtt_ms: Option<f64>,
+    /// The AQM `lab up --qdisc` installed (None: the plain FIFO shaper).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aqm: Option<AqmState>,
+}
+
+/// Which AQM a lab runs and where (`lab up --qdisc Q --aqm kernel|userspace`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct AqmState {
+    /// fifo, codel, fq_codel or cake.
+    pub qdisc: String,
+    /// "kernel" (tc qdiscs) or "userspace" (`routerbench shape`, the aqm crate).
+    pub place: String,
+    /// The forwarder's supervisor and worker processes (userspace only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forwarder_pid: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_pid: Option<i32>,
+    /// Kernel forwarding of rtr-lan and rtr-wan (off while the userspace forwarder runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_forwarding: Option<bool>,
+    pub note: String,
 }
 
 /// The lab section of a [`super::RunResult`].
