@@ -155,6 +155,10 @@ pub fn run(
     deadline: Option<Instant>,
     report: Arc<Mutex<DirectionReport>>,
 ) -> anyhow::Result<()> {
+    // Forwarding is softirq work on a real router, ahead of user tasks: a high weight keeps
+    // other tenants' builds from stalling this thread (best effort; needs root).
+    // SAFETY: setpriority on the calling thread (who = 0).
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, -15) };
     let rx = PacketSocket::open(&d.in_dev, true)?;
     let tx = PacketSocket::open(&d.out_dev, false)?;
     let mut buf = vec![0u8; 65_536];
