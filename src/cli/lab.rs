@@ -228,6 +228,19 @@ pub struct CapacityArgs {
     /// Leave the lab up afterwards.
     #[arg(long)]
     pub keep: bool,
+    /// SQM capacity instead: the highest shaped rate this CPU sustains with this qdisc
+    /// (goodput >= 0.95 of the rate's TCP goodput, p99 latency increase < 15 ms).
+    #[arg(long, value_enum)]
+    pub qdisc: Option<crate::cli::shape::QdiscArg>,
+    /// With --qdisc: kernel qdisc if present (auto), or force kernel / userspace.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub aqm: AqmArg,
+    /// With --qdisc: highest rate to try.
+    #[arg(long, default_value = "3200mbit")]
+    pub max_rate: String,
+    /// With --qdisc: seconds after which no new point starts.
+    #[arg(long, default_value_t = 300)]
+    pub budget: u64,
     #[arg(long)]
     pub json: bool,
 }
@@ -382,8 +395,44 @@ fn cmd_measure(a: MeasureArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+fn cmd_sqm_capacity(a: &CapacityArgs, q: crate::cli::shape::QdiscArg) -> anyhow::Result<i32> {
+    use lab::shape_fwd::AqmPlace;
+    let mut plan =
+        lab::sqm_capacity::SqmPlan::new(&a.name, q.kind(), lab::shape_fwd::routerbench_exe()?);
+    plan.place = match a.aqm {
+        AqmArg::Auto => None,
+        AqmArg::Kernel => Some(AqmPlace::Kernel),
+        AqmArg::Userspace => Some(AqmPlace::Userspace),
+    };
+    plan.seconds = a.length.max(5);
+    plan.flows = a.flows.iter().copied().max().unwrap_or(4);
+    plan.cc = a.cc.clone();
+    plan.max_bps = shape::parse_rate(&a.max_rate)?
+        .ok_or_else(|| anyhow::anyhow!("--max-rate must be a rate, not none"))?;
+    plan.budget = Duration::from_secs(a.budget.clamp(10, 3600));
+    let guard = (!a.keep).then(|| LabGuard::new(&a.name));
+    let quiet = a.json;
+    let sqm = lab::sqm_capacity::search(&plan, generator(a.load), &mut |p| {
+        if !quiet {
+            eprint!("{}", crate::report::lab::sqm_point(p));
+        }
+    })?;
+    drop(guard);
+    if a.json {
+        let mut r = RunResult::new(crate::util::time::now_rfc3339());
+        r.sqm_capacity = Some(sqm);
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print!("{}", crate::report::lab::sqm_capacity(&sqm));
+    }
+    Ok(0)
+}
+
 fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
     lab::sys::require_root()?;
+    if let Some(q) = a.qdisc {
+        return cmd_sqm_capacity(&a, q);
+    }
     let started = crate::util::time::now_rfc3339();
     if a.flows.is_empty() || a.flows.iter().any(|&f| f == 0 || f > 64) {
         anyhow::bail!("--flows takes 1-64 per point, e.g. --flows 1,4");

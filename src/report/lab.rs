@@ -99,6 +99,39 @@ pub fn render_result(r: &LabResult) -> String {
 }
 
 /// `lab status`.
+/// One line per SQM capacity point (progress of `lab capacity --qdisc`).
+pub fn sqm_point(p: &crate::results::lab::SqmPoint) -> String {
+    format!(
+        "  {:>10}: goodput {} ({:.3} of theory), p99 +{} -> {}{}\n",
+        crate::lab::shape::fmt_rate(p.rate_bps as f64),
+        crate::lab::shape::fmt_rate(p.goodput_bps),
+        p.goodput_of_theory,
+        p.p99_increase_ms
+            .map_or("n/a".to_string(), |v| format!("{v:.2} ms")),
+        if p.pass { "pass" } else { "FAIL" },
+        if p.remeasured { " (re-measured)" } else { "" }
+    )
+}
+
+/// The SQM capacity result: the figure, where the qdisc ran, and the points behind it.
+pub fn sqm_capacity(c: &crate::results::lab::SqmCapacity) -> String {
+    let mut s = format!(
+        "SQM capacity ({} in {}): {}\n  criteria: {}\n  method: {}\n",
+        c.qdisc,
+        c.place,
+        c.capacity_bps
+            .map_or("below the lowest rate tried".to_string(), |r| {
+                crate::lab::shape::fmt_rate(r as f64)
+            }),
+        c.criteria,
+        c.method
+    );
+    for p in &c.points {
+        s.push_str(&sqm_point(p));
+    }
+    s
+}
+
 /// One line on the lab's AQM: which qdisc, kernel or userspace, and the forwarder's state.
 pub fn aqm_line(a: &crate::results::lab::AqmState) -> String {
     let mut line = format!("aqm: {} in {} ({})", a.qdisc, a.place, a.note);

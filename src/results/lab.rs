@@ -229,6 +229,37 @@ pub struct LabStatus {
     pub aqm: Option<AqmState>,
 }
 
+/// One rate tried by the SQM capacity search.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SqmPoint {
+    pub rate_bps: u64,
+    pub goodput_bps: f64,
+    /// goodput / (1448/1514 × rate): 1.0 = the shaper delivered its whole rate.
+    pub goodput_of_theory: f64,
+    /// Loaded p99 − idle median of the UDP round-trip probes, ms.
+    pub p99_increase_ms: Option<f64>,
+    pub pass: bool,
+    /// Measured twice (the first try missed, the re-measure decided).
+    #[serde(default)]
+    pub remeasured: bool,
+}
+
+/// `lab capacity --qdisc Q`: the highest shaped rate this CPU sustains with the qdisc.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct SqmCapacity {
+    /// cake or fq_codel (or codel/fifo).
+    pub qdisc: String,
+    /// "kernel" or "userspace" (routerbench shape).
+    pub place: String,
+    /// The pass criteria, in words.
+    pub criteria: String,
+    /// Highest passing rate, bit/s (None: even the lowest rate tried failed).
+    pub capacity_bps: Option<u64>,
+    pub points: Vec<SqmPoint>,
+    /// Flows, seconds per point, buffer rule.
+    pub method: String,
+}
+
 /// Which AQM a lab runs and where (`lab up --qdisc Q --aqm kernel|userspace`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct AqmState {

@@ -230,7 +230,11 @@ fn cobalt_controls_a_standing_queue() {
 /// Empty while packets are queued.
 #[test]
 fn never_empty_while_backlogged() {
-    let cfg = CakeConfig { rate_bps: Some(50_000_000), memory_limit: Some(300_000), ..Default::default() };
+    let cfg = CakeConfig {
+        rate_bps: Some(50_000_000),
+        memory_limit: Some(300_000),
+        ..Default::default()
+    };
     let mut c = Cake::new(cfg);
     let mut x = 0x1234_5678_9abc_def0u64;
     let mut rnd = move || {
@@ -247,7 +251,17 @@ fn never_empty_while_backlogged() {
         for _ in 0..(r >> 20) % 4 {
             let f = (rnd() % 40) as u32;
             let len = if f % 3 == 0 { 100 } else { 1514 };
-            c.enqueue(pkt(f.wrapping_mul(2_654_435_761), f % 5, 100 + f % 3, len, dscps[(f % 6) as usize], now), now);
+            c.enqueue(
+                pkt(
+                    f.wrapping_mul(2_654_435_761),
+                    f % 5,
+                    100 + f % 3,
+                    len,
+                    dscps[(f % 6) as usize],
+                    now,
+                ),
+                now,
+            );
         }
         match c.dequeue(now) {
             Dequeued::Empty => assert_eq!(c.len(), 0, "Empty with {} queued", c.len()),

@@ -290,7 +290,8 @@ mod tests {
     #[test]
     fn routes_and_decrements_ttl_with_valid_checksum() {
         let h = FlowHasher::new(1, 2);
-        let Classified::Forward(p) = classify(&udp([10, 201, 2, 2], 64, 18), 5, false, &h, &dir()) else {
+        let Classified::Forward(p) = classify(&udp([10, 201, 2, 2], 64, 18), 5, false, &h, &dir())
+        else {
             panic!("not forwarded")
         };
         assert_eq!(p.data.len(), 42, "padding removed");
@@ -310,14 +311,23 @@ mod tests {
     fn leaves_local_arp_and_bad_frames() {
         let h = FlowHasher::new(1, 2);
         let d = dir();
-        assert_eq!(classify(&udp([10, 201, 1, 1], 64, 0), 0, false, &h, &d), Classified::Kernel);
-        assert_eq!(classify(&udp([10, 201, 2, 2], 1, 0), 0, false, &h, &d), Classified::TtlExpired);
+        assert_eq!(
+            classify(&udp([10, 201, 1, 1], 64, 0), 0, false, &h, &d),
+            Classified::Kernel
+        );
+        assert_eq!(
+            classify(&udp([10, 201, 2, 2], 1, 0), 0, false, &h, &d),
+            Classified::TtlExpired
+        );
         let mut arp = udp([10, 201, 2, 2], 64, 0);
         arp[12..14].copy_from_slice(&[8, 6]);
         assert_eq!(classify(&arp, 0, false, &h, &d), Classified::Kernel);
         let mut long = udp([10, 201, 2, 2], 64, 0);
         long[16..18].copy_from_slice(&1000u16.to_be_bytes());
         assert_eq!(classify(&long, 0, false, &h, &d), Classified::Malformed);
-        assert_eq!(classify(&long[..20], 0, false, &h, &d), Classified::Malformed);
+        assert_eq!(
+            classify(&long[..20], 0, false, &h, &d),
+            Classified::Malformed
+        );
     }
 }

@@ -127,7 +127,9 @@ fn alive(pid: i32) -> bool {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|c| {
             let s = String::from_utf8_lossy(&c);
-            s.contains("shape") && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| st.contains(") Z "))
+            s.contains("shape")
+                && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|st| st.contains(") Z "))
         })
         .unwrap_or(false)
 }
@@ -178,7 +180,16 @@ fn kernel_commands(kind: QdiscKind, dev: &str, rate: u64, buffer: u64) -> Vec<Ve
     let b = buffer.to_string();
     match kind {
         QdiscKind::Cake => vec![s(&[
-            "qdisc", "add", "dev", dev, "root", "cake", "bandwidth", &r, "memlimit", &b,
+            "qdisc",
+            "add",
+            "dev",
+            dev,
+            "root",
+            "cake",
+            "bandwidth",
+            &r,
+            "memlimit",
+            &b,
             "diffserv4",
         ])],
         _ => {
@@ -189,8 +200,13 @@ fn kernel_commands(kind: QdiscKind, dev: &str, rate: u64, buffer: u64) -> Vec<Ve
             let mut l = vec!["qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:"];
             l.extend(leaf);
             vec![
-                s(&["qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1"]),
-                s(&["class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &r, "ceil", &r]),
+                s(&[
+                    "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1",
+                ]),
+                s(&[
+                    "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate",
+                    &r, "ceil", &r,
+                ]),
                 s(&l),
             ]
         }
@@ -201,7 +217,10 @@ fn kernel_commands(kind: QdiscKind, dev: &str, rate: u64, buffer: u64) -> Vec<Ve
 /// lab's FIFO shaper is then back in place).
 fn try_kernel(cfg: &LabConfig, kind: QdiscKind) -> Result<bool> {
     let rtr = &cfg.ns_rtr;
-    for (dev, rate) in [(DEV_RTR_WAN, cfg.up_rate_bps), (DEV_RTR_LAN, cfg.down_rate_bps)] {
+    for (dev, rate) in [
+        (DEV_RTR_WAN, cfg.up_rate_bps),
+        (DEV_RTR_LAN, cfg.down_rate_bps),
+    ] {
         let Some(rate) = rate else { continue };
         try_tool("tc", &["-n", rtr, "qdisc", "del", "dev", dev, "root"]);
         for args in kernel_commands(kind, dev, rate, cfg.buffer_bytes) {
@@ -242,22 +261,35 @@ pub fn apply(cfg: &LabConfig, spec: &AqmSpec, exe: &Path) -> Result<AqmState> {
         );
     } else {
         if cfg.nat {
-            bail!("the userspace forwarder does not do NAT: run `lab up` without --nat for --aqm userspace");
+            bail!(
+                "the userspace forwarder does not do NAT: run `lab up` without --nat for --aqm userspace"
+            );
         }
         if cfg.offloads {
-            bail!("the userspace forwarder needs MTU-sized frames: run `lab up --offloads off` for --aqm userspace");
+            bail!(
+                "the userspace forwarder needs MTU-sized frames: run `lab up --offloads off` for --aqm userspace"
+            );
         }
         for dev in [DEV_RTR_WAN, DEV_RTR_LAN] {
-            try_tool("tc", &["-n", &cfg.ns_rtr, "qdisc", "del", "dev", dev, "root"]);
+            try_tool(
+                "tc",
+                &["-n", &cfg.ns_rtr, "qdisc", "del", "dev", dev, "root"],
+            );
         }
         let (sup, work) = start(cfg, spec.qdisc, exe)?;
         st.place = "userspace".into();
         st.forwarder_pid = Some(sup);
         st.worker_pid = Some(work);
         st.note = if want_kernel {
-            format!("this kernel has no sch_{}: routerbench's userspace {} (AF_PACKET forwarder)", spec.qdisc, spec.qdisc)
+            format!(
+                "this kernel has no sch_{}: routerbench's userspace {} (AF_PACKET forwarder)",
+                spec.qdisc, spec.qdisc
+            )
         } else {
-            format!("routerbench's userspace {} (AF_PACKET forwarder)", spec.qdisc)
+            format!(
+                "routerbench's userspace {} (AF_PACKET forwarder)",
+                spec.qdisc
+            )
         };
     }
     st.kernel_forwarding = kernel_forwarding(&cfg.ns_rtr);
@@ -273,7 +305,8 @@ fn start(cfg: &LabConfig, kind: QdiscKind, exe: &Path) -> Result<(i32, i32)> {
     use std::os::unix::process::CommandExt;
     let _ = std::fs::remove_file(pid_path(&cfg.name));
     let log_p = log_path(&cfg.name);
-    let log = std::fs::File::create(&log_p).with_context(|| format!("cannot create {}", log_p.display()))?;
+    let log = std::fs::File::create(&log_p)
+        .with_context(|| format!("cannot create {}", log_p.display()))?;
     let mut child = std::process::Command::new(exe)
         .args(["shape", "--name", &cfg.name, "--qdisc", kind.name()])
         .stdin(std::process::Stdio::null())
@@ -301,7 +334,14 @@ fn start(cfg: &LabConfig, kind: QdiscKind, exe: &Path) -> Result<(i32, i32)> {
     bail!(
         "the userspace forwarder did not come up within 5 s; its log ({}):\n{}",
         log_p.display(),
-        tail.lines().rev().take(10).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
+        tail.lines()
+            .rev()
+            .take(10)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n")
     )
 }
 
@@ -315,6 +355,8 @@ pub fn routerbench_exe() -> Result<PathBuf> {
     if exe.file_name().is_some_and(|n| n == "routerbench") {
         Ok(exe)
     } else {
-        bail!("the userspace AQM runs `routerbench shape`: set ROUTERBENCH_BIN to the routerbench binary")
+        bail!(
+            "the userspace AQM runs `routerbench shape`: set ROUTERBENCH_BIN to the routerbench binary"
+        )
     }
 }

@@ -23,7 +23,11 @@ extern "C" fn on_signal(_: libc::c_int) {
 
 fn install_signals() -> Result<()> {
     use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
-    let act = SigAction::new(SigHandler::Handler(on_signal), SaFlags::empty(), SigSet::empty());
+    let act = SigAction::new(
+        SigHandler::Handler(on_signal),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
     for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
         // SAFETY: the handler only stores to an atomic.
         unsafe { sigaction(s, &act) }.map_err(|e| anyhow!("cannot install a {s} handler: {e}"))?;
@@ -110,7 +114,9 @@ pub fn supervise(o: &ShapeOptions) -> Result<i32> {
         &pid_path(&o.name),
         &serde_json::json!({"supervisor_pid": me, "worker_pid": child.id(), "qdisc": o.qdisc.name()}),
     );
-    let deadline = o.duration.map(|d| Instant::now() + d + Duration::from_secs(5));
+    let deadline = o
+        .duration
+        .map(|d| Instant::now() + d + Duration::from_secs(5));
     let status = loop {
         if let Some(st) = child.try_wait().context("waiting for the worker")? {
             break Some(st);
@@ -141,7 +147,11 @@ pub fn supervise(o: &ShapeOptions) -> Result<i32> {
     eprintln!(
         "routerbench shape: worker ended ({}); kernel forwarding {}",
         status.map_or("unknown".into(), |s| s.to_string()),
-        if restored.is_ok() { "restored" } else { "NOT restored" }
+        if restored.is_ok() {
+            "restored"
+        } else {
+            "NOT restored"
+        }
     );
     restored?;
     Ok(status.and_then(|s| s.code()).unwrap_or(1))
