@@ -29,7 +29,7 @@ echo "$out" | awk -F'|' -v f="$MIPS_FACTOR" '
   NR > 2 && $3+0 == 1500 {
     flows = $2+0; parse = $5+0
     split("fq_codel cake", names, " ")
-    cost["fq_codel"] = $9+0; cost["cake"] = $11+0
+    cost["fq_codel"] = $8+0; cost["cake"] = $9+0
     for (i = 1; i <= 2; i++) {
       n = names[i]; here = parse + cost[n]; mips = here * f; pps = 1e9 / mips
       printf("| %s | %d | %.0f | %.0f | %.0f k | %.0f Mbit/s | %.0f Mbit/s |\n", n, flows, here, mips, pps / 1000, (pps * 1514 * 8) / 1e6, (pps * 64 * 8) / 1e6)

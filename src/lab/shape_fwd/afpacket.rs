@@ -9,6 +9,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 pub const PACKET_HOST: u8 = 0;
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
 const PACKET_AUXDATA: libc::c_int = 8;
+const PACKET_STATISTICS: libc::c_int = 6;
 const TP_STATUS_CSUMNOTREADY: u32 = 1 << 3;
 
 /// A frame's metadata from `recv`.
@@ -113,7 +114,9 @@ impl PacketSocket {
                 .map_err(|e| anyhow::anyhow!("PACKET_AUXDATA on {dev}: {e}"))?;
             // Since Linux 4.20; older kernels: the pkttype check drops our own frames anyway.
             let _ = setopt(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1);
-            let _ = setopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, 4 << 20);
+            // About a NIC ring's worth (the kernel doubles it: ~450 full frames of truesize),
+            // so a stalled forwarder drops like a router's ring instead of queueing seconds.
+            let _ = setopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, 512 << 10);
         } else {
             let _ = setopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, 1 << 20);
         }
@@ -183,6 +186,24 @@ impl PacketSocket {
             pkttype: sll.sll_pkttype,
             csum_not_ready,
         }))
+    }
+
+    /// Frames the kernel dropped because this socket's receive buffer was full, since the
+    /// last call (PACKET_STATISTICS resets on read).
+    pub fn take_drops(&self) -> u64 {
+        let mut st = [0u32; 2];
+        let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
+        // SAFETY: struct tpacket_stats is two u32 (tp_packets, tp_drops); len says its size.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                PACKET_STATISTICS,
+                st.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        if r < 0 { 0 } else { u64::from(st[1]) }
     }
 
     /// Sends one complete frame; false if the kernel refused it right now (full, down).

@@ -41,10 +41,16 @@ pub struct DirectionReport {
     pub qdisc_drops: u64,
     pub ecn_marks: u64,
     pub backlog_bytes: u64,
-    /// Sojourn from kernel receive timestamp to transmit, max and mean over the last report
-    /// period, ms.
+    /// Sojourn from kernel receive timestamp to transmit (socket buffer + qdisc), max and mean
+    /// over the last report period, ms.
     pub sojourn_max_ms: f64,
     pub sojourn_mean_ms: f64,
+    /// The largest sojourn since the forwarder started, ms.
+    #[serde(default)]
+    pub sojourn_max_run_ms: f64,
+    /// Frames the kernel dropped at the full receive socket (the forwarder fell behind).
+    #[serde(default)]
+    pub rx_socket_drops: u64,
 }
 
 /// Recomputes an IPv4 header checksum word change (RFC 1624).
@@ -229,6 +235,8 @@ pub fn run(
             r.ecn_marks = s.ecn_marks;
             r.backlog_bytes = q.backlog_bytes();
             r.sojourn_max_ms = soj_max as f64 / 1e6;
+            r.sojourn_max_run_ms = r.sojourn_max_run_ms.max(r.sojourn_max_ms);
+            r.rx_socket_drops += rx.take_drops();
             r.sojourn_mean_ms = if soj_n > 0 {
                 soj_sum as f64 / soj_n as f64 / 1e6
             } else {
