@@ -3,7 +3,9 @@
 #
 # ns per packet (one enqueue + one dequeue, 64 packets standing) for fifo, codel, fq_codel and
 # cake (triple-isolate, unlimited and shaped at 9 Gbit/s), for 1, 16 and 1024 flows and 64 and
-# 1500-byte packets, next to a plain VecDeque FIFO as the floor (the peer in the same run), and
+# 1500-byte packets (flows spread over 32 LAN hosts and 200 destinations; CAKE's triple-isolate
+# divides its DRR quantum by the flows per host, so cost grows with flows per host), next to a
+# plain VecDeque FIFO as the floor (the peer in the same run), and
 # the once-per-packet receive work (parse + keyed flow/host hashes). Then what those costs would
 # allow on an 880 MHz MIPS 1004Kc (MT7621) under a stated scaling assumption.
 #

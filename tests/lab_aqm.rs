@@ -58,16 +58,18 @@ fn malformed_frames(dst: [u8; 6], src: [u8; 6]) -> Vec<Vec<u8>> {
         f.extend_from_slice(payload);
         f
     };
-    let mut ip = vec![0x45u8, 0, 0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 10, 201, 1, 2, 10, 201, 2, 2];
+    let mut ip = vec![
+        0x45u8, 0, 0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 10, 201, 1, 2, 10, 201, 2, 2,
+    ];
     ip.extend_from_slice(&[0x6b, 0x6c, 0x6b, 0x6c, 0, 8, 0, 0]);
     let mut v = vec![
-        eth([0x08, 0x00], &ip[..10]),                        // truncated IP header
-        eth([0x08, 0x00], &[0x4f; 30]),                      // IHL 15 > frame
-        eth([0x08, 0x00], &[0x65; 40]),                      // version 6 in an IPv4 frame
-        eth([0x86, 0xdd], &[0x60; 20]),                      // truncated IPv6
-        eth([0x81, 0x00], &[0x00]),                          // truncated VLAN tag
-        eth([0x88, 0x64], &[0x11, 0, 0, 1, 0, 2, 0, 0x21]),  // PPPoE without IP
-        eth([0x12, 0x34], &[0xaa; 46]),                      // unknown ethertype
+        eth([0x08, 0x00], &ip[..10]),   // truncated IP header
+        eth([0x08, 0x00], &[0x4f; 30]), // IHL 15 > frame
+        eth([0x08, 0x00], &[0x65; 40]), // version 6 in an IPv4 frame
+        eth([0x86, 0xdd], &[0x60; 20]), // truncated IPv6
+        eth([0x81, 0x00], &[0x00]),     // truncated VLAN tag
+        eth([0x88, 0x64], &[0x11, 0, 0, 1, 0, 2, 0, 0x21]), // PPPoE without IP
+        eth([0x12, 0x34], &[0xaa; 46]), // unknown ethertype
     ];
     let mut big_len = ip.clone();
     big_len[2..4].copy_from_slice(&1400u16.to_be_bytes()); // total length past the frame
@@ -103,7 +105,9 @@ fn userspace_forwarder_survives_bad_frames_flood_and_kill() {
     let name = unique_name("q");
     let _guard = LabGuard::new(&name);
     // 10 Mbit/s: the 64-byte flood (tens of Mbit/s from one sender thread) overflows it.
-    let (ok, out) = rb(&["lab", "up", "--name", &name, "--rate", "10mbit", "--qdisc", "fq_codel"]);
+    let (ok, out) = rb(&[
+        "lab", "up", "--name", &name, "--rate", "10mbit", "--qdisc", "fq_codel",
+    ]);
     assert!(ok, "{out}");
     assert!(out.contains("userspace") || out.contains("kernel"), "{out}");
     let st = status(&name);
@@ -155,8 +159,14 @@ fn userspace_forwarder_survives_bad_frames_flood_and_kill() {
         &std::fs::read_to_string(lab::shape_fwd::stats_path(&name)).unwrap_or_default(),
     )
     .unwrap_or(Value::Null);
-    assert!(stats["up"]["malformed"].as_u64().unwrap_or(0) > 50, "{stats}");
-    assert!(stats["up"]["qdisc_drops"].as_u64().unwrap_or(0) > 1000, "{stats}");
+    assert!(
+        stats["up"]["malformed"].as_u64().unwrap_or(0) > 50,
+        "{stats}"
+    );
+    assert!(
+        stats["up"]["qdisc_drops"].as_u64().unwrap_or(0) > 1000,
+        "{stats}"
+    );
 
     // SIGKILL the worker under load: kernel forwarding must come back.
     let load = std::thread::spawn({
@@ -189,7 +199,10 @@ fn userspace_forwarder_survives_bad_frames_flood_and_kill() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let _ = load.join();
-    assert!(back, "kernel forwarding not restored after the worker was killed");
+    assert!(
+        back,
+        "kernel forwarding not restored after the worker was killed"
+    );
     let st = status(&name);
     assert_eq!(st["reachable"], true, "after kill: {st}");
     assert!(worker_pid(&st).is_none(), "{st}");
@@ -218,7 +231,9 @@ fn fq_codel_cuts_the_fifo_bloat() {
     let _guard = LabGuard::new(&name);
     let mut last = String::new();
     for attempt in 0..2 {
-        let (ok, out) = rb(&["lab", "up", "--name", &name, "--rate", "50mbit", "--buffer", "300000"]);
+        let (ok, out) = rb(&[
+            "lab", "up", "--name", &name, "--rate", "50mbit", "--buffer", "300000",
+        ]);
         assert!(ok, "{out}");
         let (fifo_p99, fifo_gp) = measure(&name).expect("fifo measure");
         let (ok, out) = rb(&["lab", "up", "--name", &name, "--qdisc", "fq_codel"]);
@@ -235,4 +250,46 @@ fn fq_codel_cuts_the_fifo_bloat() {
         }
     }
     panic!("{last}");
+}
+
+/// The SQM capacity search end to end, capped at one 50 Mbit/s point (the full search takes
+/// minutes: bench/README figures): cake, kernel or userspace, passes at 50 Mbit/s.
+#[test]
+fn sqm_capacity_search_runs_one_point() {
+    if !can_run("lab_aqm", &["ip", "tc"]) {
+        return;
+    }
+    let name = unique_name("c");
+    let _guard = LabGuard::new(&name);
+    let mut last = String::new();
+    for _ in 0..2 {
+        let (ok, out) = rb(&[
+            "lab",
+            "capacity",
+            "--name",
+            &name,
+            "--qdisc",
+            "cake",
+            "--max-rate",
+            "50mbit",
+            "--length",
+            "5",
+            "--budget",
+            "10",
+            "--json",
+        ]);
+        assert!(ok, "{out}");
+        let v: Value =
+            serde_json::from_str(&out[out.find('{').unwrap_or(0)..]).unwrap_or(Value::Null);
+        let c = &v["sqm_capacity"];
+        assert_eq!(c["qdisc"], "cake", "{out}");
+        assert!(c["place"] == "userspace" || c["place"] == "kernel", "{out}");
+        assert_eq!(c["points"].as_array().map(|p| p.len()), Some(1), "{out}");
+        if c["capacity_bps"] == 50_000_000 {
+            assert!(!netns::exists(&format!("{name}-rtr")), "lab not removed");
+            return;
+        }
+        last = out;
+    }
+    panic!("cake did not pass at 50 Mbit/s twice: {last}");
 }

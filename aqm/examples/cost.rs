@@ -22,7 +22,8 @@ fn frame(flow: u32, len: usize) -> Vec<u8> {
     f[16..18].copy_from_slice(&total.to_be_bytes());
     f[22] = 64;
     f[23] = 17;
-    f[26..30].copy_from_slice(&[10, 201, 1, 2]);
+    // A home network: flows spread over 32 LAN hosts and 200 destinations.
+    f[26..30].copy_from_slice(&[10, 201, 1, (flow % 32) as u8 + 2]);
     f[30..34].copy_from_slice(&[10, 201, 2, (flow % 200) as u8]);
     f[34..36].copy_from_slice(&((flow as u16).wrapping_add(1024)).to_be_bytes());
     f[36..38].copy_from_slice(&5201u16.to_be_bytes());

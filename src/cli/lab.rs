@@ -517,6 +517,10 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         print!("{}", crate::report::latency::render_text(&run.latency));
         println!();
         print!("{}", crate::report::lab::config(&cfg, &th));
+        match lab::shape_fwd::load_state(&cfg.name) {
+            Some(q) => println!("{}", crate::report::lab::aqm_line(&q)),
+            None => println!("aqm: fifo in the kernel (the shaper's FIFO)"),
+        }
         println!();
         print!("{}", crate::report::lab::checks(name, cfg.nat, &run.checks));
     }

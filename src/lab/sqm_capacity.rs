@@ -101,8 +101,23 @@ fn point(
     let theory = rate as f64 * crate::lab::theory::TCP_PAYLOAD / crate::lab::theory::ETHERNET_FRAME;
     let mut remeasured = false;
     let mut result = None;
+    let fwd = || {
+        super::shape_fwd::worker::read_stats(&plan.name).map(|s| {
+            (
+                s.up.cpu_ms + s.down.cpu_ms,
+                (s.up.rx_frames + s.down.rx_frames) as f64,
+            )
+        })
+    };
     for attempt in 0..2 {
+        let before = fwd();
         let m = measure(&cfg, &mp, generator.clone())?;
+        // The stats file is rewritten every 0.5 s: let the last counts land.
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        let cpu = match (before, fwd()) {
+            (Some((c0, n0)), Some((c1, n1))) if n1 > n0 => Some((c1 - c0) * 1e3 / (n1 - n0)),
+            _ => None,
+        };
         let g = m.goodput_bps / theory;
         let ok = pass(g, m.p99_increase_ms);
         result = Some(SqmPoint {
@@ -112,6 +127,7 @@ fn point(
             p99_increase_ms: m.p99_increase_ms,
             pass: ok,
             remeasured,
+            forwarder_cpu_us_per_packet: cpu,
         });
         if ok || attempt == 1 {
             break;

@@ -242,6 +242,9 @@ pub struct SqmPoint {
     /// Measured twice (the first try missed, the re-measure decided).
     #[serde(default)]
     pub remeasured: bool,
+    /// Userspace forwarder: CPU time (both directions' threads) per frame received, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forwarder_cpu_us_per_packet: Option<f64>,
 }
 
 /// `lab capacity --qdisc Q`: the highest shaped rate this CPU sustains with the qdisc.

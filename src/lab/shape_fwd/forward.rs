@@ -51,6 +51,22 @@ pub struct DirectionReport {
     /// Frames the kernel dropped at the full receive socket (the forwarder fell behind).
     #[serde(default)]
     pub rx_socket_drops: u64,
+    /// CPU time of this direction's thread since it started (user + system), ms.
+    #[serde(default)]
+    pub cpu_ms: f64,
+}
+
+/// CPU time of the calling thread, ns.
+fn thread_cpu_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes one timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    (t.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(t.tv_nsec as u64)
 }
 
 /// Recomputes an IPv4 header checksum word change (RFC 1624).
@@ -237,6 +253,7 @@ pub fn run(
             r.sojourn_max_ms = soj_max as f64 / 1e6;
             r.sojourn_max_run_ms = r.sojourn_max_run_ms.max(r.sojourn_max_ms);
             r.rx_socket_drops += rx.take_drops();
+            r.cpu_ms = thread_cpu_ns() as f64 / 1e6;
             r.sojourn_mean_ms = if soj_n > 0 {
                 soj_sum as f64 / soj_n as f64 / 1e6
             } else {
@@ -250,6 +267,7 @@ pub fn run(
         }
     }
     let s = q.stats();
+    r.cpu_ms = thread_cpu_ns() as f64 / 1e6;
     r.qdisc_drops = s.drops();
     r.ecn_marks = s.ecn_marks;
     if let Ok(mut g) = report.lock() {
