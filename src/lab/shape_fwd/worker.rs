@@ -195,11 +195,17 @@ pub fn work(o: &ShapeOptions) -> Result<i32> {
         local_ips,
         in_port: 1,
     };
-    let key = (
-        getrandom::u64().map_err(|e| anyhow!("no random key: {e}"))?,
-        getrandom::u64().map_err(|e| anyhow!("no random key: {e}"))?,
+    let mut key = [0u8; 16];
+    std::io::Read::read_exact(
+        &mut std::fs::File::open("/dev/urandom").context("cannot open /dev/urandom")?,
+        &mut key,
+    )
+    .context("cannot read a hash key from /dev/urandom")?;
+    let (k0, k1) = key.split_at(8);
+    let hasher = FlowHasher::new(
+        u64::from_le_bytes(k0.try_into().unwrap_or_default()),
+        u64::from_le_bytes(k1.try_into().unwrap_or_default()),
     );
-    let hasher = FlowHasher::new(key.0, key.1);
     let stop = Arc::new(AtomicBool::new(false));
     let deadline = o.duration.map(|d| Instant::now() + d);
     let reports = [
