@@ -334,6 +334,7 @@ pub fn down(name: &str) -> Result<DownReport> {
     netns::check_name(name)?;
     // The forwarder's supervisor restores kernel forwarding and removes its state files.
     let _ = super::shape_fwd::stop(name);
+    super::shape_fwd::remove_log(name);
     let (lan, rtr, wan) = names(name);
     let me = std::process::id() as i32;
     let mut report = DownReport::default();

@@ -159,11 +159,17 @@ pub fn stop(name: &str) -> Result<()> {
     }
     let _ = std::fs::remove_file(pid_path(name));
     let _ = std::fs::remove_file(aqm_path(name));
+    let _ = std::fs::remove_file(stats_path(name));
     let rtr = format!("{name}-rtr");
     if netns::exists(&rtr) && super::topology::router_links_exist(&rtr) {
         set_kernel_forwarding(&rtr, true)?;
     }
     Ok(())
+}
+
+/// Removes the forwarder's log (`lab down`: nothing of the lab stays in /run).
+pub fn remove_log(name: &str) {
+    let _ = std::fs::remove_file(log_path(name));
 }
 
 /// Collects a child we started (no-op for other processes).
