@@ -50,6 +50,8 @@ pub struct LatencyArgs {
     /// No progress line.
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub router: super::monitor::RouterArgs,
 }
 
 /// `tcp_nup` / `tcp_ndown`: the shared options plus N.
@@ -123,13 +125,30 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
     } else {
         Box::new(crate::util::progress::BarProgress::new())
     };
+    let remote = super::monitor::start_router(&a.router, cfg.length + 2 * cfg.delay)?;
     let result = crate::latency::run_test(&cfg, progress.as_ref())?;
+    let mut notes = Vec::new();
+    let load =
+        (cfg.kind != TestKind::Ping).then_some((result.delay_s, result.delay_s + result.length_s));
+    let router = super::monitor::finish_router(remote, result.t0_unix, load, &mut notes);
     print!("{}", crate::report::latency::render_text(&result));
+    if let Some(r) = &router {
+        println!(
+            "\nRouter (agent {}):",
+            a.router.monitor.as_deref().unwrap_or("?")
+        );
+        print!("{}", crate::report::monitor::render_text(r));
+    }
+    for n in &notes {
+        eprintln!("routerbench: {n}");
+    }
     if let Some(path) = &a.json {
         let mut run = crate::results::RunResult::new(result.started_at.clone());
         run.finished_at = crate::util::time::now_rfc3339();
         run.device = Some(crate::device::detect());
         run.latency = Some(result.clone());
+        run.router = router;
+        run.notes.extend(notes);
         crate::results::save(&run, path)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
         println!("saved {}", path.display());

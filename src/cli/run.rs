@@ -102,7 +102,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         progress.finish();
     }
     if let Some(s) = sampler {
-        result.monitor = Some(s.stop());
+        let mut m = s.stop();
+        // The RRUL's load against its own idle lead-in, on the monitor's axis.
+        if let (Some(l), Some(start)) = (&result.latency, m.start_unix_s) {
+            let from = l.t0_unix + l.delay_s - start;
+            m.summary.under_load = Some(crate::monitor::summary::load_summary_with_idle(
+                &m,
+                (from, from + l.length_s),
+                (from - l.delay_s, from),
+            ));
+        }
+        result.monitor = Some(m);
     }
     if !args.skip.contains(&Part::Sqm) {
         match sqm_capacity(args.quick) {

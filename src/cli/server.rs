@@ -55,6 +55,51 @@ pub struct ServerArgs {
     /// No log lines on stderr.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+    /// Also serve this machine's monitor samples (the agent) to `--monitor` clients on the
+    /// same port.
+    #[arg(long = "monitor")]
+    pub monitor: bool,
+    /// Token a monitor client must present; required when listening beyond loopback.
+    #[arg(long = "monitor-token", value_name = "T", requires = "monitor")]
+    pub monitor_token: Option<String>,
+    /// Monitor subscriptions served at once.
+    #[arg(long = "max-monitors", default_value_t = 4, requires = "monitor")]
+    pub max_monitors: usize,
+}
+
+/// The agent for `--monitor`, or why it cannot run as asked.
+pub fn agent(args: &ServerArgs) -> anyhow::Result<Option<crate::monitor::agent::Agent>> {
+    if !args.monitor {
+        return Ok(None);
+    }
+    let loopback_only = args.bind.is_some_and(|b| b.is_loopback());
+    if !loopback_only && args.monitor_token.as_deref().unwrap_or("").is_empty() {
+        anyhow::bail!(
+            "--monitor on {}: anyone who reaches this port could read this machine's processes \
+             and load; give --monitor-token T (or -B 127.0.0.1 to serve this host only)",
+            args.bind
+                .map_or("all addresses".to_string(), |b| b.to_string())
+        );
+    }
+    if args
+        .monitor_token
+        .as_ref()
+        .is_some_and(|t| t.len() > crate::wire::rb_agent::MAX_TOKEN_LEN)
+    {
+        anyhow::bail!(
+            "--monitor-token is longer than {} bytes",
+            crate::wire::rb_agent::MAX_TOKEN_LEN
+        );
+    }
+    Ok(Some(crate::monitor::agent::Agent::new(
+        crate::monitor::agent::AgentConfig {
+            token: args.monitor_token.clone(),
+            max_subscriptions: args.max_monitors.clamp(1, 64),
+            max_duration: std::time::Duration::from_secs(u64::from(args.max_duration).max(1)),
+            handshake_timeout: std::time::Duration::from_secs(args.handshake_timeout.max(1)),
+            ..Default::default()
+        },
+    )))
 }
 
 /// Prints server events: log lines to stderr, results to stdout.
@@ -142,6 +187,7 @@ pub fn config(args: &ServerArgs) -> ServerConfig {
 }
 
 pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
+    let agent = agent(&args)?;
     if let Some(c) = args.affinity {
         crate::util::affinity::check_cpu(c).map_err(|e| anyhow::anyhow!("-A: {e}"))?;
     }
@@ -167,7 +213,26 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
                 .unwrap_or(0)
         );
     }
-    let server = Server::bind(config(&args), observer)?.with_handler(Arc::new(latency.clone()));
+    let handler: Arc<dyn crate::server::ProtocolHandler> = match agent {
+        Some(agent) => {
+            if !args.quiet {
+                eprintln!(
+                    "monitor agent: on (token {})",
+                    if args.monitor_token.is_some() {
+                        "required"
+                    } else {
+                        "not required: loopback only"
+                    }
+                );
+            }
+            Arc::new(crate::monitor::agent::Dispatch {
+                agent,
+                inner: Arc::new(latency.clone()),
+            })
+        }
+        None => Arc::new(latency.clone()),
+    };
+    let server = Server::bind(config(&args), observer)?.with_handler(handler);
     let summary = server.run();
     latency.shutdown();
     let summary = summary?;

@@ -52,6 +52,10 @@ pub struct RunResult {
     /// The machine's own view (CPU, softirq, softnet, temperature) during the run's tests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitor: Option<monitor::MonitorResult>,
+    /// The router's view during the test, pulled from its agent (`routerbench server --monitor`)
+    /// with `--monitor HOST`, on the test's time axis (`t_s` from the test's t0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router: Option<monitor::MonitorResult>,
     /// The netns lab the run went through: configuration, theory, capacity, accuracy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab: Option<lab::LabResult>,
@@ -77,6 +81,7 @@ impl RunResult {
             crypto: None,
             latency: None,
             monitor: None,
+            router: None,
             lab: None,
             throughput: None,
             sqm_capacity: None,
