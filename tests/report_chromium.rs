@@ -3,7 +3,7 @@
 //! → `routerbench report` → headless Chromium: the page has no console errors, every plot drew
 //! data, and PNG screenshots stay under `target/report-screenshots/` (CI artifacts). Also checks
 //! that `run` wrote its report and `.flent.gz`, and `plot` for every kind.
-#![cfg(feature = "plots")]
+#![cfg(all(feature = "plots", feature = "lab"))]
 
 mod lab_support;
 

@@ -17,6 +17,8 @@ pub mod rrul;
 pub mod run;
 pub mod server;
 pub mod server_config;
+#[cfg(feature = "lab")]
+pub mod shape;
 
 /// What can this router really do? Crypto, throughput, latency under load.
 #[derive(Debug, Parser)]
@@ -61,6 +63,9 @@ pub enum Command {
     /// The netns router lab (root): up, down, status, measure, capacity, run.
     #[cfg(feature = "lab")]
     Lab(lab::LabArgs),
+    /// The lab's userspace AQM forwarder (fifo, codel, fq_codel, cake) in the router namespace.
+    #[cfg(feature = "lab")]
+    Shape(shape::ShapeArgs),
     /// Serve iperf3 3.x clients (TCP/UDP, -R, --bidir, -P) and routerbench clients on one port.
     #[command(args_override_self = true)]
     Server(server::ServerArgs),
@@ -96,6 +101,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Monitor(a) => monitor::run(a),
         #[cfg(feature = "lab")]
         Command::Lab(a) => lab::run(a),
+        #[cfg(feature = "lab")]
+        Command::Shape(a) => shape::run(a),
         Command::Server(a) => server::run(a),
         Command::Client(a) => client::run(a),
         Command::Loopback(a) => loopback::run(a),
