@@ -12,7 +12,7 @@ use crate::util::uci;
 /// The section type the server reads (`config routerbench 'server'`).
 pub const SECTION_TYPE: &str = "routerbench";
 
-/// UCI option → `routerbench server` flag.
+/// UCI option → `routerbench server` flag (its value follows the flag).
 pub const OPTIONS: &[(&str, &str)] = &[
     ("port", "--port"),
     ("bind", "--bind"),
@@ -26,7 +26,28 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("handshake_timeout", "--handshake-timeout"),
     ("latency_udp_port", "--latency-udp-port"),
     ("affinity", "--affinity"),
+    ("max_connections", "--max-connections"),
+    ("max_conns_per_host", "--max-conns-per-host"),
+    ("max_tests_per_host", "--max-tests-per-host"),
+    ("max_total_streams", "--max-total-streams"),
+    ("max_total_buffer_mib", "--max-total-buffer-mib"),
+    ("max_threads", "--max-threads"),
+    ("max_udp_rate", "--max-udp-rate"),
+    ("server_bitrate_limit", "--server-bitrate-limit"),
+    ("udp_hello_timeout", "--udp-hello-timeout"),
+    ("rsa_private_key_path", "--rsa-private-key-path"),
+    ("authorized_users_path", "--authorized-users-path"),
+    ("time_skew_threshold", "--time-skew-threshold"),
+    ("token", "--token"),
+    ("max_rb_sessions", "--max-rb-sessions"),
+    ("max_rb_flows", "--max-rb-flows"),
+    ("max_rb_duration", "--max-rb-duration"),
+    ("monitor_token", "--monitor-token"),
+    ("max_monitors", "--max-monitors"),
 ];
+
+/// UCI boolean option → flag given when it is true (`1`, `yes`, `on`, `true`, `enabled`).
+pub const SWITCHES: &[(&str, &str)] = &[("monitor", "--monitor")];
 
 /// Options only the procd init script reads.
 pub const INIT_SCRIPT_ONLY: &[&str] = &["enabled"];
@@ -45,9 +66,22 @@ pub fn flags_from_uci(text: &str, file: &str) -> anyhow::Result<Vec<String>> {
         if INIT_SCRIPT_ONLY.contains(&e.key.as_str()) {
             continue;
         }
+        if let Some((_, flag)) = SWITCHES.iter().find(|(k, _)| *k == e.key) {
+            match e.value.trim() {
+                "1" | "yes" | "on" | "true" | "enabled" => flags.push(flag.to_string()),
+                "0" | "no" | "off" | "false" | "disabled" | "" => {}
+                other => bail!(
+                    "{file}: line {}: `{}` is a boolean (0 or 1), not `{other}`",
+                    e.line,
+                    e.key
+                ),
+            }
+            continue;
+        }
         let Some((_, flag)) = OPTIONS.iter().find(|(k, _)| *k == e.key) else {
             let known: Vec<&str> = OPTIONS
                 .iter()
+                .chain(SWITCHES.iter())
                 .map(|(k, _)| *k)
                 .chain(INIT_SCRIPT_ONLY.iter().copied())
                 .collect();
@@ -170,6 +204,16 @@ mod tests {
             e.contains("line 2") && e.contains("`prot`") && e.contains("port"),
             "{e}"
         );
+        let flags = flags_from_uci(
+            "config routerbench\n\toption monitor '1'\n\toption monitor_token 't'\n",
+            "f",
+        )
+        .unwrap();
+        assert_eq!(flags, ["--monitor", "--monitor-token", "t"]);
+        let e = flags_from_uci("config routerbench\n\toption monitor 'maybe'\n", "f")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("boolean"), "{e}");
         let e = flags_from_uci("config other\n", "f")
             .unwrap_err()
             .to_string();
