@@ -175,7 +175,7 @@ pub struct TextIntervals {
 
 impl IntervalSink for TextIntervals {
     fn started(&self, connected: &[Connected]) {
-        print!("{}", crate::report::iperf3::render_connected(connected));
+        crate::out!("{}", crate::report::iperf3::render_connected(connected));
     }
     fn interval(&self, iv: &Interval) {
         use std::sync::atomic::Ordering;
@@ -183,12 +183,12 @@ impl IntervalSink for TextIntervals {
             let udp = iv.streams.iter().any(|s| s.packets.is_some());
             let proto = if udp { Protocol::Udp } else { Protocol::Tcp };
             let tcp_sender = iv.streams.iter().any(|s| s.retransmits.is_some());
-            println!(
+            crate::outln!(
                 "{}",
                 crate::report::iperf3::interval_header(proto, tcp_sender, iv.sum.sender)
             );
         }
-        print!("{}", crate::report::iperf3::render_interval(iv));
+        crate::out!("{}", crate::report::iperf3::render_interval(iv));
     }
 }
 
@@ -235,7 +235,7 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
         header_printed: false.into(),
     };
     if !t.json {
-        println!("Connecting to host {}, port {}", args.host, args.port);
+        crate::outln!("Connecting to host {}, port {}", args.host, args.port);
     }
     let quiet = crate::iperf3::NoIntervals;
     let live: &dyn IntervalSink = if t.json { &quiet } else { &sink };
@@ -243,30 +243,30 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
     match client::run(&cfg, live, &stop.0) {
         Ok(result) => {
             if t.json {
-                println!("{}", crate::iperf3::json::render(&result));
+                crate::outln!("{}", crate::iperf3::json::render(&result));
             } else {
-                print!("{}", crate::report::iperf3::render_final(&result));
+                crate::out!("{}", crate::report::iperf3::render_final(&result));
                 if let Some(text) = &result.server_output_text {
-                    println!("\nServer output:\n{text}");
+                    crate::outln!("\nServer output:\n{text}");
                 }
                 if !result.interrupted {
-                    println!("\niperf Done.");
+                    crate::outln!("\niperf Done.");
                 }
             }
             if result.interrupted {
-                eprintln!("routerbench: interrupted: the summary above is this side's only");
+                crate::errln!("routerbench: interrupted: the summary above is this side's only");
                 return Ok(1);
             }
             Ok(0)
         }
         Err(e) => {
             if t.json {
-                println!(
+                crate::outln!(
                     "{}",
                     serde_json::json!({"start": {}, "intervals": [], "end": {}, "error": e.to_string()})
                 );
             }
-            eprintln!("routerbench: error - {e}{}", hint(&e));
+            crate::errln!("routerbench: error - {e}{}", hint(&e));
             Ok(1)
         }
     }

@@ -90,7 +90,7 @@ pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
         && args.cpu_fields.is_empty()
         && !args.quiet
     {
-        eprintln!(
+        crate::errln!(
             "routerbench: note: the row's identity cells are this machine's; if the file comes \
              from another device use --revision/--cpu-field or --no-identity"
         );
@@ -107,7 +107,7 @@ pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
     }
     if !json_to_stdout && args.format != OutputFormat::Table && !args.quiet {
         for note in &result.notes {
-            eprintln!("routerbench: note: {note}");
+            crate::errln!("routerbench: note: {note}");
         }
     }
     let text = if json_to_stdout {

@@ -256,9 +256,9 @@ fn cmd_up(a: UpArgs) -> anyhow::Result<i32> {
     let cfg = lab::up(&spec)?;
     let th = lab::theory::theory(&cfg);
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&(cfg, th))?);
+        crate::outln!("{}", serde_json::to_string_pretty(&(cfg, th))?);
     } else {
-        print!("{}", crate::report::lab::config(&cfg, &th));
+        crate::out!("{}", crate::report::lab::config(&cfg, &th));
     }
     Ok(0)
 }
@@ -266,9 +266,9 @@ fn cmd_up(a: UpArgs) -> anyhow::Result<i32> {
 fn cmd_down(a: NameArg) -> anyhow::Result<i32> {
     let r = lab::down(&a.name)?;
     if r.removed.is_empty() {
-        println!("lab {}: nothing to remove (already down)", a.name);
+        crate::outln!("lab {}: nothing to remove (already down)", a.name);
     } else {
-        println!(
+        crate::outln!(
             "lab {}: removed {} (veth pairs go with them){}",
             a.name,
             r.removed.join(", "),
@@ -285,9 +285,9 @@ fn cmd_down(a: NameArg) -> anyhow::Result<i32> {
 fn cmd_status(a: StatusArgs) -> anyhow::Result<i32> {
     let st = lab::status(&a.name.name)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&st)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&st)?);
     } else {
-        print!("{}", crate::report::lab::status(&st));
+        crate::out!("{}", crate::report::lab::status(&st));
     }
     Ok(if st.up && st.reachable == Some(true) {
         0
@@ -320,9 +320,9 @@ fn cmd_measure(a: MeasureArgs) -> anyhow::Result<i32> {
     };
     let point = lab::accuracy::measure(&cfg, &plan, generator(a.load))?;
     if a.row {
-        print!("{}", crate::report::lab::accuracy_row(&point));
+        crate::out!("{}", crate::report::lab::accuracy_row(&point));
     } else if !a.json {
-        print!(
+        crate::out!(
             "{}",
             crate::report::lab::accuracy(std::slice::from_ref(&point))
         );
@@ -336,7 +336,7 @@ fn cmd_measure(a: MeasureArgs) -> anyhow::Result<i32> {
             test: None,
             checks: Vec::new(),
         };
-        println!("{}", serde_json::to_string_pretty(&envelope(lab, started))?);
+        crate::outln!("{}", serde_json::to_string_pretty(&envelope(lab, started))?);
     }
     Ok(0)
 }
@@ -367,9 +367,9 @@ fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
             test: None,
             checks: Vec::new(),
         };
-        println!("{}", serde_json::to_string_pretty(&envelope(lab, started))?);
+        crate::outln!("{}", serde_json::to_string_pretty(&envelope(lab, started))?);
     } else {
-        print!("{}", crate::report::lab::capacity(&cap));
+        crate::out!("{}", crate::report::lab::capacity(&cap));
     }
     Ok(0)
 }
@@ -419,20 +419,20 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
     let th = lab::theory::theory(&cfg);
     let name = kind.flent_name();
     if a.rows {
-        print!(
+        crate::out!(
             "{}",
             crate::report::lab::checks_rows(name, cfg.nat, &run.checks)
         );
     } else {
-        print!("{}", crate::report::latency::render_text(&run.latency));
-        println!();
-        print!("{}", crate::report::lab::config(&cfg, &th));
-        println!();
-        print!("{}", crate::report::lab::checks(name, cfg.nat, &run.checks));
+        crate::out!("{}", crate::report::latency::render_text(&run.latency));
+        crate::outln!();
+        crate::out!("{}", crate::report::lab::config(&cfg, &th));
+        crate::outln!();
+        crate::out!("{}", crate::report::lab::checks(name, cfg.nat, &run.checks));
     }
     if let Some(path) = &a.flent {
         crate::results::flent::write(&run.latency, &format!("lab {}", cfg.name), path)?;
-        println!("saved {}", path.display());
+        crate::outln!("saved {}", path.display());
     }
     if let Some(path) = &a.json {
         let lab = LabResult {
@@ -448,7 +448,7 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         env.monitor = run.monitor;
         crate::results::save(&env, path)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-        println!("saved {}", path.display());
+        crate::outln!("saved {}", path.display());
     }
     Ok(0)
 }

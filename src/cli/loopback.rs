@@ -47,7 +47,7 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
     let quiet = crate::iperf3::NoIntervals;
     let sink: &dyn crate::iperf3::IntervalSink = if args.test.json { &quiet } else { &text };
     if !args.test.json {
-        println!(
+        crate::outln!(
             "Loopback test over {}, {} s, {} stream(s)",
             if args.ipv6 { "::1" } else { "127.0.0.1" },
             cfg.time,
@@ -59,18 +59,18 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
     match loopback::run_with_sink(&cfg, &progress, sink, &stop.0) {
         Ok(r) => {
             if args.test.json {
-                println!("{}", crate::iperf3::json::render(&r));
+                crate::outln!("{}", crate::iperf3::json::render(&r));
             } else {
-                print!("{}", crate::report::iperf3::render_final(&r));
+                crate::out!("{}", crate::report::iperf3::render_final(&r));
             }
             if r.interrupted {
-                eprintln!("routerbench: loopback interrupted: partial result");
+                crate::errln!("routerbench: loopback interrupted: partial result");
                 return Ok(1);
             }
             Ok(0)
         }
         Err(e) => {
-            eprintln!("routerbench: loopback failed: {e}");
+            crate::errln!("routerbench: loopback failed: {e}");
             Ok(1)
         }
     }

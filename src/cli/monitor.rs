@@ -38,9 +38,9 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<i32> {
     std::thread::sleep(Duration::from_secs_f64(args.duration));
     let result = sampler.stop();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&result)?);
     } else {
-        print!("{}", crate::report::monitor::render_text(&result));
+        crate::out!("{}", crate::report::monitor::render_text(&result));
     }
     Ok(0)
 }

@@ -124,7 +124,7 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
         Box::new(crate::util::progress::BarProgress::new())
     };
     let result = crate::latency::run_test(&cfg, progress.as_ref())?;
-    print!("{}", crate::report::latency::render_text(&result));
+    crate::out!("{}", crate::report::latency::render_text(&result));
     if let Some(path) = &a.json {
         let mut run = crate::results::RunResult::new(result.started_at.clone());
         run.finished_at = crate::util::time::now_rfc3339();
@@ -132,11 +132,11 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
         run.latency = Some(result.clone());
         crate::results::save(&run, path)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-        println!("saved {}", path.display());
+        crate::outln!("saved {}", path.display());
     }
     if let Some(path) = &a.flent {
         crate::results::flent::write(&result, &a.title, path)?;
-        println!(
+        crate::outln!(
             "saved {} (plot: flent -i {} -p {} -o plot.png)",
             path.display(),
             path.display(),
@@ -159,7 +159,7 @@ pub fn serve(a: ServerArgs) -> anyhow::Result<i32> {
     let listener = std::net::TcpListener::bind(addr)
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e} (port in use? try -p)"))?;
     let service = crate::latency::server::Service::new(bounds)?;
-    eprintln!(
+    crate::errln!(
         "routerbench latency-server: listening on {addr}, UDP reflector on port {}",
         service.udp_port(a.bind.is_ipv6()).unwrap_or(0)
     );

@@ -105,7 +105,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
 
     result.finished_at = crate::util::time::now_rfc3339();
     progress.finish();
-    print!("{}", crate::report::summary::render_run(&result));
+    crate::out!("{}", crate::report::summary::render_run(&result));
 
     let stamp = crate::util::time::file_stamp(started_unix);
     let path = args.out_dir.join(format!("run-{stamp}.json"));
@@ -118,7 +118,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     crate::results::save(&result, &args.out_dir.join("latest.json")).map_err(|e| {
         anyhow::anyhow!("cannot save latest.json in {}: {e}", args.out_dir.display())
     })?;
-    println!("\nsaved {}", path.display());
+    crate::outln!("\nsaved {}", path.display());
     Ok(0)
 }
 

@@ -66,12 +66,12 @@ impl ServerObserver for Log {
     fn event(&self, e: &ServerEvent<'_>) {
         match e {
             ServerEvent::Listening(a) => {
-                eprintln!("-----------------------------------------------------------");
-                eprintln!("Server listening on {a} (iperf3 and routerbench protocols)");
-                eprintln!("-----------------------------------------------------------");
+                crate::errln!("-----------------------------------------------------------");
+                crate::errln!("Server listening on {a} (iperf3 and routerbench protocols)");
+                crate::errln!("-----------------------------------------------------------");
             }
             ServerEvent::TestStarted { peer } => {
-                eprintln!(
+                crate::errln!(
                     "Accepted connection from {}, port {}",
                     crate::net::sockopt::display_ip(peer.ip()),
                     peer.port()
@@ -79,32 +79,34 @@ impl ServerObserver for Log {
             }
             ServerEvent::TestDone { peer, result } => {
                 if self.json {
-                    println!("{}", crate::iperf3::json::render(result));
+                    crate::outln!("{}", crate::iperf3::json::render(result));
                 } else {
-                    println!(
+                    crate::outln!(
                         "Test from {} (client version {}):",
                         show(peer),
                         result.peer_version.as_deref().unwrap_or("unknown")
                     );
-                    print!(
+                    crate::out!(
                         "{}",
                         crate::report::iperf3::render_connected(&result.connected)
                     );
-                    print!("{}", crate::report::iperf3::render_final(result));
+                    crate::out!("{}", crate::report::iperf3::render_final(result));
                 }
             }
             ServerEvent::TestFailed { peer, error } => {
-                eprintln!("test from {} failed: {error}", show(peer))
+                crate::errln!("test from {} failed: {error}", show(peer))
             }
-            ServerEvent::Refused { peer, reason } => eprintln!("refused {}: {reason}", show(peer)),
+            ServerEvent::Refused { peer, reason } => {
+                crate::errln!("refused {}: {reason}", show(peer))
+            }
             ServerEvent::Handoff { peer, error: None } => {
-                eprintln!("routerbench session from {peer} done")
+                crate::errln!("routerbench session from {peer} done")
             }
             ServerEvent::Handoff {
                 peer,
                 error: Some(e),
-            } => eprintln!("routerbench session from {peer}: {e}"),
-            ServerEvent::Stopping { reason } => eprintln!("server stopping: {reason}"),
+            } => crate::errln!("routerbench session from {peer}: {e}"),
+            ServerEvent::Stopping { reason } => crate::errln!("server stopping: {reason}"),
         }
     }
 }
@@ -159,7 +161,7 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         ..Default::default()
     })?;
     if !args.quiet {
-        eprintln!(
+        crate::errln!(
             "routerbench protocol: UDP probe reflector on port {}",
             latency
                 .udp_port(args.bind.is_some_and(|b| b.is_ipv6()))
@@ -172,9 +174,11 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
     latency.shutdown();
     let summary = summary?;
     if !args.quiet {
-        eprintln!(
+        crate::errln!(
             "server done: {} tests, {} failed, {} connections refused",
-            summary.tests_done, summary.tests_failed, summary.refused
+            summary.tests_done,
+            summary.tests_failed,
+            summary.refused
         );
     }
     Ok(0)

@@ -174,7 +174,7 @@ mod tests {
             Ok(s) => s,
             Err(why) => {
                 assert!(why.contains("ping_group_range"), "{why}");
-                eprintln!("skipping ICMP echo: {why}");
+                crate::errln!("skipping ICMP echo: {why}");
                 return;
             }
         };

@@ -107,7 +107,7 @@ pub(crate) struct Inner {
 impl Inner {
     /// Logs a server event on stderr and keeps the last 256 for inspection.
     pub fn log(&self, msg: String) {
-        eprintln!("routerbench latency-server: {msg}");
+        crate::errln!("routerbench latency-server: {msg}");
         if let Ok(mut ev) = self.events.lock() {
             if ev.len() >= 256 {
                 ev.pop_front();
