@@ -1,7 +1,7 @@
 //! `routerbench crypto`: the `openssl speed` suite behind the OpenWrt benchmark table, measured
 //! here (`--engine rustcrypto|openssl`) or imported from saved `openssl speed` output (`--import`).
 
-use std::io::{Read, Write};
+use std::io::Read;
 
 use clap::{Args, ValueEnum};
 
@@ -115,9 +115,7 @@ pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
     } else {
         render_output(&result, &identity, args.format, args.cipher_block)
     };
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(text.as_bytes())?;
-    stdout.flush()?;
+    crate::out!("{text}");
     Ok(0)
 }
 

@@ -40,10 +40,10 @@ pub fn config(args: &LoopbackArgs) -> anyhow::Result<LoopbackConfig> {
 
 pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
     crate::server::signals::install();
+    super::client::check_test_opts(&args.test)?;
     let cfg = config(&args)?;
-    let text = TextIntervals {
-        header_printed: false.into(),
-    };
+    let out = crate::server::log::LogSink::for_client(None, None, false, false)?;
+    let text = TextIntervals::new(&out, cfg.parallel as usize);
     let quiet = crate::iperf3::NoIntervals;
     let sink: &dyn crate::iperf3::IntervalSink = if args.test.json { &quiet } else { &text };
     if !args.test.json {
@@ -61,7 +61,7 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
             if args.test.json {
                 crate::outln!("{}", crate::iperf3::json::render(&r));
             } else {
-                crate::out!("{}", crate::report::iperf3::render_final(&r));
+                crate::out!("{}", crate::report::iperf3::render_final_verbose(&r));
             }
             if r.interrupted {
                 crate::errln!("routerbench: loopback interrupted: partial result");

@@ -159,6 +159,9 @@ pub fn serve(a: ServerArgs) -> anyhow::Result<i32> {
     let listener = std::net::TcpListener::bind(addr)
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e} (port in use? try -p)"))?;
     let service = crate::latency::server::Service::new(bounds)?;
+    service.set_log(std::sync::Arc::new(|m: &str| {
+        crate::errln!("routerbench latency-server: {m}")
+    }));
     crate::errln!(
         "routerbench latency-server: listening on {addr}, UDP reflector on port {}",
         service.udp_port(a.bind.is_ipv6()).unwrap_or(0)

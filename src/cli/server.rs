@@ -1,14 +1,31 @@
 //! `routerbench server`: serves iperf3 3.x clients (and routerbench's own protocol) on one
 //! port, several tests at once, with limits; logs to stderr, test summaries to stdout.
 
-use crate::server::{Quiet, Server, ServerConfig, ServerEvent, ServerObserver};
+use super::client::OutputOpts;
+use crate::server::log::LogSink;
+use crate::server::{Server, ServerConfig, ServerEvent, ServerObserver};
 use clap::Args;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 #[derive(Debug, Args)]
 pub struct ServerArgs {
+    /// Server mode (iperf3's `-s`; `routerbench server` always serves, so this is optional).
+    #[arg(short = 's', long = "server")]
+    pub server_mode: bool,
+    /// Run in the background (iperf3's -D): detach after the port is bound.
+    #[arg(short = 'D', long = "daemon")]
+    pub daemon: bool,
+    /// Write the server's process id to FILE (removed on exit), iperf3's -I.
+    #[arg(short = 'I', long = "pidfile", value_name = "FILE")]
+    pub pidfile: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub output: OutputOpts,
+    /// Seconds between the server's interval lines (0 = none).
+    #[arg(short = 'i', long = "interval", default_value_t = 1.0)]
+    pub interval: f64,
     /// Port to listen on (TCP, and UDP for UDP tests).
     #[arg(short = 'p', long = "port", default_value_t = crate::wire::iperf3::DEFAULT_PORT)]
     pub port: u16,
@@ -52,61 +69,120 @@ pub struct ServerArgs {
     /// Print each finished test as iperf3 -J JSON on stdout.
     #[arg(short = 'J', long = "json")]
     pub json: bool,
-    /// No log lines on stderr.
-    #[arg(short = 'q', long = "quiet")]
+    /// No output at all, only errors.
+    #[arg(short = 'q', long = "quiet", conflicts_with = "verbose")]
     pub quiet: bool,
 }
 
-/// Prints server events: log lines to stderr, results to stdout.
+/// Renders server events the way iperf3's server does: the banner, the accepted connection,
+/// interval lines and the test's summary as output (stdout or `--logfile`); refusals, protocol
+/// sessions and shutdown as log lines (stderr with `-V`, or the log file).
 pub struct Log {
     pub json: bool,
+    pub verbose: bool,
+    /// No output at all (`-q`), only errors.
+    pub quiet: bool,
+    pub sink: Arc<LogSink>,
+    /// The port shown in the banner.
+    pub port: u16,
+    /// Tests started so far (the banner's "test #N").
+    pub tests: AtomicU64,
+}
+
+impl Log {
+    fn banner(&self) {
+        let n = self.tests.load(Ordering::Relaxed) + 1;
+        self.output(&format!(
+            "-----------------------------------------------------------\n\
+             Server listening on {} (test #{n})\n\
+             -----------------------------------------------------------\n",
+            self.port
+        ));
+    }
+
+    fn output(&self, text: &str) {
+        if !self.quiet {
+            self.sink.output(text);
+        }
+    }
+
+    /// Text output is iperf3's shape; with -J only the JSON.
+    fn text(&self, text: &str) {
+        if !self.json {
+            self.output(text);
+        }
+    }
 }
 
 impl ServerObserver for Log {
     fn event(&self, e: &ServerEvent<'_>) {
         match e {
-            ServerEvent::Listening(a) => {
-                crate::errln!("-----------------------------------------------------------");
-                crate::errln!("Server listening on {a} (iperf3 and routerbench protocols)");
-                crate::errln!("-----------------------------------------------------------");
-            }
+            // The banner (with the test number) is printed by `run` and after each test.
+            ServerEvent::Listening(_) => {}
             ServerEvent::TestStarted { peer } => {
-                crate::errln!(
-                    "Accepted connection from {}, port {}",
+                self.tests.fetch_add(1, Ordering::Relaxed);
+                self.text(&format!(
+                    "Accepted connection from {}, port {}\n",
                     crate::net::sockopt::display_ip(peer.ip()),
                     peer.port()
-                )
+                ))
             }
+            ServerEvent::StreamsConnected { connected, .. } => {
+                self.text(&crate::report::iperf3::render_connected(connected))
+            }
+            ServerEvent::Interval {
+                interval,
+                first,
+                parallel,
+                ..
+            } => self.text(&crate::report::iperf3::render_interval_block(
+                interval, *first, *parallel, true,
+            )),
             ServerEvent::TestDone { peer, result } => {
                 if self.json {
-                    crate::outln!("{}", crate::iperf3::json::render(result));
+                    self.output(&format!("{}\n", crate::iperf3::json::render(result)));
+                } else if self.verbose {
+                    self.output(&crate::report::iperf3::render_final_verbose(result));
                 } else {
-                    crate::outln!(
-                        "Test from {} (client version {}):",
+                    self.output(&crate::report::iperf3::render_final(result));
+                }
+                if self.sink.verbose() {
+                    self.sink.log(&format!(
+                        "test from {} done (client version {})",
                         show(peer),
                         result.peer_version.as_deref().unwrap_or("unknown")
-                    );
-                    crate::out!(
-                        "{}",
-                        crate::report::iperf3::render_connected(&result.connected)
-                    );
-                    crate::out!("{}", crate::report::iperf3::render_final(result));
+                    ));
                 }
+                if !self.json {
+                    self.banner();
+                }
+                self.sink.flush();
             }
             ServerEvent::TestFailed { peer, error } => {
-                crate::errln!("test from {} failed: {error}", show(peer))
+                self.sink.error(&format!(
+                    "routerbench: test from {} failed: {error}",
+                    show(peer)
+                ));
+                if !self.json {
+                    self.banner();
+                }
+                self.sink.flush();
             }
             ServerEvent::Refused { peer, reason } => {
-                crate::errln!("refused {}: {reason}", show(peer))
+                self.sink.log(&format!("refused {}: {reason}", show(peer)))
             }
-            ServerEvent::Handoff { peer, error: None } => {
-                crate::errln!("routerbench session from {peer} done")
-            }
+            // A routerbench-protocol connection (an RRUL opens nine): its session logs one
+            // line when it ends; a connection only logs its error.
+            ServerEvent::Handoff { error: None, .. } => {}
             ServerEvent::Handoff {
                 peer,
                 error: Some(e),
-            } => crate::errln!("routerbench session from {peer}: {e}"),
-            ServerEvent::Stopping { reason } => crate::errln!("server stopping: {reason}"),
+            } => self
+                .sink
+                .log(&format!("routerbench connection from {}: {e}", show(peer))),
+            ServerEvent::Stopping { reason } => {
+                self.sink.log(&format!("server stopping: {reason}"))
+            }
         }
     }
 }
@@ -135,24 +211,83 @@ pub fn config(args: &ServerArgs) -> ServerConfig {
     cfg.session.max_streams = args.max_streams.clamp(1, 128);
     cfg.session.max_buffer_bytes = args.max_buffer_mib.max(1) << 20;
     cfg.session.idle_timeout = Duration::from_secs(args.rcv_timeout.max(1));
-    // Intervals are only shown in -J output; without it the server keeps none.
-    cfg.session.interval = if args.json { 1.0 } else { 0.0 };
+    cfg.session.interval = if args.quiet && !args.json {
+        0.0
+    } else {
+        args.interval
+    };
     cfg.session.control_timeout = Duration::from_secs(args.control_timeout.max(1));
     cfg.first_bytes_timeout = Duration::from_secs(args.handshake_timeout.max(1));
     cfg.handle_signals = true;
     cfg
 }
 
-pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
+/// Checks the options before anything is bound or detached.
+fn check(args: &ServerArgs) -> anyhow::Result<()> {
     if let Some(c) = args.affinity {
         crate::util::affinity::check_cpu(c).map_err(|e| anyhow::anyhow!("-A: {e}"))?;
     }
-    crate::server::signals::install();
-    let observer: Arc<dyn ServerObserver> = if args.quiet && !args.json {
-        Arc::new(Quiet)
-    } else {
-        Arc::new(Log { json: args.json })
+    if !(args.interval == 0.0 || (0.1..=60.0).contains(&args.interval)) {
+        anyhow::bail!(
+            "-i must be 0 (no intervals) or between 0.1 and 60 seconds, got {}",
+            args.interval
+        );
+    }
+    for (v, name) in [
+        (args.max_concurrent as u64, "--max-concurrent"),
+        (args.max_duration as u64, "--max-duration"),
+        (args.max_streams as u64, "--max-streams"),
+        (args.max_buffer_mib, "--max-buffer-mib"),
+        (args.rcv_timeout, "--rcv-timeout"),
+        (args.control_timeout, "--control-timeout"),
+        (args.handshake_timeout, "--handshake-timeout"),
+    ] {
+        if v == 0 {
+            anyhow::bail!("{name} must be positive");
+        }
+    }
+    Ok(())
+}
+
+pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
+    check(&args)?;
+    if let Some(f) = args.output.format {
+        crate::report::iperf3::set_format(f).map_err(|e| anyhow::anyhow!("-f: {e}"))?;
+    }
+    let pidfile = args
+        .pidfile
+        .as_deref()
+        .map(crate::server::daemon::PidFile::check)
+        .transpose()?;
+    // A relative --logfile stays where the user meant after -D changes to /.
+    let logfile = match &args.output.logfile {
+        Some(p) if p.is_relative() => Some(std::env::current_dir()?.join(p)),
+        other => other.clone(),
     };
+    let sink = Arc::new(LogSink::open(
+        logfile.as_deref(),
+        args.output.timestamps.clone(),
+        args.output.forceflush,
+        args.output.verbose,
+    )?);
+    crate::server::signals::install();
+    crate::server::signals::install_hangup();
+    let observer = Arc::new(Log {
+        json: args.json,
+        verbose: args.output.verbose,
+        quiet: args.quiet,
+        sink: sink.clone(),
+        port: args.port,
+        tests: AtomicU64::new(0),
+    });
+    // Bound before detaching, so "port in use" reaches the terminal; no thread runs yet.
+    let server = Server::bind(config(&args), observer.clone())?;
+    if args.daemon {
+        crate::server::daemon::detach()?;
+    }
+    let _pid = pidfile
+        .map(crate::server::daemon::PidFile::write)
+        .transpose()?;
     // routerbench's own protocol (RRUL and friends) on the same port; its UDP reflector binds
     // a port of its own (never the iperf3 UDP port), which clients learn in the handshake.
     let latency = crate::latency::server::Service::new(crate::latency::server::Bounds {
@@ -160,26 +295,56 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         udp_port: args.latency_udp_port,
         ..Default::default()
     })?;
-    if !args.quiet {
-        crate::errln!(
-            "routerbench protocol: UDP probe reflector on port {}",
-            latency
-                .udp_port(args.bind.is_some_and(|b| b.is_ipv6()))
-                .or(latency.udp_port(false))
-                .unwrap_or(0)
-        );
+    let log_sink = sink.clone();
+    latency.set_log(Arc::new(move |m: &str| log_sink.log(m)));
+    sink.log(&format!(
+        "routerbench protocol: UDP probe reflector on port {}",
+        latency
+            .udp_port(args.bind.is_some_and(|b| b.is_ipv6()))
+            .or(latency.udp_port(false))
+            .unwrap_or(0)
+    ));
+    if !args.json {
+        observer.banner();
     }
-    let server = Server::bind(config(&args), observer)?.with_handler(Arc::new(latency.clone()));
+    let hup = spawn_reopen_on_hangup(sink.clone());
+    let server = server.with_handler(Arc::new(latency.clone()));
     let summary = server.run();
     latency.shutdown();
+    hup.store(true, Ordering::Relaxed);
     let summary = summary?;
-    if !args.quiet {
-        crate::errln!(
-            "server done: {} tests, {} failed, {} connections refused",
-            summary.tests_done,
-            summary.tests_failed,
-            summary.refused
-        );
-    }
+    sink.log(&format!(
+        "server done: {} tests, {} failed, {} connections refused",
+        summary.tests_done, summary.tests_failed, summary.refused
+    ));
+    sink.flush();
     Ok(0)
+}
+
+/// Reopens the log file on SIGHUP (logrotate's habit) and says so in the new file; a
+/// failed reopen keeps the old file and says why on it. Returns the thread's stop flag.
+fn spawn_reopen_on_hangup(sink: Arc<LogSink>) -> Arc<std::sync::atomic::AtomicBool> {
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let _ = std::thread::Builder::new()
+        .name("rb-sighup".into())
+        .spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                if !crate::server::signals::take_hangup() {
+                    continue;
+                }
+                let what = sink
+                    .logfile()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|| "(no --logfile: nothing to reopen)".into());
+                match sink.reopen() {
+                    Ok(()) => {
+                        sink.error(&format!("routerbench server: SIGHUP: reopened log {what}"))
+                    }
+                    Err(e) => sink.error(&format!("routerbench server: SIGHUP: {e:#}")),
+                }
+            }
+        });
+    stop
 }

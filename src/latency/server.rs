@@ -101,13 +101,27 @@ pub(crate) struct Inner {
     pub bounds: Bounds,
     pub sessions: Mutex<HashMap<u64, Arc<Session>>>,
     events: Mutex<VecDeque<String>>,
+    /// Where log lines go (the server command's sink); none: kept in `events` only, so an
+    /// in-process server (`run`, `lab run`) never writes into its command's report.
+    log_to: Mutex<Option<LogFn>>,
     pub shutdown: AtomicBool,
 }
 
+/// Receives the service's log lines.
+pub type LogFn = Arc<dyn Fn(&str) + Send + Sync>;
+
 impl Inner {
-    /// Logs a server event on stderr and keeps the last 256 for inspection.
+    /// Logs a server event to the log hook (if any) and keeps the last 256 for inspection.
     pub fn log(&self, msg: String) {
-        crate::errln!("routerbench latency-server: {msg}");
+        let hook = self.log_to.lock().ok().and_then(|h| h.clone());
+        if let Some(hook) = hook {
+            hook(&msg);
+        }
+        self.note(msg);
+    }
+
+    /// Keeps an event for inspection without logging it.
+    pub fn note(&self, msg: String) {
         if let Ok(mut ev) = self.events.lock() {
             if ev.len() >= 256 {
                 ev.pop_front();
@@ -144,6 +158,7 @@ impl Service {
             bounds,
             sessions: Mutex::new(HashMap::new()),
             events: Mutex::new(VecDeque::new()),
+            log_to: Mutex::new(None),
             shutdown: AtomicBool::new(false),
         });
         let reflector = Arc::new(Reflector::start(inner.clone())?);
@@ -158,6 +173,13 @@ impl Service {
     /// The reflector's UDP port for clients of the given family (None if not bound).
     pub fn udp_port(&self, v6: bool) -> Option<u16> {
         self.reflector.port(v6)
+    }
+
+    /// Sends log lines (one per session, and refusals) to `hook`.
+    pub fn set_log(&self, hook: LogFn) {
+        if let Ok(mut h) = self.inner.log_to.lock() {
+            *h = Some(hook);
+        }
     }
 
     /// Live sessions.
@@ -246,8 +268,9 @@ impl Service {
             map.insert(id, s.clone());
             s
         };
+        let opened = Instant::now();
         self.inner
-            .log(format!("{peer}: session {:016x} opened", session.id));
+            .note(format!("{peer}: session {:016x} opened", session.id));
         let outcome = self.run_session(&mut stream, &session, udp_port);
         session.abort.store(true, Ordering::SeqCst);
         session.start_cv.notify_all();
@@ -255,12 +278,15 @@ impl Service {
             map.remove(&session.id);
         }
         match &outcome {
-            Ok(()) => self
-                .inner
-                .log(format!("{peer}: session {:016x} finished", session.id)),
+            Ok(()) => self.inner.log(format!(
+                "{peer}: session {:016x} finished after {:.1} s",
+                session.id,
+                opened.elapsed().as_secs_f64()
+            )),
             Err(e) => self.inner.log(format!(
-                "{peer}: session {:016x} ended: {e}; slot freed",
-                session.id
+                "{peer}: session {:016x} ended after {:.1} s: {e}; slot freed",
+                session.id,
+                opened.elapsed().as_secs_f64()
             )),
         }
         let _ = stream.shutdown(Shutdown::Both);

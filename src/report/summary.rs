@@ -28,7 +28,7 @@ pub fn render_run(r: &RunResult) -> String {
     }
     if let Some(t) = &r.throughput {
         out.push_str("\n== Loopback throughput (the seed's iperf3 -s -D && iperf3 -c 127.0.0.1)\n");
-        out.push_str(&super::iperf3::render_final(t));
+        out.push_str(&super::iperf3::render_final_verbose(t));
     }
     if let Some(lab) = &r.lab {
         out.push_str("\n== Netns lab\n");

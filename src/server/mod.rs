@@ -6,10 +6,12 @@
 //! connection that sends nothing is dropped after `first_bytes_timeout`.
 
 pub mod broker;
+pub mod daemon;
+pub mod log;
 pub mod signals;
 
+use crate::iperf3::Iperf3Error;
 use crate::iperf3::session::{self, SessionConfig, SessionEnv, StreamBroker, UdpAcceptor};
-use crate::iperf3::{Iperf3Error, NoIntervals};
 use crate::results::throughput::ThroughputResult;
 use crate::wire::iperf3::{COOKIE_SIZE, Cookie, State};
 use broker::{Broker, Route};
@@ -65,6 +67,18 @@ pub enum ServerEvent<'a> {
     Listening(SocketAddr),
     TestStarted {
         peer: SocketAddr,
+    },
+    /// A test's data streams are connected (iperf3's `[  5] local … connected to …` lines).
+    StreamsConnected {
+        peer: SocketAddr,
+        connected: &'a [crate::results::throughput::Connected],
+    },
+    /// One interval of a running test, as the server measured it.
+    Interval {
+        peer: SocketAddr,
+        interval: &'a crate::results::throughput::Interval,
+        first: bool,
+        parallel: usize,
     },
     TestDone {
         peer: SocketAddr,
@@ -387,6 +401,35 @@ fn handle_connection(sh: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr, 
     }
 }
 
+/// Hands a test's streams and intervals to the observer (the server's interval lines).
+struct ObserverIntervals<'a> {
+    observer: &'a dyn ServerObserver,
+    peer: SocketAddr,
+    first: AtomicBool,
+    parallel: AtomicUsize,
+}
+
+impl crate::iperf3::IntervalSink for ObserverIntervals<'_> {
+    fn started(&self, connected: &[crate::results::throughput::Connected]) {
+        // Bidir connects 2·P streams; `interval` halves it.
+        self.parallel.store(connected.len(), Ordering::Relaxed);
+        self.observer.event(&ServerEvent::StreamsConnected {
+            peer: self.peer,
+            connected,
+        });
+    }
+    fn interval(&self, interval: &crate::results::throughput::Interval) {
+        let bidir = interval.sum_bidir_reverse.is_some();
+        let n = self.parallel.load(Ordering::Relaxed);
+        self.observer.event(&ServerEvent::Interval {
+            peer: self.peer,
+            interval,
+            first: self.first.swap(false, Ordering::Relaxed),
+            parallel: if bidir { n / 2 } else { n },
+        });
+    }
+}
+
 fn run_test(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, cookie: Cookie) {
     let started = sh.started_tests.load(Ordering::Relaxed);
     if sh.cfg.max_tests.is_some_and(|m| started >= m) || sh.stop.load(Ordering::Relaxed) {
@@ -417,12 +460,18 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, cookie: Cooki
     sh.started_tests.fetch_add(1, Ordering::Relaxed);
     sh.observer.event(&ServerEvent::TestStarted { peer });
     let render = |r: &ThroughputResult| crate::report::iperf3::render_final(r);
+    let sink = ObserverIntervals {
+        observer: sh.observer.as_ref(),
+        peer,
+        first: AtomicBool::new(true),
+        parallel: AtomicUsize::new(1),
+    };
     let env = SessionEnv {
         cfg: &sh.cfg.session,
         broker: &sh.broker,
         udp: &sh.udp,
         stop: &sh.stop,
-        sink: &NoIntervals,
+        sink: &sink,
         render_text: &render,
     };
     let outcome = crate::iperf3::control::Control::new(stream, sh.cfg.session.control_timeout)

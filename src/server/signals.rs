@@ -1,9 +1,15 @@
-//! SIGINT/SIGTERM for the daemon and the client: the handler only sets a flag; loops poll it
-//! (every loop here wakes at least every few hundred milliseconds).
+//! SIGINT/SIGTERM for the daemon and the client, SIGHUP (reopen the log file) for the daemon:
+//! the handlers only set flags; loops poll them (every loop here wakes at least every few
+//! hundred milliseconds).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static SIGNALLED: AtomicBool = AtomicBool::new(false);
+static HANGUP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_hangup(_: libc::c_int) {
+    HANGUP.store(true, Ordering::SeqCst);
+}
 
 extern "C" fn on_signal(_: libc::c_int) {
     SIGNALLED.store(true, Ordering::SeqCst);
@@ -22,4 +28,18 @@ pub fn install() {
 /// Whether SIGINT or SIGTERM arrived since start.
 pub fn signalled() -> bool {
     SIGNALLED.load(Ordering::SeqCst)
+}
+
+/// Installs the SIGHUP handler (the server's log reopen); without it SIGHUP ends the process.
+pub fn install_hangup() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        let handler = on_hangup as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::signal(libc::SIGHUP, handler);
+    }
+}
+
+/// Whether SIGHUP arrived since the last call (clears it).
+pub fn take_hangup() -> bool {
+    HANGUP.swap(false, Ordering::SeqCst)
 }
