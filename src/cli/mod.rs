@@ -62,6 +62,48 @@ pub enum Command {
     Loopback(loopback::LoopbackArgs),
 }
 
+/// Checks before any measuring that `path` can be written: its directory exists and takes a
+/// new file (`what` names the option in the error).
+pub fn check_output_file(path: &std::path::Path, what: &str) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        anyhow::bail!(
+            "{what} {}: directory {} does not exist: create it or pick another path",
+            path.display(),
+            dir.display()
+        );
+    }
+    check_writable_dir(&dir).map_err(|e| anyhow::anyhow!("{what} {}: {e}", path.display()))
+}
+
+/// Checks that `dir` exists (creating it) and that a file can be created in it.
+pub fn check_output_dir(dir: &std::path::Path, what: &str) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        anyhow::anyhow!(
+            "{what} {}: cannot create the directory: {e} (pick a writable place)",
+            dir.display()
+        )
+    })?;
+    check_writable_dir(dir).map_err(|e| anyhow::anyhow!("{what} {}: {e}", dir.display()))
+}
+
+fn check_writable_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    let probe = dir.join(format!(".routerbench-write-check-{}", std::process::id()));
+    match std::fs::File::create(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => anyhow::bail!(
+            "cannot write in {}: {e} (pick a writable directory)",
+            dir.display()
+        ),
+    }
+}
+
 /// Runs one command; returns the process exit code.
 pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {

@@ -115,9 +115,19 @@ fn config(kind: TestKind, streams: u8, a: &LatencyArgs) -> anyhow::Result<TestCo
     })
 }
 
-/// Runs one latency test and writes its outputs.
+/// Runs one latency test and writes its outputs. SIGINT/SIGTERM ends it early: what was
+/// measured is printed and saved, marked interrupted, and the exit status is 1.
 pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
-    let cfg = config(kind, streams, &a)?;
+    let mut cfg = config(kind, streams, &a)?;
+    if let Some(p) = &a.json {
+        super::check_output_file(p, "--json")?;
+    }
+    if let Some(p) = &a.flent {
+        super::check_output_file(p, "--flent")?;
+    }
+    crate::server::signals::install();
+    let signal = super::client::SignalFlag::default();
+    cfg.interrupt = Some(signal.0.clone());
     let progress: Box<dyn crate::util::progress::Progress> = if a.quiet {
         Box::new(crate::util::progress::NoProgress)
     } else {
@@ -135,13 +145,24 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
         crate::outln!("saved {}", path.display());
     }
     if let Some(path) = &a.flent {
-        crate::results::flent::write(&result, &a.title, path)?;
+        let title = if result.interrupted {
+            format!("{} (interrupted)", a.title)
+                .trim_start()
+                .to_string()
+        } else {
+            a.title.clone()
+        };
+        crate::results::flent::write(&result, &title, path)?;
         crate::outln!(
             "saved {} (plot: flent -i {} -p {} -o plot.png)",
             path.display(),
             path.display(),
             kind.flent_default_plot()
         );
+    }
+    if result.interrupted {
+        crate::errln!("routerbench: interrupted: the result above and the files are partial");
+        return Ok(1);
     }
     Ok(0)
 }

@@ -337,6 +337,7 @@ impl RawRun {
             clock: clock.map(|c| c.0),
             summary,
             notes: self.notes,
+            interrupted: false,
         }
     }
 }

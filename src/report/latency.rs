@@ -243,6 +243,7 @@ mod tests {
                 ..Default::default()
             },
             notes: vec!["a note".into()],
+            interrupted: false,
         };
         let text = render_text(&r);
         assert!(text.contains("grade B"), "{text}");

@@ -179,4 +179,7 @@ pub struct LatencyResult {
     pub summary: LatencySummary,
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Ended early by SIGINT/SIGTERM: the fields above hold what was measured until then.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
