@@ -111,16 +111,16 @@ pub struct UpArgs {
     #[command(flatten)]
     pub name: NameArg,
     /// Upload bottleneck (router -> WAN), e.g. 20mbit, 50M, 1gbit; none = unshaped.
-    #[arg(long, default_value = "50mbit")]
+    #[arg(long, allow_hyphen_values = true, default_value = "50mbit")]
     pub rate: String,
     /// Download bottleneck (router -> LAN); default: same as --rate.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub down_rate: Option<String>,
     /// Queue limit of each bottleneck in bytes (k = 1000, m = 1000000).
-    #[arg(long, default_value = "300000")]
+    #[arg(long, allow_hyphen_values = true, default_value = "300000")]
     pub buffer: String,
     /// Token bucket depth in bytes.
-    #[arg(long, default_value = "15360")]
+    #[arg(long, allow_hyphen_values = true, default_value = "15360")]
     pub burst: String,
     #[arg(long, value_enum, default_value = "tbf")]
     pub shaper: ShaperArg,
@@ -196,7 +196,8 @@ pub struct MeasureArgs {
 
 #[derive(Debug, Args)]
 pub struct CapacityArgs {
-    /// Lab name to build for the measurement (deleted afterwards unless --keep).
+    /// Lab name to build for the measurement (deleted afterwards unless --keep); an existing
+    /// lab of that name is refused, never rebuilt.
     #[arg(long, default_value = "rbcap")]
     pub name: String,
     #[arg(long, value_enum, default_value = "off")]
@@ -251,8 +252,28 @@ fn spec_from(a: &UpArgs) -> anyhow::Result<LabSpec> {
     })
 }
 
+/// Seconds of queueing a full buffer adds at `rate_bps` above which a lab is surely a typo.
+const SLOW_QUEUE_S: f64 = 10.0;
+
 fn cmd_up(a: UpArgs) -> anyhow::Result<i32> {
     let spec = spec_from(&a)?;
+    for (dir, rate) in [
+        ("upload", spec.up_rate_bps),
+        ("download", spec.down_rate_bps),
+    ] {
+        if let Some(bps) = rate {
+            let queue_s = spec.buffer_bytes as f64 * 8.0 / bps as f64;
+            if queue_s > SLOW_QUEUE_S {
+                crate::errln!(
+                    "routerbench lab: warning: a full {} B buffer at the {dir} rate {} adds \
+                     {queue_s:.0} s of delay (over {SLOW_QUEUE_S:.0} s): is the rate or \
+                     --buffer a typo?",
+                    spec.buffer_bytes,
+                    shape::fmt_rate(bps as f64)
+                );
+            }
+        }
+    }
     let cfg = lab::up(&spec)?;
     let th = lab::theory::theory(&cfg);
     if a.json {
@@ -347,6 +368,10 @@ fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
     if a.flows.is_empty() || a.flows.iter().any(|&f| f == 0 || f > 64) {
         anyhow::bail!("--flows takes 1-64 per point, e.g. --flows 1,4");
     }
+    if a.length == 0 {
+        anyhow::bail!("--length must be positive (seconds per point)");
+    }
+    lab::capacity::check_lab_is_free(&a.name)?;
     let guard = (!a.keep).then(|| LabGuard::new(&a.name));
     let plan = lab::capacity::CapacityPlan {
         name: a.name.clone(),
