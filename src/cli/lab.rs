@@ -435,6 +435,17 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         ..TestConfig::default()
     };
     let warmup = secs("warmup", a.warmup, 0.0, a.length)?;
+    if let Some(p) = &a.flent {
+        super::check_output_file(p, "--flent")?;
+    }
+    if let Some(p) = &a.json {
+        super::check_output_file(p, "--json")?;
+    }
+    // Ctrl-C ends the test early; what was measured is still printed and saved.
+    crate::server::signals::install();
+    let signal = super::client::SignalFlag::default();
+    let mut test = test;
+    test.interrupt = Some(signal.0.clone());
     let progress: Box<dyn crate::util::progress::Progress> = if a.quiet {
         Box::new(crate::util::progress::NoProgress)
     } else {
@@ -455,8 +466,14 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         crate::outln!();
         crate::out!("{}", crate::report::lab::checks(name, cfg.nat, &run.checks));
     }
+    let interrupted = run.latency.interrupted;
     if let Some(path) = &a.flent {
-        crate::results::flent::write(&run.latency, &format!("lab {}", cfg.name), path)?;
+        let title = if interrupted {
+            format!("lab {} (interrupted)", cfg.name)
+        } else {
+            format!("lab {}", cfg.name)
+        };
+        crate::results::flent::write(&run.latency, &title, path)?;
         crate::outln!("saved {}", path.display());
     }
     if let Some(path) = &a.json {
@@ -474,6 +491,10 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         crate::results::save(&env, path)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
         crate::outln!("saved {}", path.display());
+    }
+    if interrupted {
+        crate::errln!("routerbench lab: interrupted: the result above and the files are partial");
+        return Ok(1);
     }
     Ok(0)
 }

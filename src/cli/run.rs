@@ -46,6 +46,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     if !(0.01..=60.0).contains(&args.crypto_seconds) {
         anyhow::bail!("--crypto-seconds must be between 0.01 and 60");
     }
+    if args.loopback_seconds == 0 {
+        anyhow::bail!("--loopback-seconds must be positive");
+    }
+    // Before any measuring: a run that cannot be saved is a run lost.
+    super::check_output_dir(&args.out_dir, "--out-dir")?;
+    // Ctrl-C ends the current test early; what was measured is printed and saved.
+    crate::server::signals::install();
+    let signal = super::client::SignalFlag::default();
+    let stopped = || signal.0.load(std::sync::atomic::Ordering::Relaxed);
     let progress: Box<dyn Progress> = if args.quiet || !std::io::stderr().is_terminal() {
         Box::new(NoProgress)
     } else {
@@ -78,13 +87,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     } else {
         None
     };
-    if want_tp {
+    if want_tp && !stopped() {
         let cfg = crate::iperf3::loopback::LoopbackConfig {
             time: if args.quick { 3 } else { args.loopback_seconds },
             ..Default::default()
         };
         progress.phase("loopback", u64::from(cfg.time));
-        match crate::iperf3::loopback::run(&cfg, progress.as_ref()) {
+        match crate::iperf3::loopback::run_with_sink(
+            &cfg,
+            progress.as_ref(),
+            &crate::iperf3::NoIntervals,
+            &signal.0,
+        ) {
             Ok(t) => result.throughput = Some(t),
             Err(e) => result
                 .notes
@@ -92,8 +106,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         }
         progress.finish();
     }
-    if want_lat {
-        match loopback_rrul(args.quick, progress.as_ref()) {
+    if want_lat && !stopped() {
+        match loopback_rrul(args.quick, progress.as_ref(), &signal.0) {
             Ok(l) => result.latency = Some(l),
             Err(e) => result.notes.push(format!("loopback RRUL failed: {e:#}")),
         }
@@ -104,6 +118,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     }
 
     result.finished_at = crate::util::time::now_rfc3339();
+    result.interrupted = stopped();
+    if result.interrupted {
+        result.notes.push(
+            "interrupted (SIGINT/SIGTERM): the parts above are what was measured until then".into(),
+        );
+    }
     progress.finish();
     crate::out!("{}", crate::report::summary::render_run(&result));
 
@@ -119,6 +139,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         anyhow::anyhow!("cannot save latest.json in {}: {e}", args.out_dir.display())
     })?;
     crate::outln!("\nsaved {}", path.display());
+    if result.interrupted {
+        crate::errln!("routerbench: interrupted: the summary and the file are partial");
+        return Ok(1);
+    }
     Ok(0)
 }
 
@@ -127,6 +151,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
 fn loopback_rrul(
     quick: bool,
     progress: &dyn Progress,
+    interrupt: &std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> anyhow::Result<crate::results::latency::LatencyResult> {
     use crate::server::{Quiet, Server, ServerConfig};
     use std::sync::Arc;
@@ -152,6 +177,7 @@ fn loopback_rrul(
     if !quick {
         cfg.length = std::time::Duration::from_secs(10);
     }
+    cfg.interrupt = Some(interrupt.clone());
     let outcome = crate::latency::run_test(&cfg, progress);
     stop.store(true, Ordering::SeqCst);
     service.shutdown();

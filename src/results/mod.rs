@@ -61,6 +61,9 @@ pub struct RunResult {
     /// Things a reader must know to trust the numbers (missing sources, skipped parts).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Ended early by SIGINT/SIGTERM: the sections hold what was measured until then.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 impl RunResult {
@@ -77,6 +80,7 @@ impl RunResult {
             lab: None,
             throughput: None,
             notes: Vec::new(),
+            interrupted: false,
         }
     }
 }
