@@ -335,3 +335,81 @@ fn shape_masks_numbers_and_units() {
     );
     assert_eq!(shapes("a\na\nb\n\na\n"), vec!["a", "b", "a"]);
 }
+
+/// Is some UDP socket bound to `port` (from /proc/net/udp{,6})?
+fn udp_bound(port: u16) -> bool {
+    let needle = format!(":{port:04X} ");
+    ["/proc/net/udp", "/proc/net/udp6"].iter().any(|f| {
+        std::fs::read_to_string(f)
+            .unwrap_or_default()
+            .lines()
+            .any(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .is_some_and(|a| format!("{a} ").ends_with(&needle))
+            })
+    })
+}
+
+#[test]
+fn udp_probe_port_is_the_server_port_and_iperf3_udp_still_works() {
+    let port = 27215u16;
+    let p = port.to_string();
+    let server = Proc::start(
+        Path::new(ROUTERBENCH),
+        &["server", "-V", "-p", &p],
+        "udp-share",
+    );
+    wait_listening(port);
+    assert!(udp_bound(port), "the probe reflector listens on UDP {port}");
+    // iperf3's UDP tests on the same port number: several streams, both directions.
+    for extra in [&["-u", "-P", "2"][..], &["-u", "-R"]] {
+        let out = iperf3_client(port, extra);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "iperf3 {extra:?}: {text}");
+        assert!(text.contains("receiver"), "{text}");
+    }
+    // And routerbench's UDP probes through the same port.
+    let json = tmp("ping.json");
+    let out = Command::new(ROUTERBENCH)
+        .args([
+            "ping",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "--length",
+            "1",
+            "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .expect("ping");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let udp_answered: u64 = doc["latency"]["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "udp")
+        .map(|p| p["received"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(
+        udp_answered > 0,
+        "UDP probes answered: {}",
+        doc["latency"]["probes"]
+    );
+    assert!(
+        server
+            .stderr_text()
+            .contains(&format!("reflector (routerbench protocol) on port {port}")),
+        "{}",
+        server.stderr_text()
+    );
+    let _ = std::fs::remove_file(&json);
+}

@@ -71,9 +71,10 @@ pub struct ServerArgs {
     /// TCP port.
     #[arg(short, long, default_value_t = 5201)]
     pub port: u16,
-    /// UDP port of the probe reflector (0 = ephemeral; never share it with iperf3).
-    #[arg(long, default_value_t = 0)]
-    pub udp_port: u16,
+    /// UDP port of the probe reflector (default: the TCP port's number, so a firewall opens
+    /// one number; 0 = ephemeral).
+    #[arg(long, value_name = "PORT")]
+    pub udp_port: Option<u16>,
     /// Concurrent sessions.
     #[arg(long, default_value_t = 16)]
     pub max_sessions: usize,
@@ -172,7 +173,7 @@ pub fn serve(a: ServerArgs) -> anyhow::Result<i32> {
     let bounds = crate::latency::server::Bounds {
         max_sessions: a.max_sessions,
         max_duration: Duration::from_secs(a.max_duration),
-        udp_port: a.udp_port,
+        udp_port: a.udp_port.unwrap_or(a.port),
         udp_bind: Some(a.bind),
         ..Default::default()
     };

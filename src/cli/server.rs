@@ -59,9 +59,10 @@ pub struct ServerArgs {
     /// Seconds a new connection may take to send its cookie (or routerbench magic).
     #[arg(long = "handshake-timeout", default_value_t = 10)]
     pub handshake_timeout: u64,
-    /// UDP port of the latency probe reflector (0 = ephemeral; never the iperf3 port).
-    #[arg(long = "latency-udp-port", default_value_t = 0)]
-    pub latency_udp_port: u16,
+    /// UDP port of the latency probe reflector (default: the server's port, shared with
+    /// iperf3's UDP tests, so a firewall opens one number for TCP and UDP; 0 = ephemeral).
+    #[arg(long = "latency-udp-port", value_name = "PORT")]
+    pub latency_udp_port: Option<u16>,
     /// Pin every test's stream threads to this CPU (iperf3's server `-A n`); a client's
     /// `-A n,m` overrides it for its test.
     #[arg(short = 'A', long = "affinity", value_name = "N")]
@@ -281,24 +282,38 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         tests: AtomicU64::new(0),
     });
     // Bound before detaching, so "port in use" reaches the terminal; no thread runs yet.
-    let server = Server::bind(config(&args), observer.clone())?;
+    let mut server = Server::bind(config(&args), observer.clone())?;
+    let port = server.local_addr()?.port();
     if args.daemon {
         crate::server::daemon::detach()?;
     }
     let _pid = pidfile
         .map(crate::server::daemon::PidFile::write)
         .transpose()?;
-    // routerbench's own protocol (RRUL and friends) on the same port; its UDP reflector binds
-    // a port of its own (never the iperf3 UDP port), which clients learn in the handshake.
+    // routerbench's own protocol (RRUL and friends) on the same port; its UDP probe reflector
+    // listens on the same UDP port number too (clients learn it in the handshake) and hands
+    // iperf3's UDP hellos to the iperf3 tests.
+    let udp_port = args.latency_udp_port.unwrap_or(port);
     let latency = crate::latency::server::Service::new(crate::latency::server::Bounds {
         udp_bind: args.bind,
-        udp_port: args.latency_udp_port,
+        udp_port,
         ..Default::default()
+    })
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "{e:#} (UDP port {udp_port} in use by another program? pick one with \
+             --latency-udp-port)"
+        )
     })?;
+    if udp_port == port
+        && let Some(tx) = server.share_udp_port()
+    {
+        latency.set_foreign(Arc::new(move |from| tx.try_send(from).is_ok()));
+    }
     let log_sink = sink.clone();
     latency.set_log(Arc::new(move |m: &str| log_sink.log(m)));
     sink.log(&format!(
-        "routerbench protocol: UDP probe reflector on port {}",
+        "UDP probe reflector (routerbench protocol) on port {}; iperf3 UDP tests on port {port}",
         latency
             .udp_port(args.bind.is_some_and(|b| b.is_ipv6()))
             .or(latency.udp_port(false))

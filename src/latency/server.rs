@@ -104,8 +104,14 @@ pub(crate) struct Inner {
     /// Where log lines go (the server command's sink); none: kept in `events` only, so an
     /// in-process server (`run`, `lab run`) never writes into its command's report.
     log_to: Mutex<Option<LogFn>>,
+    /// Takes the source of a datagram on the reflector's port that is not a probe (an iperf3
+    /// UDP hello when the reflector shares the iperf3 port); true if it was taken.
+    pub(crate) foreign: Mutex<Option<ForeignFn>>,
     pub shutdown: AtomicBool,
 }
+
+/// Receives the source address of a datagram that is not a probe.
+pub type ForeignFn = Arc<dyn Fn(std::net::SocketAddr) -> bool + Send + Sync>;
 
 /// Receives the service's log lines.
 pub type LogFn = Arc<dyn Fn(&str) + Send + Sync>;
@@ -159,6 +165,7 @@ impl Service {
             sessions: Mutex::new(HashMap::new()),
             events: Mutex::new(VecDeque::new()),
             log_to: Mutex::new(None),
+            foreign: Mutex::new(None),
             shutdown: AtomicBool::new(false),
         });
         let reflector = Arc::new(Reflector::start(inner.clone())?);
@@ -178,6 +185,14 @@ impl Service {
     /// Sends log lines (one per session, and refusals) to `hook`.
     pub fn set_log(&self, hook: LogFn) {
         if let Ok(mut h) = self.inner.log_to.lock() {
+            *h = Some(hook);
+        }
+    }
+
+    /// Hands datagrams that are not probes to `hook` (the iperf3 server's UDP hellos when
+    /// the reflector listens on the iperf3 port).
+    pub fn set_foreign(&self, hook: ForeignFn) {
+        if let Ok(mut h) = self.inner.foreign.lock() {
             *h = Some(hook);
         }
     }

@@ -174,6 +174,7 @@ impl Server {
                 udp: UdpAcceptor {
                     bind,
                     lock: Mutex::new(()),
+                    hellos: None,
                 },
                 cfg,
                 broker: Broker::default(),
@@ -199,6 +200,16 @@ impl Server {
             s.handler = Some(handler);
         }
         self
+    }
+
+    /// Lets another reader of the UDP port (the latency probe reflector on the same port
+    /// number) hand iperf3 UDP hellos to the tests: send each non-probe datagram's source
+    /// address to the returned sender. Call before `run`; `None` if already running.
+    pub fn share_udp_port(&mut self) -> Option<std::sync::mpsc::SyncSender<SocketAddr>> {
+        let s = Arc::get_mut(&mut self.shared)?;
+        let (tx, rx) = std::sync::mpsc::sync_channel(256);
+        s.udp.hellos = Some(Mutex::new(rx));
+        Some(tx)
     }
 
     /// Keeps every finished test's result (loopback reads them back).
