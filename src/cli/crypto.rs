@@ -84,6 +84,7 @@ pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
     };
     let device = crate::device::detect();
     let identity = identity_for(&args, &device);
+    let labels = crate::report::device::row_identity_labels(&device, &identity);
     if args.import.is_some()
         && !args.no_identity
         && args.revision.is_none()
@@ -113,7 +114,7 @@ pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
     let text = if json_to_stdout {
         serde_json::to_string_pretty(&envelope)? + "\n"
     } else {
-        render_output(&result, &identity, args.format, args.cipher_block)
+        render_output(&result, &identity, &labels, args.format, args.cipher_block)
     };
     crate::out!("{text}");
     Ok(0)
@@ -123,6 +124,7 @@ pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
 pub fn render_output(
     result: &CryptoResult,
     identity: &[String],
+    labels: &[String],
     format: OutputFormat,
     cipher_block: u32,
 ) -> String {
@@ -133,7 +135,7 @@ pub fn render_output(
             "{}\nOpenWrt table row (hashes at 1024 B, ciphers at {cipher_block} B, bytes/s; \
              RSA/DSA per s):\n{}\n{}\n",
             render::render_table(result),
-            render::openwrt_header(identity.len()),
+            render::openwrt_header(labels),
             render::openwrt_row(result, identity, cipher_block)
         ),
     }

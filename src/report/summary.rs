@@ -21,7 +21,11 @@ pub fn render_run(r: &RunResult) -> String {
             .unwrap_or_else(|| vec!["unknown".into()]);
         let block = crate::crypto::ROW_CIPHER_BLOCK;
         out.push_str("\nOpenWrt table row:\n");
-        out.push_str(&super::crypto::openwrt_header(identity.len()));
+        let labels = match &r.device {
+            Some(d) => super::device::row_identity_labels(d, &identity),
+            None => vec!["Revision".into()],
+        };
+        out.push_str(&super::crypto::openwrt_header(&labels));
         out.push('\n');
         out.push_str(&super::crypto::openwrt_row(c, &identity, block));
         out.push('\n');
