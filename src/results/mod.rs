@@ -15,7 +15,11 @@ pub mod monitor;
 pub mod throughput;
 
 /// Bumped on any incompatible change of the JSON layout; readers refuse a newer major.
-pub const SCHEMA: &str = "routerbench.run/1";
+/// `/2` put units into field names (`start_s`, `rtt_us`, `*_pct`, `t_s`, …).
+pub const SCHEMA: &str = "routerbench.run/2";
+
+/// Older schemas this version still reads: their field names are serde aliases.
+pub const SCHEMA_READABLE: [&str; 2] = ["routerbench.run/1", SCHEMA];
 
 /// Who wrote a result file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -36,7 +40,7 @@ impl ToolInfo {
 /// One `routerbench run` (or a single command's `--json`): the envelope of all sections.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
-    /// Always [`SCHEMA`] when written by this version.
+    /// Always [`SCHEMA`] when written by this version; [`SCHEMA_READABLE`] ones load.
     pub schema: String,
     pub tool: ToolInfo,
     /// RFC 3339 UTC time the run started.
@@ -123,7 +127,7 @@ pub fn load(path: &std::path::Path) -> Result<RunResult, LoadError> {
         .and_then(|s| s.as_str())
         .unwrap_or("")
         .to_string();
-    if found != SCHEMA {
+    if !SCHEMA_READABLE.contains(&found.as_str()) {
         return Err(LoadError::Schema {
             path: p,
             found,
