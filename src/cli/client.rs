@@ -9,6 +9,9 @@ use clap::Args;
 
 /// Parses an iperf3 rate: `100M`, `1.5G`, `800k` (decimal units); `/N` sets a burst.
 pub fn parse_rate(text: &str) -> Result<(u64, u32), String> {
+    if text.trim().starts_with('-') {
+        return Err(format!("{text} must be positive (e.g. 100M)"));
+    }
     let (rate, burst) = match text.split_once('/') {
         Some((r, b)) => (
             r,
@@ -24,6 +27,9 @@ pub fn parse_rate(text: &str) -> Result<(u64, u32), String> {
 
 /// Parses an iperf3 size: `50M`, `128K`, `1G` (binary units, K = 1024).
 pub fn parse_size(text: &str) -> Result<u64, String> {
+    if text.trim().starts_with('-') {
+        return Err(format!("{text} must be positive (e.g. 128K)"));
+    }
     parse_scaled(text, 1024.0).ok_or_else(|| format!("bad size {text:?}: use e.g. 128K or 50M"))
 }
 
@@ -44,13 +50,15 @@ fn parse_scaled(text: &str, base: f64) -> Option<u64> {
 #[derive(Debug, Args, Clone)]
 pub struct TestOpts {
     /// Seconds to transmit.
-    #[arg(short = 't', long = "time", default_value_t = 10)]
+    #[arg(short = 't', long = "time", default_value_t = 10, allow_negative_numbers = true,
+          value_parser = non_negative_u32)]
     pub time: u32,
     /// Bytes to transmit instead of a time (e.g. 50M).
-    #[arg(short = 'n', long = "bytes", value_parser = parse_size)]
+    #[arg(allow_hyphen_values = true, short = 'n', long = "bytes", value_parser = parse_size)]
     pub bytes: Option<u64>,
     /// Blocks to transmit instead of a time.
-    #[arg(short = 'k', long = "blockcount")]
+    #[arg(short = 'k', long = "blockcount", allow_negative_numbers = true,
+          value_parser = non_negative_u64)]
     pub blockcount: Option<u64>,
     /// Parallel streams (1..128).
     #[arg(short = 'P', long = "parallel", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=128))]
@@ -65,13 +73,13 @@ pub struct TestOpts {
     #[arg(short = 'u', long = "udp")]
     pub udp: bool,
     /// Target bitrate per stream, bit/s (e.g. 100M; `/N` for a burst). UDP default 1M.
-    #[arg(short = 'b', long = "bitrate", value_parser = parse_rate)]
+    #[arg(allow_hyphen_values = true, short = 'b', long = "bitrate", value_parser = parse_rate)]
     pub bitrate: Option<(u64, u32)>,
     /// Block size (TCP default 128K; UDP default the path MSS).
-    #[arg(short = 'l', long = "length", value_parser = parse_size)]
+    #[arg(allow_hyphen_values = true, short = 'l', long = "length", value_parser = parse_size)]
     pub length: Option<u64>,
     /// Socket buffer size (window), e.g. 512K.
-    #[arg(short = 'w', long = "window", value_parser = parse_size)]
+    #[arg(allow_hyphen_values = true, short = 'w', long = "window", value_parser = parse_size)]
     pub window: Option<u64>,
     /// TCP congestion control algorithm (e.g. bbr, cubic, reno).
     #[arg(short = 'C', long = "congestion")]
@@ -83,10 +91,16 @@ pub struct TestOpts {
     #[arg(long = "dscp", conflicts_with = "tos")]
     pub dscp: Option<String>,
     /// Seconds to omit at the start (TCP slow start).
-    #[arg(short = 'O', long = "omit", default_value_t = 0)]
+    #[arg(short = 'O', long = "omit", default_value_t = 0, allow_negative_numbers = true,
+          value_parser = non_negative_u32)]
     pub omit: u32,
     /// Seconds between interval reports (0 = none).
-    #[arg(short = 'i', long = "interval", default_value_t = 1.0)]
+    #[arg(
+        short = 'i',
+        long = "interval",
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
     pub interval: f64,
     /// Print iperf3's -J JSON instead of text.
     #[arg(short = 'J', long = "json")]
@@ -95,6 +109,24 @@ pub struct TestOpts {
     /// CPU m.
     #[arg(short = 'A', long = "affinity", value_parser = parse_affinity, value_name = "N[,M]")]
     pub affinity: Option<(usize, Option<usize>)>,
+}
+
+/// A count of seconds: `-5` says "must be positive", not "unexpected argument".
+pub fn non_negative_u32(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<i64>() {
+        Ok(v) if v < 0 => Err(format!("{v} must be positive")),
+        Ok(v) => u32::try_from(v).map_err(|_| format!("{v} is too large")),
+        Err(_) => Err(format!("{s:?} is not a whole number of seconds")),
+    }
+}
+
+/// A count: `-5` says "must be positive".
+pub fn non_negative_u64(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<i128>() {
+        Ok(v) if v < 0 => Err(format!("{v} must be positive")),
+        Ok(v) => u64::try_from(v).map_err(|_| format!("{v} is too large")),
+        Err(_) => Err(format!("{s:?} is not a whole number")),
+    }
 }
 
 /// `-A n[,m]`.
@@ -193,7 +225,8 @@ pub struct ClientArgs {
     #[arg(long = "cport", value_parser = clap::value_parser!(u16).range(1..))]
     pub cport: Option<u16>,
     /// Server port.
-    #[arg(short = 'p', long = "port", default_value_t = crate::wire::iperf3::DEFAULT_PORT)]
+    #[arg(short = 'p', long = "port", default_value_t = crate::wire::iperf3::DEFAULT_PORT,
+          value_parser = clap::value_parser!(u16).range(1..))]
     pub port: u16,
     #[command(flatten)]
     pub test: TestOpts,

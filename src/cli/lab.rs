@@ -53,16 +53,16 @@ pub struct RunArgs {
     #[command(flatten)]
     pub name: NameArg,
     /// Load length in seconds.
-    #[arg(short, long, default_value_t = 30.0)]
+    #[arg(allow_negative_numbers = true, short, long, default_value_t = 30.0)]
     pub length: f64,
     /// Idle time before and after the load, seconds.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 2.0)]
     pub delay: f64,
     /// Sampling step, seconds.
-    #[arg(short, long, default_value_t = 0.1)]
+    #[arg(allow_negative_numbers = true, short, long, default_value_t = 0.1)]
     pub step: f64,
     /// Probe interval, seconds (default: the step).
-    #[arg(long)]
+    #[arg(allow_negative_numbers = true, long)]
     pub interval: Option<f64>,
     /// Flows for tcp_nup / tcp_ndown.
     #[arg(short = 'n', long, default_value_t = 4)]
@@ -71,7 +71,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub cc: Option<String>,
     /// Seconds of load skipped before queue delays are compared with theory.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 2.0)]
     pub warmup: f64,
     /// Write the result (routerbench JSON: latency, lab, monitor) to FILE.
     #[arg(long, value_name = "FILE")]
@@ -400,6 +400,9 @@ fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
 }
 
 fn secs(what: &str, v: f64, lo: f64, hi: f64) -> anyhow::Result<Duration> {
+    if v < 0.0 || (v == 0.0 && lo > 0.0) {
+        anyhow::bail!("--{what} must be positive ({lo}-{hi} s), got {v}");
+    }
     if !(lo..=hi).contains(&v) {
         anyhow::bail!("--{what} must be {lo}-{hi} s, got {v}");
     }
@@ -410,6 +413,14 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
     use crate::latency::{TestConfig, TestKind};
     lab::sys::require_root()?;
     let started = crate::util::time::now_rfc3339();
+    // Inputs first: a typo is reported before the lab is even looked at.
+    let step = secs("step", a.step, 0.01, 10.0)?;
+    let length = secs("length", a.length, 1.0, 3600.0)?;
+    let delay = secs("delay", a.delay, 0.0, 60.0)?;
+    let probe_interval = match a.interval {
+        Some(i) => secs("interval", i, 0.005, 10.0)?,
+        None => step,
+    };
     let cfg = lab::load_config(&a.name.name)?;
     let kind = match a.test {
         TestArg::Rrul => TestKind::Rrul,
@@ -420,17 +431,13 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         TestArg::RrulIcmp => TestKind::RrulIcmp,
         TestArg::TcpBidirectional => TestKind::TcpBidirectional,
     };
-    let step = secs("step", a.step, 0.01, 10.0)?;
     let test = TestConfig {
         kind,
         streams: a.streams.max(1),
-        length: secs("length", a.length, 1.0, 3600.0)?,
-        delay: secs("delay", a.delay, 0.0, 60.0)?,
+        length,
+        delay,
         step,
-        probe_interval: match a.interval {
-            Some(i) => secs("interval", i, 0.005, 10.0)?,
-            None => step,
-        },
+        probe_interval,
         cc: Some(a.cc.clone().unwrap_or_else(|| cfg.cc.clone())),
         ..TestConfig::default()
     };

@@ -12,19 +12,19 @@ pub struct LatencyArgs {
     /// Server running `routerbench latency-server` (or the shared server).
     pub host: String,
     /// Server port.
-    #[arg(short, long, default_value_t = 5201)]
+    #[arg(short, long, default_value_t = 5201, value_parser = clap::value_parser!(u16).range(1..))]
     pub port: u16,
     /// Load length in seconds (flent -l).
-    #[arg(short, long, default_value_t = 60.0)]
+    #[arg(allow_negative_numbers = true, short, long, default_value_t = 60.0)]
     pub length: f64,
     /// Sampling step in seconds (flent -s).
-    #[arg(short, long, default_value_t = 0.2)]
+    #[arg(allow_negative_numbers = true, short, long, default_value_t = 0.2)]
     pub step: f64,
     /// Idle time before and after the load, seconds (flent --delay).
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 5.0)]
     pub delay: f64,
     /// Probe interval in seconds (default: the step, as flent; down to 0.005).
-    #[arg(long)]
+    #[arg(allow_negative_numbers = true, long)]
     pub interval: Option<f64>,
     /// UDP probe size in bytes (56–1200).
     #[arg(long, default_value_t = 64)]
@@ -84,23 +84,35 @@ pub struct ServerArgs {
 }
 
 fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
+    if v < 0.0 {
+        anyhow::bail!("{what} must be positive (seconds), got {v}");
+    }
     Duration::try_from_secs_f64(v)
-        .map_err(|_| anyhow::anyhow!("{what} must be a non-negative number of seconds, got {v}"))
+        .map_err(|_| anyhow::anyhow!("{what} must be a number of seconds, got {v}"))
+}
+
+/// Seconds that must be more than zero.
+fn positive_secs(v: f64, what: &str) -> anyhow::Result<Duration> {
+    let d = secs(v, what)?;
+    if d.is_zero() {
+        anyhow::bail!("{what} must be positive (seconds), got {v}");
+    }
+    Ok(d)
 }
 
 fn config(kind: TestKind, streams: u8, a: &LatencyArgs) -> anyhow::Result<TestConfig> {
-    let step = secs(a.step, "--step")?;
+    let step = positive_secs(a.step, "--step")?;
     Ok(TestConfig {
         kind,
         host: a.host.clone(),
         port: a.port,
         streams,
-        length: secs(a.length, "--length")?,
+        length: positive_secs(a.length, "--length")?,
         delay: secs(a.delay, "--delay")?,
         step,
         probe_interval: a
             .interval
-            .map(|i| secs(i, "--interval"))
+            .map(|i| positive_secs(i, "--interval"))
             .transpose()?
             .unwrap_or(step),
         probe_size: a.probe_size,

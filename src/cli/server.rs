@@ -24,7 +24,12 @@ pub struct ServerArgs {
     #[command(flatten)]
     pub output: OutputOpts,
     /// Seconds between the server's interval lines (0 = none).
-    #[arg(short = 'i', long = "interval", default_value_t = 1.0)]
+    #[arg(
+        short = 'i',
+        long = "interval",
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
     pub interval: f64,
     /// Port to listen on (TCP, and UDP for UDP tests).
     #[arg(short = 'p', long = "port", default_value_t = crate::wire::iperf3::DEFAULT_PORT)]

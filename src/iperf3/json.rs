@@ -202,11 +202,15 @@ impl From<&Interval> for IntervalJson {
     }
 }
 
+/// One stream of `end.streams`: `sender` and `receiver` (TCP) or `udp`.
 #[derive(Serialize)]
-#[serde(untagged)]
-enum EndStream {
-    Tcp { sender: Side, receiver: Side },
-    Udp { udp: Side },
+struct EndStream {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sender: Option<Side>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    receiver: Option<Side>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    udp: Option<Side>,
 }
 
 #[derive(Serialize)]
@@ -287,10 +291,15 @@ pub fn render(r: &ThroughputResult) -> String {
         .streams
         .iter()
         .map(|s: &StreamEnd| match (&s.udp, udp) {
-            (Some(u), true) => EndStream::Udp { udp: u.into() },
-            _ => EndStream::Tcp {
-                sender: (&s.sender).into(),
-                receiver: (&s.receiver).into(),
+            (Some(u), true) => EndStream {
+                sender: None,
+                receiver: None,
+                udp: Some(u.into()),
+            },
+            _ => EndStream {
+                sender: Some((&s.sender).into()),
+                receiver: Some((&s.receiver).into()),
+                udp: None,
             },
         })
         .collect();
