@@ -78,10 +78,17 @@ pub struct CryptoArgs {
 
 pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
     let started = crate::util::time::now_rfc3339();
+    if let Some(path) = args.json.as_deref().filter(|p| *p != "-") {
+        super::check_output_file(std::path::Path::new(path), "--json")?;
+    }
+    // Ctrl-C stops after the algorithm being measured; the rest of the row stays empty.
+    crate::server::signals::install();
+    let signal = super::client::SignalFlag::default();
     let result = match &args.import {
         Some(file) => import(file)?,
-        None => measure(&args)?,
+        None => measure(&args, &signal.0)?,
     };
+    let interrupted = signal.0.load(std::sync::atomic::Ordering::Relaxed);
     let device = crate::device::detect();
     let identity = identity_for(&args, &device);
     let labels = crate::report::device::row_identity_labels(&device, &identity);
@@ -117,6 +124,10 @@ pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
         render_output(&result, &identity, &labels, args.format, args.cipher_block)
     };
     crate::out!("{text}");
+    if interrupted {
+        crate::errln!("routerbench: interrupted: the row is partial");
+        return Ok(1);
+    }
     Ok(0)
 }
 
@@ -163,7 +174,10 @@ fn identity_for(args: &CryptoArgs, device: &DeviceInfo) -> Vec<String> {
     render::identity_cells(&info)
 }
 
-fn measure(args: &CryptoArgs) -> anyhow::Result<CryptoResult> {
+fn measure(
+    args: &CryptoArgs,
+    interrupt: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> anyhow::Result<CryptoResult> {
     let algorithms = match &args.algorithms {
         Some(list) => crypto::parse_algorithms(list)?,
         None => crate::results::crypto::Algorithm::ALL.to_vec(),
@@ -180,6 +194,7 @@ fn measure(args: &CryptoArgs) -> anyhow::Result<CryptoResult> {
         },
         threads: args.multi,
         elapsed: args.elapsed,
+        interrupt: Some(interrupt.clone()),
         ..SuiteConfig::default()
     };
     if let Some(s) = args.seconds {

@@ -35,12 +35,27 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<i32> {
         queue_interval: Duration::from_secs_f64(args.queue_interval),
         ..Default::default()
     })?;
-    std::thread::sleep(Duration::from_secs_f64(args.duration));
-    let result = sampler.stop();
+    // Ctrl-C ends the sampling early; what was sampled is still printed.
+    crate::server::signals::install();
+    let end = std::time::Instant::now() + Duration::from_secs_f64(args.duration);
+    let mut interrupted = false;
+    while let Some(left) = end.checked_duration_since(std::time::Instant::now()) {
+        if crate::server::signals::signalled() {
+            interrupted = true;
+            break;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+    }
+    let mut result = sampler.stop();
+    if interrupted {
+        result
+            .notes
+            .push("interrupted (SIGINT/SIGTERM): sampled for less than --duration".into());
+    }
     if args.json {
         crate::outln!("{}", serde_json::to_string_pretty(&result)?);
     } else {
         crate::out!("{}", crate::report::monitor::render_text(&result));
     }
-    Ok(0)
+    Ok(if interrupted { 1 } else { 0 })
 }

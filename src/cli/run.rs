@@ -66,7 +66,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
 
     if !args.skip.contains(&Part::Crypto) {
         let seconds = if args.quick { 0.2 } else { args.crypto_seconds };
-        let cfg = SuiteConfig::row_only(args.engine, seconds);
+        let mut cfg = SuiteConfig::row_only(args.engine, seconds);
+        cfg.interrupt = Some(signal.0.clone());
         match crypto::run_suite(&cfg, progress.as_ref()) {
             Ok(c) => result.crypto = Some(c),
             Err(e) => result.notes.push(format!("crypto skipped: {e}")),
