@@ -91,9 +91,9 @@ fn unwritable_outputs_fail_before_measuring() {
             "-p",
             "1",
             "--flent",
-            "/nonexistent-dir/x.flent.gz",
+            "/proc/routerbench-nope/x.flent.gz",
         ],
-        "does not exist",
+        "cannot create the directory",
     );
 }
 

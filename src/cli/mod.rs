@@ -62,21 +62,14 @@ pub enum Command {
     Loopback(loopback::LoopbackArgs),
 }
 
-/// Checks before any measuring that `path` can be written: its directory exists and takes a
-/// new file (`what` names the option in the error).
+/// Checks before any measuring that `path` can be written: its directory exists (it is
+/// created, as saving would) and takes a new file (`what` names the option in the error).
 pub fn check_output_file(path: &std::path::Path, what: &str) -> anyhow::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
-    if !dir.is_dir() {
-        anyhow::bail!(
-            "{what} {}: directory {} does not exist: create it or pick another path",
-            path.display(),
-            dir.display()
-        );
-    }
-    check_writable_dir(&dir).map_err(|e| anyhow::anyhow!("{what} {}: {e}", path.display()))
+    check_output_dir(&dir, what).map_err(|e| anyhow::anyhow!("{e} (for {})", path.display()))
 }
 
 /// Checks that `dir` exists (creating it) and that a file can be created in it.
