@@ -1,5 +1,6 @@
 //! `routerbench server`: serves iperf3 3.x clients (and routerbench's own protocol) on one
-//! port, several tests at once, with limits; logs to stderr, test summaries to stdout.
+//! port, several tests at once, with limits; iperf3's output on stdout (or `--logfile`), log
+//! lines with `-V`; `-D`, `-I` and SIGHUP as iperf3 users expect.
 
 use super::client::OutputOpts;
 use crate::server::log::LogSink;
@@ -89,20 +90,25 @@ pub struct Log {
     /// No output at all (`-q`), only errors.
     pub quiet: bool,
     pub sink: Arc<LogSink>,
-    /// The port shown in the banner.
-    pub port: u16,
+    /// The port shown in the banner (the bound one, also with `-p 0`).
+    pub port: std::sync::atomic::AtomicU16,
     /// Tests started so far (the banner's "test #N").
     pub tests: AtomicU64,
+    /// `-1` / `--max-tests`: no banner after the last test.
+    pub max_tests: Option<u64>,
 }
 
 impl Log {
     fn banner(&self) {
         let n = self.tests.load(Ordering::Relaxed) + 1;
+        if self.max_tests.is_some_and(|m| n > m) {
+            return;
+        }
         self.output(&format!(
             "-----------------------------------------------------------\n\
              Server listening on {} (test #{n})\n\
              -----------------------------------------------------------\n",
-            self.port
+            self.port.load(Ordering::Relaxed)
         ));
     }
 
@@ -281,14 +287,20 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
     let observer = Arc::new(Log {
         json: args.json,
         verbose: args.output.verbose,
-        quiet: args.quiet,
+        quiet: args.quiet && !args.json,
         sink: sink.clone(),
-        port: args.port,
+        port: args.port.into(),
         tests: AtomicU64::new(0),
+        max_tests: if args.one_off {
+            Some(1)
+        } else {
+            args.max_tests
+        },
     });
     // Bound before detaching, so "port in use" reaches the terminal; no thread runs yet.
     let mut server = Server::bind(config(&args), observer.clone())?;
     let port = server.local_addr()?.port();
+    observer.port.store(port, Ordering::Relaxed);
     if args.daemon {
         crate::server::daemon::detach()?;
     }
