@@ -366,16 +366,12 @@ fn spawn_reopen_on_hangup(sink: Arc<LogSink>) -> Arc<std::sync::atomic::AtomicBo
                 if !crate::server::signals::take_hangup() {
                     continue;
                 }
-                let what = sink
-                    .logfile()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_else(|| "(no --logfile: nothing to reopen)".into());
-                match sink.reopen() {
-                    Ok(()) => {
-                        sink.error(&format!("routerbench server: SIGHUP: reopened log {what}"))
-                    }
-                    Err(e) => sink.error(&format!("routerbench server: SIGHUP: {e:#}")),
-                }
+                let line = match (sink.logfile(), sink.reopen()) {
+                    (None, _) => "SIGHUP: no --logfile to reopen; still serving".to_string(),
+                    (Some(p), Ok(())) => format!("SIGHUP: reopened log {}", p.display()),
+                    (Some(_), Err(e)) => format!("SIGHUP: {e:#}; still writing the old file"),
+                };
+                sink.error(&format!("routerbench server: {line}"));
             }
         });
     stop
