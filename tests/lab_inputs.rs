@@ -80,4 +80,6 @@ fn a_buffer_that_queues_for_minutes_earns_a_warning() {
     let err = String::from_utf8_lossy(&up.stderr);
     assert!(err.contains("warning"), "{err}");
     assert!(err.contains("120 s of delay"), "{err}");
+    let out = String::from_utf8_lossy(&up.stdout);
+    assert!(out.contains("full queue adds 120.0 s"), "{out}");
 }
