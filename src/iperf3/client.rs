@@ -342,10 +342,10 @@ fn run_test(
     }
     let before = meter.intervals.len();
     let ends = meter.finish(end_t);
-    if meter.intervals.len() > before
-        && let Some(last) = meter.intervals.last()
-    {
-        sink.interval(last);
+    if meter.intervals.len() > before {
+        if let Some(last) = meter.intervals.last() {
+            sink.interval(last);
+        }
     }
     let server = if interrupted {
         cpu.add(control_cpu.stop());

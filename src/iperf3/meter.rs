@@ -189,9 +189,12 @@ impl Meter {
                 sender: s.sender,
                 ..Default::default()
             };
-            if let Some(sock) = s.info.as_ref().filter(|_| s.sender && !s.udp)
-                && let Ok(ti) = tcp_info(sock)
-            {
+            let ti = s
+                .info
+                .as_ref()
+                .filter(|_| s.sender && !s.udp)
+                .and_then(|sock| tcp_info(sock).ok());
+            if let Some(ti) = ti {
                 st.retransmits = Some(ti.total_retrans.saturating_sub(s.last_retrans) as i64);
                 st.snd_cwnd = Some(ti.snd_cwnd_bytes());
                 st.snd_wnd = Some(ti.snd_wnd as u64);

@@ -200,8 +200,10 @@ fn serve_inner(
         }
         connected.push(summary::connected(id, &sock));
         // Only senders are woken at the end; receivers drain what is in flight.
-        if sender && let Ok(w) = sock.try_clone() {
-            wake.push(w);
+        if sender {
+            if let Ok(w) = sock.try_clone() {
+                wake.push(w);
+            }
         }
         let wcfg = WorkerConfig {
             sender,
@@ -291,10 +293,10 @@ fn serve_inner(
     }
     let before = meter.intervals.len();
     let ends = meter.finish(end_t);
-    if meter.intervals.len() > before
-        && let Some(last) = meter.intervals.last()
-    {
-        env.sink.interval(last);
+    if meter.intervals.len() > before {
+        if let Some(last) = meter.intervals.last() {
+            env.sink.interval(last);
+        }
     }
     outcome?;
     ctl.send_state(State::ExchangeResults)?;

@@ -222,9 +222,10 @@ pub fn spawn(
     std::thread::Builder::new()
         .name(format!("iperf3-stream-{id}"))
         .spawn(move || {
-            if let Some(c) = cfg.cpu
-                && let Err(e) = crate::util::affinity::pin_current_thread(c)
-            {
+            let pinned = cfg
+                .cpu
+                .map(|c| (c, crate::util::affinity::pin_current_thread(c)));
+            if let Some((c, Err(e))) = pinned {
                 return WorkerEnd {
                     cpu: (0.0, 0.0),
                     error: Some(std::io::Error::new(
@@ -293,8 +294,10 @@ fn tcp_send(
     let start = Instant::now();
     let mut sent = 0u64;
     while !done.load(Ordering::Relaxed) {
-        if let Some(b) = &cfg.budget
-            && !b.claim(cfg.len as u64)
+        if cfg
+            .budget
+            .as_ref()
+            .is_some_and(|b| !b.claim(cfg.len as u64))
         {
             return Ok(());
         }
@@ -371,8 +374,10 @@ fn udp_send(
     let mut sent = 0u64;
     let mut seq: u64 = 0;
     while !done.load(Ordering::Relaxed) {
-        if let Some(b) = &cfg.budget
-            && !b.claim(cfg.len as u64)
+        if cfg
+            .budget
+            .as_ref()
+            .is_some_and(|b| !b.claim(cfg.len as u64))
         {
             return Ok(());
         }

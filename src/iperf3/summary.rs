@@ -44,10 +44,10 @@ pub fn results_message(
                 start_time: 0.0,
                 end_time: e.end_time,
             };
-            if e.sender
-                && udp
-                && let Some(p) = peer.and_then(|p| p.stream(e.id))
-            {
+            let from_peer = peer
+                .filter(|_| e.sender && udp)
+                .and_then(|p| p.stream(e.id));
+            if let Some(p) = from_peer {
                 s.jitter = p.jitter;
                 s.errors = p.errors;
             }

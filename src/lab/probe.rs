@@ -221,9 +221,7 @@ fn receive_until(sock: &UdpSocket, until: Instant, buf: &mut [u8], series: &mut 
                 let mut hold = [0u8; 8];
                 hold.copy_from_slice(&buf[HOLD_AT..HOLD_AT + 8]);
                 let hold = i128::from(u64::from_be_bytes(hold));
-                if let Some(slot) = series.sent_ns.get_mut(seq)
-                    && let Some(tx) = slot.take()
-                {
+                if let Some(tx) = series.sent_ns.get_mut(seq).and_then(Option::take) {
                     let rtt = r.rx_ns - tx - hold;
                     if (0..=series.timeout_ns).contains(&rtt) {
                         series.rtts_ms.push(rtt as f64 / 1e6);

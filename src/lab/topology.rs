@@ -407,9 +407,10 @@ pub fn status(name: &str) -> Result<LabStatus> {
         return Ok(st);
     }
     for dev in [DEV_RTR_WAN, DEV_RTR_LAN] {
-        if let Ok(out) = tc(&rtr, &["-s", "-j", "qdisc", "show", "dev", dev])
-            && let Ok(q) = crate::monitor::qdisc::parse_qdisc_json(dev, &out)
-        {
+        let parsed = tc(&rtr, &["-s", "-j", "qdisc", "show", "dev", dev])
+            .ok()
+            .and_then(|out| crate::monitor::qdisc::parse_qdisc_json(dev, &out).ok());
+        if let Some(q) = parsed {
             st.qdiscs.extend(q);
         }
         let d = dev.to_string();

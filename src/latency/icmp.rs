@@ -185,9 +185,10 @@ mod tests {
         for seq in 0..5u16 {
             s.send(seq, 0).unwrap();
             for _ in 0..100 {
-                if let Ok(r) = so::recv_timestamped(&s, &mut buf)
-                    && let Some(got) = s.parse_reply(&buf[..r.len], r.from)
-                {
+                let got = so::recv_timestamped(&s, &mut buf)
+                    .ok()
+                    .and_then(|r| s.parse_reply(&buf[..r.len], r.from).map(|g| (g, r)));
+                if let Some((got, r)) = got {
                     assert_eq!(got, seq);
                     replies += 1;
                     stamped += r.kernel_ns.is_some() as u32;

@@ -258,9 +258,11 @@ fn collect_tx(s: &mut Stream) {
         Sock::None => return,
     };
     for (id, ns) in stamps {
-        if let Some(seq) = s.tx_ids.remove(&id)
-            && let Some(p) = s.data.samples.get_mut(seq as usize)
-        {
+        let sample = s
+            .tx_ids
+            .remove(&id)
+            .and_then(|seq| s.data.samples.get_mut(seq as usize));
+        if let Some(p) = sample {
             p.send_kernel_ns = Some(ns);
         }
     }
@@ -285,9 +287,12 @@ fn drain(s: &mut Stream, cfg: &ProbeConfig, buf: &mut [u8], live: &Live) {
                 {
                     continue;
                 }
-                if pkt.flags() & rb::FLAG_PREV_TX != 0
-                    && let Some(prev) = s.data.samples.get_mut(pkt.prev_seq() as usize)
-                {
+                let prev = if pkt.flags() & rb::FLAG_PREV_TX != 0 {
+                    s.data.samples.get_mut(pkt.prev_seq() as usize)
+                } else {
+                    None
+                };
+                if let Some(prev) = prev {
                     prev.server_tx_kernel_ns = Some(pkt.server_prev_tx_ns());
                 }
                 let Some(p) = s.data.samples.get_mut(pkt.seq() as usize) else {

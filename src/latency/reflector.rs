@@ -173,18 +173,20 @@ fn run(inner: Arc<Inner>, sock: UdpSocket, v6: bool) {
         if sock.send_to(&buf[..r.len], from).is_ok() {
             pending.insert(next_tx_id, (session, stream, seq));
             next_tx_id = next_tx_id.wrapping_add(1);
-            if let Some(s) = inner.session(session)
-                && let Ok(mut p) = s.probes.lock()
-            {
-                p.streams.entry(stream).or_default().reflected += 1;
+            if let Some(s) = inner.session(session) {
+                if let Ok(mut p) = s.probes.lock() {
+                    p.streams.entry(stream).or_default().reflected += 1;
+                }
             }
         }
         for (id, ns) in so::read_tx_timestamps(&sock) {
-            if let Some((sess, stream, seq)) = pending.remove(&id)
-                && let Some(s) = inner.session(sess)
-                && let Ok(mut p) = s.probes.lock()
-            {
-                p.streams.entry(stream).or_default().prev_tx = Some((seq, ns));
+            let Some((sess, stream, seq)) = pending.remove(&id) else {
+                continue;
+            };
+            if let Some(s) = inner.session(sess) {
+                if let Ok(mut p) = s.probes.lock() {
+                    p.streams.entry(stream).or_default().prev_tx = Some((seq, ns));
+                }
             }
         }
         if pending.len() > 4096 {

@@ -423,10 +423,9 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
             ),
         );
         last_down = down;
-        if let Ok(d) = control.lock()
-            && let Some(e) = &d.error
-        {
-            failure = Some(e.clone());
+        let error = control.lock().ok().and_then(|d| d.error.clone());
+        if let Some(e) = error {
+            failure = Some(e);
             break;
         }
     }

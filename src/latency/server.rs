@@ -497,10 +497,10 @@ impl Service {
         }
         let v6 = peer.is_ipv6() && !is_mapped(peer.ip());
         so::set_tos(&stream, tos, v6)?;
-        if !cc.is_empty()
-            && let Err(e) = so::set_congestion(&stream, &cc)
-        {
-            return refuse(&mut stream, ErrorCode::BadRequest, e.to_string());
+        if !cc.is_empty() {
+            if let Err(e) = so::set_congestion(&stream, &cc) {
+                return refuse(&mut stream, ErrorCode::BadRequest, e.to_string());
+            }
         }
         let bytes = Arc::new(AtomicU64::new(0));
         {

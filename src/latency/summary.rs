@@ -171,7 +171,7 @@ impl RawRun {
                             + (sk as i64 - p.send_user_ns as i64).max(0)));
                     }
                     pt.rtt_ms = Some(ms(recv as i64 - send as i64));
-                    if udp && let Some(e) = exchange(p) {
+                    if let Some(e) = exchange(p).filter(|_| udp) {
                         pt.rtt_ms = Some(ms(e.rtt_ns()));
                         pt.server_ms = Some(ms(e.server_tx as i64 - e.server_rx as i64));
                         if let Some(off) = offset_at(t) {

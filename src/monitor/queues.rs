@@ -76,9 +76,12 @@ impl QueueReader {
                     .into(),
             );
         }
-        if let Some(tc) = &r.tc
-            && let Err(e) = crate::lab::sys::tool_path(tc)
-        {
+        let missing = r.tc.as_ref().and_then(|tc| {
+            crate::lab::sys::tool_path(tc)
+                .err()
+                .map(|e| (tc.clone(), e))
+        });
+        if let Some((tc, e)) = missing {
             r.notes.push(format!(
                 "qdisc backlog and drops not sampled: {tc} not found ({e}); {TC_HINT}"
             ));

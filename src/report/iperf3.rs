@@ -235,9 +235,11 @@ pub fn render_interval(iv: &Interval, server: bool) -> String {
     if n_main > 1 {
         let _ = writeln!(out, "{}", interval_line(&iv.sum, tag(&iv.sum)));
     }
-    if let Some(r) = &iv.sum_bidir_reverse
-        && iv.streams.len() - n_main > 1
-    {
+    let reverse = iv
+        .sum_bidir_reverse
+        .as_ref()
+        .filter(|_| iv.streams.len() - n_main > 1);
+    if let Some(r) = reverse {
         let _ = writeln!(out, "{}", interval_line(r, tag(r)));
     }
     out
@@ -354,9 +356,11 @@ pub fn render_final(r: &ThroughputResult) -> String {
             );
         }
     }
-    if let (Some(s), Some(rv)) = (&r.sum_sent_bidir_reverse, &r.sum_received_bidir_reverse)
-        && main_streams > 1
-    {
+    let reverse = match (&r.sum_sent_bidir_reverse, &r.sum_received_bidir_reverse) {
+        (Some(s), Some(rv)) if main_streams > 1 => Some((s, rv)),
+        _ => None,
+    };
+    if let Some((s, rv)) = reverse {
         let tag = if s.sender { tx } else { rx };
         if shown(s.sender, "sender") {
             let _ = writeln!(out, "{}", end_line(s, 0, "sender", udp, tag));

@@ -252,8 +252,8 @@ impl Server {
             if sh.stop.load(Ordering::Relaxed) {
                 break "stop requested";
             }
-            if let Some(max) = sh.cfg.max_tests
-                && sh.done.load(Ordering::Relaxed) + sh.failed.load(Ordering::Relaxed) >= max
+            let ended = sh.done.load(Ordering::Relaxed) + sh.failed.load(Ordering::Relaxed);
+            if sh.cfg.max_tests.is_some_and(|max| ended >= max)
                 && sh.active_tests.load(Ordering::Relaxed) == 0
             {
                 break "test limit reached";
@@ -494,10 +494,10 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, cookie: Cooki
                 peer,
                 result: &result,
             });
-            if sh.keep_results
-                && let Ok(mut r) = sh.results.lock()
-            {
-                r.push(result);
+            if sh.keep_results {
+                if let Ok(mut r) = sh.results.lock() {
+                    r.push(result);
+                }
             }
         }
         Err(error) => {

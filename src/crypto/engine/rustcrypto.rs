@@ -4,10 +4,10 @@
 
 use std::hint::black_box;
 
-use cbc::cipher::{self, BlockCipherEncrypt, BlockModeEncrypt, KeyInit, KeyIvInit};
+use cbc::cipher::{self, BlockCipher, BlockEncryptMut, KeyInit, KeyIvInit};
 use dsa::signature::hazmat::{PrehashVerifier, RandomizedPrehashSigner};
-use getrandom::SysRng;
 use rsa::pkcs8::DecodePrivateKey;
+use rsa::rand_core::OsRng;
 use sha2::Digest;
 
 use super::{
@@ -89,12 +89,12 @@ fn too_long(len: usize) -> EngineError {
 }
 
 /// CBC encryption in place on one persistent encryptor (chaining continues across calls).
-struct Cbc<C: BlockCipherEncrypt> {
+struct Cbc<C: BlockCipher + BlockEncryptMut> {
     enc: cbc::Encryptor<C>,
     blocks: Vec<cipher::Block<C>>,
 }
 
-impl<C: BlockCipherEncrypt + KeyInit> Cbc<C> {
+impl<C: BlockCipher + BlockEncryptMut + KeyInit> Cbc<C> {
     fn new(key_len: usize) -> Result<Self, EngineError> {
         let key = test_buffer(key_len);
         let iv = test_buffer(C::block_size());
@@ -105,12 +105,12 @@ impl<C: BlockCipherEncrypt + KeyInit> Cbc<C> {
     }
 }
 
-impl<C: BlockCipherEncrypt + KeyInit> BulkOp for Cbc<C> {
+impl<C: BlockCipher + BlockEncryptMut + KeyInit> BulkOp for Cbc<C> {
     fn run(&mut self, len: usize, n: u64) -> Result<(), EngineError> {
         let nb = len / C::block_size();
         let blocks = self.blocks.get_mut(..nb).ok_or_else(|| too_long(len))?;
         for _ in 0..n {
-            self.enc.encrypt_blocks(blocks);
+            self.enc.encrypt_blocks_mut(blocks);
         }
         black_box(&self.blocks);
         Ok(())
@@ -123,21 +123,21 @@ fn failed(what: &str) -> impl Fn(rsa::Error) -> EngineError + '_ {
 
 /// RSA-2048 PKCS#1 v1.5 without a DigestInfo prefix over 36 bytes, as `openssl speed rsa2048`.
 struct RsaOp {
-    key: rsa::PrivateKey,
-    public: rsa::PublicKey,
+    key: rsa::RsaPrivateKey,
+    public: rsa::RsaPublicKey,
     msg: [u8; RSA_MESSAGE_LEN],
     sig: Vec<u8>,
 }
 
 impl RsaOp {
     fn new() -> Result<Self, EngineError> {
-        let key = rsa::PrivateKey::from_pkcs8_pem(keys::RSA2048_PKCS8_PEM)
+        let key = rsa::RsaPrivateKey::from_pkcs8_pem(keys::RSA2048_PKCS8_PEM)
             .map_err(|e| EngineError::Failed(format!("embedded RSA key does not parse: {e}")))?;
         let public = key.to_public_key();
         let mut msg = [0u8; RSA_MESSAGE_LEN];
         msg.copy_from_slice(&test_buffer(RSA_MESSAGE_LEN));
         let sig = key
-            .sign_with_rng(&mut SysRng, rsa::Pkcs1v15Sign::new_unprefixed(), &msg)
+            .sign_with_rng(&mut OsRng, rsa::Pkcs1v15Sign::new_unprefixed(), &msg)
             .map_err(failed("RSA sign"))?;
         Ok(Self {
             key,
@@ -153,7 +153,7 @@ impl SignOp for RsaOp {
         for _ in 0..n {
             let sig = self
                 .key
-                .sign_with_rng(&mut SysRng, rsa::Pkcs1v15Sign::new_unprefixed(), &self.msg)
+                .sign_with_rng(&mut OsRng, rsa::Pkcs1v15Sign::new_unprefixed(), &self.msg)
                 .map_err(failed("RSA sign"))?;
             black_box(sig);
         }
@@ -180,23 +180,23 @@ struct DsaOp {
 impl DsaOp {
     fn new() -> Result<Self, EngineError> {
         let bad = |what: &str| EngineError::Failed(format!("embedded DSA key: {what} rejected"));
-        let p = dsa::BoxedUint::from_be_slice_vartime(&keys::hex_bytes(keys::dsa2048::P));
-        let q = dsa::BoxedUint::from_be_slice_vartime(&keys::hex_bytes(keys::dsa2048::Q));
-        let g = dsa::BoxedUint::from_be_slice_vartime(&keys::hex_bytes(keys::dsa2048::G));
-        let precision = p.bits_precision();
-        // 2048/160 is not a FIPS 186-4 size, so only the unchecked constructor accepts it.
-        let components =
-            dsa::Components::from_components_unchecked(p, q, g).map_err(|_| bad("p, q, g"))?;
-        let y = dsa::BoxedUint::from_be_slice(&keys::hex_bytes(keys::dsa2048::Y), precision)
-            .map_err(|_| bad("y"))?;
-        let x = dsa::BoxedUint::from_be_slice(&keys::hex_bytes(keys::dsa2048::X), precision)
-            .map_err(|_| bad("x"))?;
+        let big = |lines: &[&str]| dsa::BigUint::from_bytes_be(&keys::hex_bytes(lines));
+        let (p, q, g) = (
+            big(keys::dsa2048::P),
+            big(keys::dsa2048::Q),
+            big(keys::dsa2048::G),
+        );
+        // dsa 0.6 checks only that p, q, g are in range, so 2048/160 (not a FIPS 186-4 size) is
+        // accepted as `openssl speed dsa2048` uses it.
+        let components = dsa::Components::from_components(p, q, g).map_err(|_| bad("p, q, g"))?;
+        let y = big(keys::dsa2048::Y);
+        let x = big(keys::dsa2048::X);
         let public = dsa::VerifyingKey::from_components(components, y).map_err(|_| bad("y"))?;
         let key = dsa::SigningKey::from_components(public, x).map_err(|_| bad("x"))?;
         let mut msg = [0u8; DSA_MESSAGE_LEN];
         msg.copy_from_slice(&test_buffer(DSA_MESSAGE_LEN));
         let sig = key
-            .sign_prehash_with_rng(&mut SysRng, &msg)
+            .sign_prehash_with_rng(&mut OsRng, &msg)
             .map_err(|e| EngineError::Failed(format!("DSA sign: {e}")))?;
         Ok(Self { key, msg, sig })
     }
@@ -207,7 +207,7 @@ impl SignOp for DsaOp {
         for _ in 0..n {
             let sig = self
                 .key
-                .sign_prehash_with_rng(&mut SysRng, &self.msg)
+                .sign_prehash_with_rng(&mut OsRng, &self.msg)
                 .map_err(|e| EngineError::Failed(format!("DSA sign: {e}")))?;
             let _ = black_box(sig);
         }
