@@ -322,10 +322,10 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
              --latency-udp-port)"
         )
     })?;
-    if udp_port == port
-        && let Some(tx) = server.share_udp_port()
-    {
-        latency.set_foreign(Arc::new(move |from| tx.try_send(from).is_ok()));
+    if udp_port == port {
+        if let Some(tx) = server.share_udp_port() {
+            latency.set_foreign(Arc::new(move |from| tx.try_send(from).is_ok()));
+        }
     }
     let log_sink = sink.clone();
     latency.set_log(Arc::new(move |m: &str| log_sink.log(m)));

@@ -33,21 +33,22 @@ impl PidFile {
         } else {
             std::env::current_dir()?.join(path)
         };
-        if let Ok(text) = std::fs::read_to_string(&abs)
-            && let Ok(pid) = text.trim().parse::<i32>()
-            && pid > 0
-            && pid != std::process::id() as i32
-            && Path::new(&format!("/proc/{pid}")).exists()
-        {
+        let running = std::fs::read_to_string(&abs)
+            .ok()
+            .and_then(|text| text.trim().parse::<i32>().ok())
+            .filter(|&pid| {
+                pid > 0
+                    && pid != std::process::id() as i32
+                    && Path::new(&format!("/proc/{pid}")).exists()
+            });
+        if let Some(pid) = running {
             anyhow::bail!(
                 "pid file {} names a running process ({pid}): another server? stop it or use \
                  another -I file",
                 abs.display()
             );
         }
-        if let Some(dir) = abs.parent()
-            && !dir.is_dir()
-        {
+        if let Some(dir) = abs.parent().filter(|d| !d.is_dir()) {
             anyhow::bail!(
                 "pid file {}: directory {} does not exist",
                 abs.display(),

@@ -99,10 +99,10 @@ impl LogSink {
 
     /// Flushes buffered file output (end of a test, shutdown).
     pub fn flush(&self) {
-        if let Some((_, w)) = &self.file
-            && let Ok(mut w) = w.lock()
-        {
-            let _ = w.flush();
+        if let Some((_, w)) = &self.file {
+            if let Ok(mut w) = w.lock() {
+                let _ = w.flush();
+            }
         }
     }
 
