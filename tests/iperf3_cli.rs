@@ -239,19 +239,34 @@ fn shape(line: &str) -> String {
         .replace("[ #][", "[#][")
 }
 
-/// The shapes of a text's lines, repeated shapes (more or fewer intervals) counted once.
+/// The shapes of a text's lines, repeated runs of shapes (more or fewer intervals; with
+/// `--bidir` an interval is a pair of lines) counted once.
 fn shapes(text: &str) -> Vec<String> {
-    let mut v: Vec<String> = Vec::new();
-    for l in text.lines() {
-        let s = shape(l);
-        if s.starts_with("iperf3: interrupt") || s.is_empty() {
-            continue;
+    let mut v: Vec<String> = text
+        .lines()
+        .map(shape)
+        .filter(|s| !s.starts_with("iperf3: interrupt") && !s.is_empty())
+        .collect();
+    // Drop a run of k data lines that repeats the k lines before it, for k up to 4 (bounded:
+    // each pass removes at least one line or ends). Headers and separators never collapse, so
+    // a doubled `- - -` line still shows.
+    let data = |l: &String| l.starts_with('[') && !l.starts_with("[ ID]");
+    loop {
+        let before = v.len();
+        for k in 1..=4 {
+            let mut i = 0;
+            while i + 2 * k <= v.len() {
+                if v[i..i + k] == v[i + k..i + 2 * k] && v[i..i + k].iter().all(data) {
+                    v.drain(i + k..i + 2 * k);
+                } else {
+                    i += 1;
+                }
+            }
         }
-        if v.last() != Some(&s) {
-            v.push(s);
+        if v.len() == before {
+            return v;
         }
     }
-    v
 }
 
 /// Runs the four tests against one server of each kind with each kind's client.
@@ -333,7 +348,11 @@ fn shape_masks_numbers_and_units() {
         shape("Accepted connection from 127.0.0.1, port 35890"),
         "Accepted connection from #, port #"
     );
-    assert_eq!(shapes("a\na\nb\n\na\n"), vec!["a", "b", "a"]);
+    assert_eq!(shapes("[a]\n[a]\nb\n\n[a]\n"), vec!["[a]", "b", "[a]"]);
+    let bidir = "h\n[x]\n[y]\n[x]\n[y]\n[x]\n[y]\ns\n";
+    assert_eq!(shapes(bidir), vec!["h", "[x]", "[y]", "s"]);
+    let doubled = "[x]\n- - -\n- - -\n[ ID] a\n";
+    assert_eq!(shapes(doubled), vec!["[x]", "- - -", "- - -", "[ ID] a"]);
 }
 
 /// Is some UDP socket bound to `port` (from /proc/net/udp{,6})?
