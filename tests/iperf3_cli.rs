@@ -432,3 +432,42 @@ fn udp_probe_port_is_the_server_port_and_iperf3_udp_still_works() {
     );
     let _ = std::fs::remove_file(&json);
 }
+
+#[test]
+fn client_logfile_timestamps_format_and_cport() {
+    let port = 27216u16;
+    let p = port.to_string();
+    let _server = Proc::start(
+        Path::new(ROUTERBENCH),
+        &["server", "-1", "-p", &p],
+        "client-flags",
+    );
+    wait_listening(port);
+    let log = tmp("client.log");
+    let _ = std::fs::remove_file(&log);
+    let out = Command::new(ROUTERBENCH)
+        .args(["client", "-c", "127.0.0.1", "-p", &p, "-t", "1", "-f", "k"])
+        .args(["--cport", "27217", "--timestamps=%Y-%m-%d "])
+        .arg("--logfile")
+        .arg(&log)
+        .output()
+        .expect("client");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty(), "the output went to the log file");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let year = format!("{} ", &text[..10]);
+    assert!(text.lines().all(|l| l.starts_with(&year)), "{text}");
+    assert!(text.contains("port 27217 connected to"), "--cport: {text}");
+    let rates: Vec<&str> = text.lines().filter(|l| l.contains("/sec")).collect();
+    assert!(!rates.is_empty(), "{text}");
+    assert!(
+        rates.iter().all(|l| l.contains("Kbits/sec")),
+        "-f k fixes the unit: {text}"
+    );
+    assert!(text.contains("iperf Done."), "{text}");
+    let _ = std::fs::remove_file(&log);
+}
