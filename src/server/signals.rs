@@ -1,4 +1,4 @@
-//! SIGINT/SIGTERM for the daemon and the client, SIGHUP (reopen the log file) for the daemon:
+//! SIGINT/SIGTERM (a second one exits at once), SIGHUP (reopen the log file) for the daemon:
 //! the handlers only set flags; loops poll them (every loop here wakes at least every few
 //! hundred milliseconds).
 
@@ -11,8 +11,16 @@ extern "C" fn on_hangup(_: libc::c_int) {
     HANGUP.store(true, Ordering::SeqCst);
 }
 
+/// Exit status of a second SIGINT/SIGTERM (128 + SIGINT, the shell's convention).
+pub const SECOND_SIGNAL_EXIT: i32 = 130;
+
 extern "C" fn on_signal(_: libc::c_int) {
-    SIGNALLED.store(true, Ordering::SeqCst);
+    // The first signal asks for a clean stop (what was measured is kept); a second one, from
+    // a user who does not want to wait for the current step, ends the process at once.
+    if SIGNALLED.swap(true, Ordering::SeqCst) {
+        // SAFETY: _exit(2) is async-signal-safe.
+        unsafe { libc::_exit(SECOND_SIGNAL_EXIT) };
+    }
 }
 
 /// Installs the handler for SIGINT and SIGTERM (idempotent).
