@@ -1,6 +1,6 @@
-//! SIGINT/SIGTERM (a second one exits at once), SIGHUP (reopen the log file) for the daemon:
-//! the handlers only set flags; loops poll them (every loop here wakes at least every few
-//! hundred milliseconds).
+//! SIGINT/SIGTERM for every measuring command (a second one exits at once) and SIGHUP (reopen
+//! the log file) for the daemon: the handlers only set flags; loops poll them (every loop here
+//! wakes at least every few hundred milliseconds).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
