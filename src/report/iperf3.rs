@@ -92,6 +92,9 @@ pub fn percent_g2(v: f64) -> String {
             format!("{v}")
         };
     }
+    // Round to two significant digits first: 99.5 becomes 100, which %.2g writes as 1e+02.
+    let scale = 10f64.powi(v.abs().log10().floor() as i32 - 1);
+    let v = (v / scale).round() * scale;
     let exp = v.abs().log10().floor() as i32;
     if !(-4..2).contains(&exp) {
         let m = v / 10f64.powi(exp);
@@ -433,6 +436,8 @@ mod tests {
         assert_eq!(percent_g2(12.34), "12");
         assert_eq!(percent_g2(9.96), "10");
         assert_eq!(percent_g2(100.0), "1e+02");
+        assert_eq!(percent_g2(99.5), "1e+02");
+        assert_eq!(percent_g2(0.00005), "5e-05");
     }
 
     #[test]
