@@ -1,6 +1,6 @@
 //! The monitor's queue readings in a real namespace: a private network namespace whose loopback
 //! is shaped by tbf (10 Mbit/s, 100 kB limit), a UDP sender inside it for 2 s, and the Sampler
-//! started from a thread that joined the namespace with setns (as `lab run` does). Its tc
+//! started from a thread that joined the namespace with setns (as `lab run` does). Its rtnetlink
 //! readings must be the namespace's (only `lo`, a tbf) and see a backlog; BQL is skipped with a
 //! note. Needs root and tc; skips with a reason otherwise. The namespace is deleted by a guard.
 
@@ -41,6 +41,57 @@ fn blast(len: Duration) -> std::io::Result<u64> {
         }
     }
     Ok(sent)
+}
+
+/// htb (the lab's other shaper) over rtnetlink: the root is `htb`, the leaf's backlog shows at
+/// the root, and no rate is claimed (htb's rate lives on its class, which is not read).
+#[test]
+fn sampler_in_a_namespace_reads_an_htb_tree() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || routerbench::lab::sys::tool_path("tc").is_err() {
+        eprintln!("skipping: needs root and tc");
+        return;
+    }
+    let ns = Netns(format!("rbmh{}", std::process::id()));
+    if let Err(e) = run(&["ip", "netns", "add", &ns.0]) {
+        eprintln!("skipping: cannot create a network namespace ({e})");
+        std::mem::forget(ns);
+        return;
+    }
+    run(&["ip", "-n", &ns.0, "link", "set", "lo", "up", "mtu", "1500"]).unwrap();
+    for args in [
+        &[
+            "qdisc", "add", "dev", "lo", "root", "handle", "1:", "htb", "default", "10",
+        ][..],
+        &[
+            "class", "add", "dev", "lo", "parent", "1:", "classid", "1:10", "htb", "rate", "10mbit",
+        ],
+        &[
+            "qdisc", "add", "dev", "lo", "parent", "1:10", "handle", "10:", "bfifo", "limit",
+            "100000",
+        ],
+    ] {
+        let mut v = vec!["tc", "-n", &ns.0];
+        v.extend_from_slice(args);
+        run(&v).unwrap();
+    }
+    let (result, _) = routerbench::lab::netns::run_in(&ns.0, || {
+        let sampler = Sampler::start(SamplerConfig {
+            interval: Duration::from_millis(200),
+            queue_interval: Duration::from_millis(50),
+            max_duration: Duration::from_secs(15),
+            ..SamplerConfig::default()
+        })?;
+        let sent = blast(Duration::from_secs(2))?;
+        Ok((sampler.stop(), sent))
+    })
+    .expect("sampler and sender in the namespace");
+    let q = &result.summary.queues;
+    assert_eq!(q.len(), 1, "{q:?}");
+    assert_eq!(q[0].qdisc.as_deref(), Some("htb"));
+    assert!(q[0].backlog_bytes_max.unwrap_or(0) >= 4 * 1400, "{q:?}");
+    assert!(q[0].drops_total.unwrap_or(0) > 0, "{q:?}");
+    assert_eq!(q[0].shaped_rate_bps, None, "{q:?}");
 }
 
 #[test]
@@ -107,6 +158,13 @@ fn sampler_in_a_namespace_sees_its_tbf_backlog() {
     // Offered far above 10 Mbit/s into a 100 kB limit for 2 s: the tbf dropped some.
     assert!(q[0].drops_total.unwrap_or(0) > 0, "{q:?}");
     assert!(q[0].bql_inflight_max_bytes.is_none());
+    // The tbf's rate from its options, and the backlog in ms at that rate.
+    assert_eq!(q[0].shaped_rate_bps, Some(10_000_000), "{q:?}");
+    let ms = q[0].backlog_ms_max.unwrap_or(0.0);
+    assert!(
+        (ms - backlog as f64 * 8.0 / 1e4).abs() < 1e-6,
+        "{ms} ms for {backlog} B"
+    );
     assert!(
         result.samples.iter().any(|s| s
             .queues

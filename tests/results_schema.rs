@@ -257,9 +257,9 @@ fn numeric_names(v: &Value, name: &str, out: &mut BTreeSet<String>) {
 /// A unit in the name, or a count / id / ratio / iperf3 size whose unit is fixed.
 fn has_unit(name: &str) -> bool {
     // A unit is one `_`-separated word of the name: `rtt_us`, `backlog_bytes_max`, `t0_unix_s`.
-    const UNITS: [&str; 17] = [
+    const UNITS: [&str; 19] = [
         "s", "ms", "us", "pct", "bps", "sec", "second", "seconds", "mbps", "ppm", "c", "bytes",
-        "percent", "ratio", "minute", "mhz", "hz",
+        "percent", "ratio", "minute", "mhz", "hz", "dbm", "kib",
     ];
     const COUNTS: [&str; 38] = [
         "n",
@@ -301,7 +301,10 @@ fn has_unit(name: &str) -> bool {
         "block_sizes",
         "cpus",
     ];
-    const MORE_COUNTS: [&str; 12] = [
+    const MORE_COUNTS: [&str; 15] = [
+        "exchanges",
+        "link_quality",
+        "discarded_packets",
         "packets",
         "lost_packets",
         "out_of_order",

@@ -257,6 +257,8 @@ pub struct ClientArgs {
     /// IPv6 only.
     #[arg(short = '6', long = "version6")]
     pub ipv6: bool,
+    #[command(flatten)]
+    pub router: super::monitor::RouterArgs,
 }
 
 /// Prints intervals as they come (text mode), in iperf3's layout.
@@ -351,15 +353,21 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
     let quiet = crate::iperf3::NoIntervals;
     let live: &dyn IntervalSink = if t.json { &quiet } else { &sink };
     let stop = SignalFlag::default();
-    match client::run(&cfg, live, &stop.0) {
+    let remote = super::monitor::start_router(
+        &args.router,
+        std::time::Duration::from_secs(u64::from(t.time) + u64::from(t.omit)),
+    )?;
+    let t0 = crate::util::time::unix_now_f64();
+    let outcome = client::run(&cfg, live, &stop.0);
+    let rc = match &outcome {
         Ok(result) => {
             if t.json {
-                out.output(&format!("{}\n", crate::iperf3::json::render(&result)));
+                out.output(&format!("{}\n", crate::iperf3::json::render(result)));
             } else {
                 out.output(&if args.output.verbose {
-                    crate::report::iperf3::render_final_verbose(&result)
+                    crate::report::iperf3::render_final_verbose(result)
                 } else {
-                    crate::report::iperf3::render_final(&result)
+                    crate::report::iperf3::render_final(result)
                 });
                 if let Some(text) = &result.server_output_text {
                     out.output(&format!("\nServer output:\n{text}\n"));
@@ -371,9 +379,10 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
             out.flush();
             if result.interrupted {
                 crate::errln!("routerbench: interrupted: the summary above is this side's only");
-                return Ok(1);
+                1
+            } else {
+                0
             }
-            Ok(0)
         }
         Err(e) => {
             if t.json {
@@ -382,11 +391,21 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
                     serde_json::json!({"start": {}, "intervals": [], "end": {}, "error": e.to_string()})
                 ));
             }
-            out.error(&format!("routerbench: error - {e}{}", hint(&e)));
+            out.error(&format!("routerbench: error - {e}{}", hint(e)));
             out.flush();
-            Ok(1)
+            1
         }
-    }
+    };
+    // The router's view after the test's own output.
+    super::monitor::finish_throughput(
+        &args.router,
+        remote,
+        t0,
+        f64::from(t.time) + f64::from(t.omit),
+        t.json,
+        outcome.as_ref().ok(),
+    )?;
+    Ok(rc)
 }
 
 fn hint(e: &Iperf3Error) -> &'static str {

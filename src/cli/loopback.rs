@@ -12,6 +12,8 @@ pub struct LoopbackArgs {
     /// Use ::1 instead of 127.0.0.1.
     #[arg(short = '6', long = "ipv6")]
     pub ipv6: bool,
+    #[command(flatten)]
+    pub router: super::monitor::RouterArgs,
 }
 
 /// The library config for these arguments.
@@ -56,22 +58,40 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
     }
     let stop = SignalFlag::default();
     let progress = crate::util::progress::NoProgress;
-    match loopback::run_with_sink(&cfg, &progress, sink, &stop.0) {
+    let secs = f64::from(cfg.time) + f64::from(cfg.omit);
+    let remote = super::monitor::start_router(
+        &args.router,
+        std::time::Duration::from_secs_f64(secs.max(0.0)),
+    )?;
+    let t0 = crate::util::time::unix_now_f64();
+    let outcome = loopback::run_with_sink(&cfg, &progress, sink, &stop.0);
+    let rc = match &outcome {
         Ok(r) => {
             if args.test.json {
-                crate::outln!("{}", crate::iperf3::json::render(&r));
+                crate::outln!("{}", crate::iperf3::json::render(r));
             } else {
-                crate::out!("{}", crate::report::iperf3::render_final_verbose(&r));
+                crate::out!("{}", crate::report::iperf3::render_final_verbose(r));
             }
             if r.interrupted {
                 crate::errln!("routerbench: loopback interrupted: partial result");
-                return Ok(1);
+                1
+            } else {
+                0
             }
-            Ok(0)
         }
         Err(e) => {
             crate::errln!("routerbench: loopback failed: {e}");
-            Ok(1)
+            1
         }
-    }
+    };
+    // The router's view after the test's own output.
+    super::monitor::finish_throughput(
+        &args.router,
+        remote,
+        t0,
+        secs,
+        args.test.json,
+        outcome.as_ref().ok(),
+    )?;
+    Ok(rc)
 }

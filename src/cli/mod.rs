@@ -3,11 +3,15 @@
 use clap::{Parser, Subcommand};
 
 pub mod client;
+#[cfg(feature = "plots")]
+pub mod compare;
 pub mod crypto;
 pub mod device;
 pub mod lab;
 pub mod loopback;
 pub mod monitor;
+#[cfg(feature = "plots")]
+pub mod report;
 pub mod rrul;
 pub mod run;
 pub mod server;
@@ -60,6 +64,15 @@ pub enum Command {
     Client(client::ClientArgs),
     /// Throughput over loopback: server and client in one process, one thread per stream.
     Loopback(loopback::LoopbackArgs),
+    /// One self-contained HTML page (inline SVG plots) from result files.
+    #[cfg(feature = "plots")]
+    Report(report::ReportArgs),
+    /// One SVG plot of a result file (the report's own code).
+    #[cfg(feature = "plots")]
+    Plot(report::PlotArgs),
+    /// Crypto rows side by side with ratios; `--reference` ranks them among published rows.
+    #[cfg(feature = "plots")]
+    Compare(compare::CompareArgs),
 }
 
 /// Checks before any measuring that `path` can be written: its directory exists (it is
@@ -116,5 +129,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Server(a) => server::run(a),
         Command::Client(a) => client::run(a),
         Command::Loopback(a) => loopback::run(a),
+        #[cfg(feature = "plots")]
+        Command::Report(a) => report::run_report(a),
+        #[cfg(feature = "plots")]
+        Command::Plot(a) => report::run_plot(a),
+        #[cfg(feature = "plots")]
+        Command::Compare(a) => compare::run(a),
     }
 }

@@ -44,12 +44,18 @@ pub struct LatencyArgs {
     /// Write flent's data format (version 4) to FILE.flent.gz.
     #[arg(long, value_name = "FILE")]
     pub flent: Option<PathBuf>,
+    /// Write a self-contained HTML report of this test (plots inline) to FILE.html.
+    #[cfg(feature = "plots")]
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
     /// Title stored in the flent file.
     #[arg(long, default_value = "")]
     pub title: String,
     /// No progress line.
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub router: super::monitor::RouterArgs,
 }
 
 /// `tcp_nup` / `tcp_ndown`: the shared options plus N.
@@ -146,15 +152,41 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
     } else {
         Box::new(crate::util::progress::BarProgress::new())
     };
+    let remote = super::monitor::start_router(&a.router, cfg.length + 2 * cfg.delay)?;
     let result = crate::latency::run_test(&cfg, progress.as_ref())?;
+    let mut notes = Vec::new();
+    let load =
+        (cfg.kind != TestKind::Ping).then_some((result.delay_s, result.delay_s + result.length_s));
+    let router = super::monitor::finish_router(remote, result.t0_unix, load, &mut notes);
     crate::out!("{}", crate::report::latency::render_text(&result));
+    if let Some(r) = &router {
+        crate::outln!(
+            "\nRouter (agent {}):",
+            a.router.monitor.as_deref().unwrap_or("?")
+        );
+        crate::out!("{}", crate::report::monitor::render_text(r));
+    }
+    for n in &notes {
+        crate::errln!("routerbench: {n}");
+    }
+    let mut run = crate::results::RunResult::new(result.started_at.clone());
+    run.finished_at = crate::util::time::now_rfc3339();
+    run.device = Some(crate::device::detect());
+    run.latency = Some(result.clone());
+    run.router = router;
+    run.notes.extend(notes);
     if let Some(path) = &a.json {
-        let mut run = crate::results::RunResult::new(result.started_at.clone());
-        run.finished_at = crate::util::time::now_rfc3339();
-        run.device = Some(crate::device::detect());
-        run.latency = Some(result.clone());
         crate::results::save(&run, path)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        crate::outln!("saved {}", path.display());
+    }
+    #[cfg(feature = "plots")]
+    if let Some(path) = &a.report {
+        let name = a.json.as_ref().map_or_else(
+            || format!("{} to {}", kind.flent_name(), a.host),
+            |p| p.display().to_string(),
+        );
+        crate::cli::report::write_report(&[(run, name)], &[], path)?;
         crate::outln!("saved {}", path.display());
     }
     if let Some(path) = &a.flent {

@@ -115,7 +115,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         progress.finish();
     }
     if let Some(s) = sampler {
-        result.monitor = Some(s.stop());
+        let mut m = s.stop();
+        // The RRUL's load against its own idle lead-in, on the monitor's axis.
+        if let (Some(l), Some(start)) = (&result.latency, m.start_unix_s) {
+            let from = l.t0_unix + l.delay_s - start;
+            m.summary.under_load = Some(crate::monitor::summary::load_summary_with_idle(
+                &m,
+                (from, from + l.length_s),
+                (from - l.delay_s, from),
+            ));
+        }
+        result.monitor = Some(m);
     }
 
     result.finished_at = crate::util::time::now_rfc3339();
@@ -140,11 +150,47 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         anyhow::anyhow!("cannot save latest.json in {}: {e}", args.out_dir.display())
     })?;
     crate::outln!("\nsaved {}", path.display());
+    if let Some(lat) = &result.latency {
+        let flent = args.out_dir.join(format!("rrul-{stamp}.flent.gz"));
+        match crate::results::flent::write(lat, "routerbench run", &flent) {
+            Ok(()) => crate::outln!("saved {} (flent -i FILE -p all_scaled)", flent.display()),
+            Err(e) => crate::errln!("routerbench: cannot write {}: {e:#}", flent.display()),
+        }
+    }
+    #[cfg(feature = "plots")]
+    extras(
+        &result,
+        &path,
+        &args.out_dir.join(format!("report-{stamp}.html")),
+    );
     if result.interrupted {
-        crate::errln!("routerbench: interrupted: the summary and the file are partial");
+        crate::errln!("routerbench: interrupted: the summary and the files are partial");
         return Ok(1);
     }
     Ok(0)
+}
+
+/// The HTML report next to the JSON, and where the crypto row stands among the reference rows.
+#[cfg(feature = "plots")]
+fn extras(result: &RunResult, json: &std::path::Path, html: &std::path::Path) {
+    let runs = [(result.clone(), json.display().to_string())];
+    match crate::cli::report::write_report(&runs, &[], html) {
+        Ok(()) => crate::outln!(
+            "saved {} (the report: open it in a browser)",
+            html.display()
+        ),
+        Err(e) => crate::errln!("routerbench: {e:#}"),
+    }
+    let row = crate::report::rows::Row::from_result(
+        result,
+        &json.display().to_string(),
+        crypto::ROW_CIPHER_BLOCK,
+    );
+    if let (Some(row), Ok(refs)) = (row, crate::report::reference::builtin()) {
+        let st = crate::report::reference::standing(&row, &refs);
+        crate::outln!();
+        crate::out!("{}", crate::report::reference::render_standing(&row, &st));
+    }
 }
 
 /// A short RRUL over loopback against the shared server (iperf3 and routerbench protocols on one

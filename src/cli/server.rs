@@ -79,6 +79,51 @@ pub struct ServerArgs {
     /// No output at all, only errors.
     #[arg(short = 'q', long = "quiet", conflicts_with = "verbose")]
     pub quiet: bool,
+    /// Also serve this machine's monitor samples (the agent) to `--monitor` clients on the
+    /// same port.
+    #[arg(long = "monitor")]
+    pub monitor: bool,
+    /// Token a monitor client must present; required when listening beyond loopback.
+    #[arg(long = "monitor-token", value_name = "T", requires = "monitor")]
+    pub monitor_token: Option<String>,
+    /// Monitor subscriptions served at once.
+    #[arg(long = "max-monitors", default_value_t = 4, requires = "monitor")]
+    pub max_monitors: usize,
+}
+
+/// The agent for `--monitor`, or why it cannot run as asked.
+pub fn agent(args: &ServerArgs) -> anyhow::Result<Option<crate::monitor::agent::Agent>> {
+    if !args.monitor {
+        return Ok(None);
+    }
+    let loopback_only = args.bind.is_some_and(|b| b.is_loopback());
+    if !loopback_only && args.monitor_token.as_deref().unwrap_or("").is_empty() {
+        anyhow::bail!(
+            "--monitor on {}: anyone who reaches this port could read this machine's processes \
+             and load; give --monitor-token T (or -B 127.0.0.1 to serve this host only)",
+            args.bind
+                .map_or("all addresses".to_string(), |b| b.to_string())
+        );
+    }
+    if args
+        .monitor_token
+        .as_ref()
+        .is_some_and(|t| t.len() > crate::wire::rb_agent::MAX_TOKEN_LEN)
+    {
+        anyhow::bail!(
+            "--monitor-token is longer than {} bytes",
+            crate::wire::rb_agent::MAX_TOKEN_LEN
+        );
+    }
+    Ok(Some(crate::monitor::agent::Agent::new(
+        crate::monitor::agent::AgentConfig {
+            token: args.monitor_token.clone(),
+            max_subscriptions: args.max_monitors.clamp(1, 64),
+            max_duration: std::time::Duration::from_secs(u64::from(args.max_duration).max(1)),
+            handshake_timeout: std::time::Duration::from_secs(args.handshake_timeout.max(1)),
+            ..Default::default()
+        },
+    )))
 }
 
 /// Renders server events the way iperf3's server does: the banner, the accepted connection,
@@ -263,6 +308,7 @@ fn check(args: &ServerArgs) -> anyhow::Result<()> {
 
 pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
     check(&args)?;
+    let agent = agent(&args)?;
     if let Some(f) = args.output.format {
         crate::report::iperf3::set_format(f).map_err(|e| anyhow::anyhow!("-f: {e}"))?;
     }
@@ -336,11 +382,28 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
             .or(latency.udp_port(false))
             .unwrap_or(0)
     ));
+    let handler: Arc<dyn crate::server::ProtocolHandler> = match agent {
+        Some(agent) => {
+            sink.log(&format!(
+                "monitor agent: on (token {})",
+                if args.monitor_token.is_some() {
+                    "required"
+                } else {
+                    "not required: loopback only"
+                }
+            ));
+            Arc::new(crate::monitor::agent::Dispatch {
+                agent,
+                inner: Arc::new(latency.clone()),
+            })
+        }
+        None => Arc::new(latency.clone()),
+    };
     if !args.json {
         observer.banner();
     }
     let hup = spawn_reopen_on_hangup(sink.clone());
-    let server = server.with_handler(Arc::new(latency.clone()));
+    let server = server.with_handler(handler);
     let summary = server.run();
     latency.shutdown();
     hup.store(true, Ordering::Relaxed);

@@ -1,12 +1,10 @@
-//! The kernel's own view of the queue: samples the bottleneck qdiscs' backlog (bytes waiting in
-//! tbf / htb) in the router namespace while a test runs. backlog·8/rate is the queue delay a
-//! packet arriving at that moment will see, independent of any probe.
+//! The kernel's own view of the queue: the bottleneck qdiscs' backlog (bytes waiting in tbf /
+//! htb) in the router namespace, as the router's monitor agent recorded it during a test
+//! (`lab run` subscribes to an agent in the router namespace, the same path as `--monitor`).
+//! backlog·8/rate is the queue delay a packet arriving at that moment will see, independent of
+//! any probe.
 
-use super::sys::run_tool;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
-use std::time::Duration;
+use crate::results::monitor::MonitorResult;
 
 /// One reading: Unix time (s) and the root qdisc's backlog in bytes per device.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,73 +14,29 @@ pub struct BacklogSample {
     pub down_bytes: Option<u64>,
 }
 
-/// At most this many samples (an hour at 10 Hz).
-const MAX_SAMPLES: usize = 36_000;
-
-/// A running backlog sampler.
-pub struct BacklogSampler {
-    stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<Vec<BacklogSample>>>,
-}
-
-fn root_backlog(ns: &str, dev: &str) -> Option<u64> {
-    let out = run_tool("tc", &["-n", ns, "-s", "-j", "qdisc", "show", "dev", dev]).ok()?;
-    let q = crate::monitor::qdisc::parse_qdisc_json(dev, &out).ok()?;
-    q.iter().find(|q| q.root).map(|q| q.backlog_bytes)
-}
-
-impl BacklogSampler {
-    /// Starts sampling `up_dev` and `down_dev` in namespace `ns` every `interval`, for at most
-    /// `max_duration`.
-    pub fn start(
-        ns: &str,
-        up_dev: &str,
-        down_dev: &str,
-        interval: Duration,
-        max_duration: Duration,
-    ) -> std::io::Result<Self> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let (ns, up, down) = (ns.to_string(), up_dev.to_string(), down_dev.to_string());
-        let handle = std::thread::Builder::new()
-            .name("rb-lab-backlog".into())
-            .spawn(move || {
-                let start = std::time::Instant::now();
-                let mut v = Vec::new();
-                while !flag.load(Ordering::Relaxed)
-                    && start.elapsed() < max_duration
-                    && v.len() < MAX_SAMPLES
-                {
-                    let next = std::time::Instant::now() + interval;
-                    v.push(BacklogSample {
-                        unix_s: crate::util::time::unix_now_f64(),
-                        up_bytes: root_backlog(&ns, &up),
-                        down_bytes: root_backlog(&ns, &down),
-                    });
-                    std::thread::sleep(next.saturating_duration_since(std::time::Instant::now()));
-                }
-                v
-            })?;
-        Ok(Self {
-            stop,
-            handle: Some(handle),
+/// The backlog of `up_dev` and `down_dev` per monitor sample (the highest reading of each
+/// interval; a device the sample leaves out held nothing). Empty without an absolute start.
+pub fn from_monitor(m: &MonitorResult, up_dev: &str, down_dev: &str) -> Vec<BacklogSample> {
+    let Some(start) = m.start_unix_s else {
+        return Vec::new();
+    };
+    let of = |s: &crate::results::monitor::MonitorSample, dev: &str| {
+        Some(
+            s.queues
+                .iter()
+                .find(|q| q.dev == dev)
+                .and_then(|q| q.backlog_bytes_max)
+                .unwrap_or(0),
+        )
+    };
+    m.samples
+        .iter()
+        .map(|s| BacklogSample {
+            unix_s: start + s.t_s,
+            up_bytes: of(s, up_dev),
+            down_bytes: of(s, down_dev),
         })
-    }
-
-    /// Stops and returns the samples.
-    pub fn stop(mut self) -> Vec<BacklogSample> {
-        self.stop.store(true, Ordering::Relaxed);
-        self.handle
-            .take()
-            .and_then(|h| h.join().ok())
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for BacklogSampler {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
+        .collect()
 }
 
 /// Queue delays (ms) from backlog samples in `[from, to)` Unix seconds, for one direction.
@@ -120,5 +74,37 @@ mod tests {
         assert_eq!(delays_ms(&v, 1.0, 2.0, true, 20_000_000), vec![25.6, 12.8]);
         assert!(delays_ms(&v, 1.0, 2.0, false, 20_000_000).is_empty());
         assert!(delays_ms(&v, 0.0, 9.0, true, 0).is_empty());
+    }
+
+    #[test]
+    fn from_monitor_samples() {
+        use crate::results::monitor::{MonitorSample, QueueSample};
+        let m = MonitorResult {
+            start_unix_s: Some(100.0),
+            samples: vec![
+                MonitorSample {
+                    t_s: 0.1,
+                    ..Default::default()
+                },
+                MonitorSample {
+                    t_s: 0.2,
+                    queues: vec![QueueSample {
+                        dev: "rtr-wan".into(),
+                        backlog_bytes_max: Some(64_000),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        let b = from_monitor(&m, "rtr-wan", "rtr-lan");
+        assert_eq!(b.len(), 2);
+        assert_eq!(
+            (b[0].up_bytes, b[1].up_bytes, b[1].down_bytes),
+            (Some(0), Some(64_000), Some(0))
+        );
+        assert!((b[1].unix_s - 100.2).abs() < 1e-9);
+        assert!(from_monitor(&MonitorResult::default(), "a", "b").is_empty());
     }
 }

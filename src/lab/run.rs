@@ -2,10 +2,11 @@
 //! through the lab: the server in the WAN namespace, the client in the LAN namespace, the
 //! monitor in the router namespace; then the measured queue delay and goodput against theory.
 
-use super::backlog::{BacklogSample, BacklogSampler, delays_ms};
+use super::backlog::{BacklogSample, delays_ms};
 use super::{DEV_RTR_LAN, DEV_RTR_WAN, netns, theory};
 use crate::latency::{TestConfig, TestKind};
-use crate::monitor::{Sampler, SamplerConfig};
+use crate::monitor::agent::{Agent, AgentConfig};
+use crate::monitor::remote::{RemoteConfig, RemoteMonitor};
 use crate::results::lab::{LabConfig, QueueCheck};
 use crate::results::latency::{LatencyResult, ProbeResult};
 use crate::results::monitor::MonitorResult;
@@ -42,21 +43,23 @@ pub fn run(
         crate::latency::server::spawn_in_process(bind, crate::latency::server::Bounds::default())
     })
     .context("cannot start the latency server in the WAN namespace")?;
-    let monitor = netns::run_in(&cfg.ns_rtr, || {
-        Sampler::start(SamplerConfig {
-            max_duration: Duration::from_secs(3600),
-            ..SamplerConfig::default()
-        })
-        .map_err(|e| anyhow!("cannot start the monitor: {e}"))
+    // The router's view through the agent path (as `--monitor` against `server --monitor`):
+    // an agent and its subscriber in the router namespace, over that namespace's loopback, so
+    // the samples cost the lab links nothing. Queues read every 0.1 s.
+    let total = test.length + test.delay * 2;
+    let remote = netns::run_in(&cfg.ns_rtr, move || {
+        let (addr, _agent) = crate::monitor::agent::spawn_local(
+            Agent::new(AgentConfig::default()),
+            Duration::from_secs(10),
+        )?;
+        let rc = RemoteConfig::new(
+            &addr.to_string(),
+            None,
+            Duration::from_millis(100),
+            total + Duration::from_secs(120),
+        );
+        RemoteMonitor::start(&rc, None)
     });
-    let backlog = BacklogSampler::start(
-        &cfg.ns_rtr,
-        DEV_RTR_WAN,
-        DEV_RTR_LAN,
-        Duration::from_millis(100),
-        test.length + test.delay * 2 + Duration::from_secs(120),
-    )
-    .ok();
     let mut t = test.clone();
     t.host = addr.ip().to_string();
     t.port = addr.port();
@@ -65,9 +68,22 @@ pub fn run(
         crate::latency::run_test(&t, progress.as_ref()).map_err(|e| anyhow!("{e}"))
     });
     service.shutdown();
-    let monitor = monitor.ok().map(Sampler::stop);
-    let backlog = backlog.map(BacklogSampler::stop).unwrap_or_default();
     let latency = result?;
+    let load = (latency.delay_s, latency.delay_s + latency.length_s);
+    let monitor =
+        remote.and_then(|r| crate::monitor::remote::finish(r, latency.t0_unix, Some(load)));
+    let mut latency = latency;
+    let monitor = match monitor {
+        Ok(m) => Some(m),
+        Err(e) => {
+            latency.notes.push(format!("router samples lost: {e:#}"));
+            None
+        }
+    };
+    let backlog = monitor
+        .as_ref()
+        .map(|m| super::backlog::from_monitor(m, DEV_RTR_WAN, DEV_RTR_LAN))
+        .unwrap_or_default();
     let checks = checks(cfg, test.kind, &latency, &backlog, warmup);
     Ok(LabRun {
         latency,

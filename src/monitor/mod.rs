@@ -1,10 +1,16 @@
 //! The router's view: samples /proc and /sys counters on a thread of its own while a test runs,
 //! and turns counter deltas into rates per interval. Every source is optional.
 
+pub mod agent;
 pub mod bql;
+pub mod netlink;
 pub mod procfs;
 pub mod qdisc;
 pub mod queues;
+pub mod remote;
 pub mod sampler;
+pub mod sources;
+pub mod summary;
+pub mod tc_stats;
 
 pub use sampler::{Sampler, SamplerConfig};

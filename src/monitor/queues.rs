@@ -1,9 +1,13 @@
-//! The router's queues during a test: each device's root qdisc (backlog, qlen, drops) from one
-//! `tc -s -j qdisc show` for the namespace the sampler thread runs in, and BQL bytes in flight
-//! from /sys. Both are gauges (spec/monitor-aqm.md §0, §A1): read several times per interval,
-//! maximum kept. Qdisc drops are u32 counters: deltas wrap in u32.
+//! The router's queues during a test: each device's root qdisc (backlog, qlen, drops, and the
+//! fq_codel / CAKE statistics) from one rtnetlink dump of the namespace the sampler thread runs
+//! in, no process spawned (spec/monitor-aqm.md §A8), and BQL bytes in flight from /sys. Both are
+//! gauges (§0, §A1): read several times per interval, maximum kept. Qdisc drops are u32
+//! counters: deltas wrap in u32.
 
+use super::netlink::{self, QdiscDumper};
+use super::tc_stats::{QdiscReading, Xstats};
 use super::{bql, qdisc};
+use crate::results::lab::QdiscStats;
 use crate::results::monitor::{QueueSample, QueueSummary};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -12,19 +16,31 @@ use std::time::{Duration, Instant};
 /// At most this many devices are followed (qdisc and BQL together).
 pub const MAX_DEVICES: usize = 64;
 
-/// `tc` may use at most 1/TC_COST_FACTOR of one core: after a call that took `d`, the next one
-/// waits at least `TC_COST_FACTOR · d` (a slow router reads its qdiscs less often).
-const TC_COST_FACTOR: u32 = 10;
+/// The dump may use at most 1/COST_FACTOR of one core: after a dump that took `d`, the next
+/// one waits at least `COST_FACTOR · d` (a slow router reads its qdiscs less often).
+const COST_FACTOR: u32 = 10;
+
+/// What one dump says about a device besides its root's counters.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeviceExtras {
+    /// The lowest rate any tbf or CAKE qdisc of the device shapes to, bit/s.
+    pub shaped_rate_bps: Option<u64>,
+    /// CAKE: the highest per-tin peak sojourn-time EWMA, ms.
+    pub cake_peak_delay_ms: Option<f64>,
+    /// fq_codel or CAKE: ECN marks so far (u32 counter).
+    pub ecn_marks: Option<u32>,
+}
 
 /// Reads the queue gauges and accumulates them per interval and over the whole window.
 pub struct QueueReader {
     root: PathBuf,
-    tc: Option<String>,
+    dumper: Option<QdiscDumper>,
+    names: HashMap<i32, String>,
     bql: bool,
     min_gap: Duration,
-    tc_not_before: Instant,
-    /// Last root qdisc per device: (kind, handle, drops), to take drop deltas.
-    last: HashMap<String, (String, String, u64)>,
+    not_before: Instant,
+    /// Last root qdisc per device: (kind, handle, drops, ecn marks), to take deltas.
+    last: HashMap<String, (String, String, u64, Option<u32>)>,
     interval: BTreeMap<String, QueueSample>,
     whole: BTreeMap<String, QueueSummary>,
     /// What could not be read, once each.
@@ -32,6 +48,10 @@ pub struct QueueReader {
 }
 
 fn max_opt(a: Option<u64>, v: u64) -> Option<u64> {
+    Some(a.map_or(v, |a| a.max(v)))
+}
+
+fn max_f(a: Option<f64>, v: f64) -> Option<f64> {
     Some(a.map_or(v, |a| a.max(v)))
 }
 
@@ -47,18 +67,61 @@ fn thread_in_other_netns() -> bool {
     }
 }
 
-const TC_HINT: &str = "install iproute2's tc (on OpenWrt: opkg install tc-full, which prints JSON)";
+/// The root qdiscs of one dump as `QdiscStats` (by device name), and each device's extras.
+pub fn roots_of_dump(
+    all: &[QdiscReading],
+    name_of: &mut dyn FnMut(i32) -> Option<String>,
+) -> (Vec<QdiscStats>, HashMap<String, DeviceExtras>) {
+    let mut extras: HashMap<String, DeviceExtras> = HashMap::new();
+    let mut roots = Vec::new();
+    for q in all {
+        let Some(dev) = name_of(q.ifindex) else {
+            continue;
+        };
+        let x = extras.entry(dev.clone()).or_default();
+        if let Some(r) = q.rate_bytes_per_s {
+            let bps = r.saturating_mul(8);
+            x.shaped_rate_bps = Some(x.shaped_rate_bps.map_or(bps, |o| o.min(bps)));
+        }
+        match &q.xstats {
+            Some(Xstats::Cake(c)) => {
+                if let Some(peak) = c.tins.iter().map(|t| t.peak_delay_us).max() {
+                    x.cake_peak_delay_ms = Some(f64::from(peak) / 1000.0);
+                }
+                if q.is_root() {
+                    x.ecn_marks = Some(c.tins.iter().map(|t| t.ecn_marked_packets).sum());
+                }
+            }
+            Some(Xstats::FqCodel(f)) if q.is_root() => x.ecn_marks = Some(f.ecn_mark),
+            _ => {}
+        }
+        roots.push(QdiscStats {
+            dev,
+            kind: q.kind.clone(),
+            handle: q.handle_text(),
+            root: q.is_root(),
+            bytes: q.bytes,
+            packets: u64::from(q.packets),
+            drops: u64::from(q.drops),
+            overlimits: u64::from(q.overlimits),
+            backlog_bytes: u64::from(q.backlog_bytes),
+            qlen: u64::from(q.qlen),
+        });
+    }
+    (qdisc::roots(roots, MAX_DEVICES), extras)
+}
 
 impl QueueReader {
-    /// `tc`: the program to run (`None`: qdiscs are not read). Takes the first reading, which is
-    /// the baseline for drop deltas.
-    pub fn new(root: &Path, tc: Option<String>, min_gap: Duration) -> Self {
+    /// `qdiscs`: read the qdiscs over rtnetlink (in this thread's network namespace). Takes the
+    /// first reading, which is the baseline for drop deltas.
+    pub fn new(root: &Path, qdiscs: bool, min_gap: Duration) -> Self {
         let mut r = Self {
             root: root.to_path_buf(),
-            tc,
+            dumper: None,
+            names: HashMap::new(),
             bql: true,
             min_gap,
-            tc_not_before: Instant::now(),
+            not_before: Instant::now(),
             last: HashMap::new(),
             interval: BTreeMap::new(),
             whole: BTreeMap::new(),
@@ -76,16 +139,13 @@ impl QueueReader {
                     .into(),
             );
         }
-        let missing = r.tc.as_ref().and_then(|tc| {
-            crate::lab::sys::tool_path(tc)
-                .err()
-                .map(|e| (tc.clone(), e))
-        });
-        if let Some((tc, e)) = missing {
-            r.notes.push(format!(
-                "qdisc backlog and drops not sampled: {tc} not found ({e}); {TC_HINT}"
-            ));
-            r.tc = None;
+        if qdiscs {
+            match QdiscDumper::open() {
+                Ok(d) => r.dumper = Some(d),
+                Err(e) => r.notes.push(format!(
+                    "qdisc backlog and drops not sampled: {e} (a kernel without rtnetlink?)"
+                )),
+            }
         }
         r.read();
         r
@@ -93,7 +153,7 @@ impl QueueReader {
 
     /// True while any source is being read.
     pub fn active(&self) -> bool {
-        self.bql || self.tc.is_some()
+        self.bql || self.dumper.is_some()
     }
 
     fn entry(&mut self, dev: &str) -> Option<(&mut QueueSample, &mut QueueSummary)> {
@@ -117,7 +177,7 @@ impl QueueReader {
         Some((i, w))
     }
 
-    /// One reading: BQL every time, the qdiscs when `tc`'s pacing allows.
+    /// One reading: BQL every time, the qdiscs when the dump's pacing allows.
     pub fn read(&mut self) {
         if self.bql {
             for d in bql::read(&self.root).unwrap_or_default() {
@@ -131,30 +191,87 @@ impl QueueReader {
                 }
             }
         }
-        let Some(tc) = self.tc.clone() else { return };
         let t0 = Instant::now();
-        if t0 < self.tc_not_before {
+        if t0 < self.not_before {
             return;
         }
-        let parsed = crate::lab::sys::run_tool(&tc, &["-s", "-j", "qdisc", "show"])
-            .and_then(|out| qdisc::parse_qdisc_json("", &out));
-        self.tc_not_before = t0 + self.min_gap.max(t0.elapsed() * TC_COST_FACTOR);
-        match parsed {
-            Ok(all) => self.add_qdiscs(qdisc::roots(all, MAX_DEVICES)),
+        let Some(d) = self.dumper.as_mut() else {
+            return;
+        };
+        let dumped = d.dump();
+        self.not_before = t0 + self.min_gap.max(t0.elapsed() * COST_FACTOR);
+        match dumped {
+            Ok(all) => {
+                let names = &mut self.names;
+                let mut name_of = |i: i32| -> Option<String> {
+                    if let Some(n) = names.get(&i) {
+                        return Some(n.clone());
+                    }
+                    let n = netlink::ifname(i)?;
+                    if names.len() < 4 * MAX_DEVICES {
+                        names.insert(i, n.clone());
+                    }
+                    Some(n)
+                };
+                let (roots, extras) = roots_of_dump(&all, &mut name_of);
+                // A device renamed or gone: names are looked up again next time.
+                if roots.is_empty() {
+                    self.names.clear();
+                }
+                self.add_qdiscs(roots);
+                self.add_extras(&extras);
+            }
             Err(e) => {
-                self.notes.push(format!(
-                    "qdisc backlog and drops not sampled: {e:#}; {TC_HINT}"
-                ));
-                self.tc = None;
+                self.notes
+                    .push(format!("qdisc backlog and drops not sampled: {e}"));
+                self.dumper = None;
             }
         }
     }
 
-    /// Adds one `tc` reading of root qdiscs.
+    /// Shaped rate, backlog in ms at that rate, CAKE's peak delay, ECN marks.
+    pub fn add_extras(&mut self, extras: &HashMap<String, DeviceExtras>) {
+        for (dev, x) in extras {
+            let ecn_delta = match (self.last.get(dev.as_str()), x.ecn_marks) {
+                (Some((_, _, _, Some(before))), Some(now)) => {
+                    Some(u64::from(now.wrapping_sub(*before)))
+                }
+                _ => None,
+            };
+            if let Some(l) = self.last.get_mut(dev.as_str()) {
+                l.3 = x.ecn_marks;
+            }
+            // Only devices whose root qdisc is followed (lo's noqueue is not).
+            if !self.whole.contains_key(dev.as_str()) {
+                continue;
+            }
+            let Some((i, w)) = self.entry(dev) else {
+                continue;
+            };
+            if let Some(rate) = x.shaped_rate_bps.filter(|r| *r > 0) {
+                i.shaped_rate_bps = Some(rate);
+                w.shaped_rate_bps = Some(rate);
+                if let Some(b) = i.backlog_bytes_max {
+                    i.backlog_ms_max = Some(b as f64 * 8.0 / rate as f64 * 1000.0);
+                    w.backlog_ms_max = max_f(w.backlog_ms_max, b as f64 * 8e3 / rate as f64);
+                }
+            }
+            if let Some(p) = x.cake_peak_delay_ms {
+                i.cake_peak_delay_ms_max = max_f(i.cake_peak_delay_ms_max, p);
+                w.cake_peak_delay_ms_max = max_f(w.cake_peak_delay_ms_max, p);
+            }
+            if let Some(d) = ecn_delta {
+                i.ecn_marks = Some(i.ecn_marks.unwrap_or(0) + d);
+                w.ecn_marks_total = Some(w.ecn_marks_total.unwrap_or(0) + d);
+            }
+        }
+    }
+
+    /// Adds one reading of root qdiscs.
     pub fn add_qdiscs(&mut self, roots: Vec<crate::results::lab::QdiscStats>) {
         for q in roots {
             let delta = match self.last.get(&q.dev) {
-                Some((kind, handle, drops)) if *kind == q.kind && *handle == q.handle => {
+                Some((kind, handle, drops, _)) if *kind == q.kind && *handle == q.handle => {
                     Some(u64::from((q.drops as u32).wrapping_sub(*drops as u32)))
                 }
                 // New device, or its qdisc was replaced: counters restart, no delta.
@@ -171,7 +288,11 @@ impl QueueReader {
             w.backlog_bytes_max = max_opt(w.backlog_bytes_max, q.backlog_bytes);
             w.qlen_max = max_opt(w.qlen_max, q.qlen);
             w.drops_total = Some(w.drops_total.unwrap_or(0) + delta.unwrap_or(0));
-            self.last.insert(q.dev, (q.kind, q.handle, q.drops));
+            let ecn = match self.last.get(&q.dev) {
+                Some((kind, handle, _, e)) if *kind == q.kind && *handle == q.handle => *e,
+                _ => None,
+            };
+            self.last.insert(q.dev, (q.kind, q.handle, q.drops, ecn));
         }
     }
 
@@ -218,7 +339,7 @@ mod tests {
 
     fn reader() -> QueueReader {
         let root = std::env::temp_dir().join(format!("rb-q-none-{}", std::process::id()));
-        QueueReader::new(&root, None, Duration::from_millis(100))
+        QueueReader::new(&root, false, Duration::from_millis(100))
     }
 
     #[test]
@@ -283,7 +404,7 @@ mod tests {
     #[test]
     fn bql_from_a_fixture_tree() {
         let root = bql::tests::fixture("reader");
-        let mut r = QueueReader::new(&root, None, Duration::from_millis(100));
+        let mut r = QueueReader::new(&root, false, Duration::from_millis(100));
         assert!(r.notes.is_empty(), "{:?}", r.notes);
         assert!(r.active());
         r.read();
@@ -304,59 +425,62 @@ mod tests {
     }
 
     #[test]
-    fn missing_sysfs_and_missing_tc_are_notes() {
+    fn missing_sysfs_is_a_note() {
         let root = std::env::temp_dir().join(format!("rb-q-missing-{}", std::process::id()));
-        let r = QueueReader::new(
-            &root,
-            Some("routerbench-no-such-tc".into()),
-            Duration::from_millis(100),
-        );
+        let r = QueueReader::new(&root, false, Duration::from_millis(100));
         assert!(!r.active());
-        assert_eq!(r.notes.len(), 2, "{:?}", r.notes);
+        assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
         assert!(
             r.notes[0].starts_with("/sys/class/net missing"),
             "{:?}",
             r.notes
         );
-        assert!(
-            r.notes[1].contains("routerbench-no-such-tc not found"),
-            "{:?}",
-            r.notes
-        );
-        assert!(r.notes[1].contains("tc-full"), "{:?}", r.notes);
         assert!(r.summary().is_empty());
     }
 
     #[test]
-    fn a_failing_tc_is_one_note_and_is_not_retried() {
-        // `false` exists and exits 1, like a tc without JSON support or without permission.
-        if crate::lab::sys::tool_path("false").is_err() {
-            eprintln!("skip: no `false` program");
-            return;
+    fn cake_and_tbf_fixtures_give_rate_ms_and_peak_delay() {
+        use crate::monitor::tc_stats::{parse_qdisc, tests as fx};
+        let all = vec![
+            parse_qdisc(&fx::cake_message()).unwrap(),
+            parse_qdisc(&fx::tbf_message(2_500_000, None, 64_000)).unwrap(),
+            parse_qdisc(&fx::fq_codel_message()).unwrap(),
+        ];
+        let mut name = |i: i32| Some(format!("if{i}"));
+        let (roots, extras) = roots_of_dump(&all, &mut name);
+        assert_eq!(roots.len(), 3);
+        assert_eq!(extras["if3"].shaped_rate_bps, Some(20_000_000));
+        assert_eq!(extras["if3"].cake_peak_delay_ms, Some(36.0));
+        assert_eq!(extras["if3"].ecn_marks, Some(2 + 4 + 6 + 8));
+        assert_eq!(extras["if2"].ecn_marks, Some(42));
+        let mut r = reader();
+        r.add_qdiscs(roots.clone());
+        r.add_extras(&extras);
+        let mut later = extras.clone();
+        if let Some(x) = later.get_mut("if2") {
+            x.ecn_marks = Some(50);
         }
-        let root = std::env::temp_dir().join(format!("rb-q-false-{}", std::process::id()));
-        let mut r = QueueReader::new(&root, Some("false".into()), Duration::from_millis(10));
-        r.read();
-        r.read();
-        let tc_notes: Vec<&String> = r.notes.iter().filter(|n| n.starts_with("qdisc")).collect();
-        assert_eq!(tc_notes.len(), 1, "{:?}", r.notes);
-        assert!(
-            tc_notes[0].contains("`false -s -j qdisc show` failed"),
-            "{tc_notes:?}"
-        );
-        assert!(!r.active());
+        r.add_qdiscs(roots);
+        r.add_extras(&later);
+        let s = r.take_interval();
+        let tbf = s.iter().find(|q| q.dev == "if8").unwrap();
+        // 64000 B at 20 Mbit/s = 25.6 ms.
+        assert_eq!(tbf.shaped_rate_bps, Some(20_000_000));
+        assert!((tbf.backlog_ms_max.unwrap() - 25.6).abs() < 1e-9, "{tbf:?}");
+        let cake = s.iter().find(|q| q.dev == "if3").unwrap();
+        assert_eq!(cake.cake_peak_delay_ms_max, Some(36.0));
+        let fq = s.iter().find(|q| q.dev == "if2").unwrap();
+        assert_eq!((fq.ecn_marks, fq.shaped_rate_bps), (Some(8), None));
     }
 
     #[test]
     fn this_machine_in_its_own_namespace() {
-        // Whatever this host has: tc's devices are named, lo with noqueue is not among them.
-        let mut r = QueueReader::new(Path::new("/"), Some("tc".into()), Duration::from_millis(10));
+        // Whatever this host has: devices are named, lo with noqueue is not among them.
+        let mut r = QueueReader::new(Path::new("/"), true, Duration::from_millis(10));
         r.read();
         let notes = r.notes.clone();
         let w = r.summary();
-        if crate::lab::sys::tool_path("tc").is_ok() {
-            assert!(!notes.iter().any(|n| n.starts_with("qdisc")), "{notes:?}");
-        }
+        assert!(!notes.iter().any(|n| n.starts_with("qdisc")), "{notes:?}");
         assert!(
             w.iter()
                 .all(|q| !(q.dev == "lo" && q.qdisc.as_deref() == Some("noqueue"))),

@@ -3,11 +3,13 @@
 
 use super::procfs::{self, CpuTicks, SoftnetRow};
 use super::queues::QueueReader;
+use super::sources::{self, ProcFiles};
 use crate::results::monitor::{MonitorResult, MonitorSample, MonitorSummary, ProcessCpu};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::SyncSender;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -20,10 +22,16 @@ pub struct SamplerConfig {
     /// Hard stop even if `stop` is never called.
     pub max_duration: Duration,
     /// How often the queue gauges (qdisc backlog, BQL inflight) are read; at most `interval`.
-    /// `tc` is additionally paced to a tenth of one core.
+    /// The rtnetlink dump is additionally paced to a tenth of one core.
     pub queue_interval: Duration,
-    /// The `tc` program that reads the qdiscs (`None`: qdiscs are not sampled).
-    pub tc: Option<String>,
+    /// Read the qdiscs over rtnetlink (in the sampler thread's network namespace).
+    pub qdiscs: bool,
+    /// Each sample is also offered here as it is taken (the live view, the agent); a full
+    /// channel drops the sample for that receiver, never blocks the sampler.
+    pub live: Option<SyncSender<MonitorSample>>,
+    /// Keep the samples in the result. The agent streams them and keeps none, so a long
+    /// subscription costs the router no memory; its client recomputes the summary.
+    pub keep_samples: bool,
 }
 
 impl Default for SamplerConfig {
@@ -33,7 +41,9 @@ impl Default for SamplerConfig {
             interval: Duration::from_millis(500),
             max_duration: Duration::from_secs(3600),
             queue_interval: Duration::from_millis(100),
-            tc: Some("tc".into()),
+            qdiscs: true,
+            live: None,
+            keep_samples: true,
         }
     }
 }
@@ -88,53 +98,64 @@ struct Snapshot {
     net_tx: Vec<u32>,
     softnet: Option<Vec<SoftnetRow>>,
     temp_max_c: Option<f64>,
+    irq_cpus: Vec<u32>,
+    irq_sums: Vec<u64>,
 }
 
-fn read(root: &Path, rel: &str) -> Option<String> {
-    std::fs::read_to_string(root.join(rel)).ok()
-}
-
-fn snapshot(root: &Path) -> Snapshot {
+fn snapshot(files: &mut ProcFiles, sensors: &[String]) -> Snapshot {
     let mut s = Snapshot {
         at: Some(Instant::now()),
         ..Default::default()
     };
-    if let Some(t) = read(root, "proc/stat") {
-        s.cpus = procfs::parse_stat_cpus(&t);
+    if let Some(t) = files.read("proc/stat") {
+        s.cpus = procfs::parse_stat_cpus(t);
     }
-    if let Some(t) = read(root, "proc/softirqs") {
-        (s.softirq_cpus, s.net_rx, s.net_tx) = procfs::parse_softirqs_net(&t);
+    if let Some(t) = files.read("proc/softirqs") {
+        (s.softirq_cpus, s.net_rx, s.net_tx) = procfs::parse_softirqs_net(t);
     }
-    s.softnet = read(root, "proc/net/softnet_stat").map(|t| procfs::parse_softnet(&t));
-    s.temp_max_c = max_temperature(root);
+    s.softnet = files
+        .read("proc/net/softnet_stat")
+        .map(procfs::parse_softnet);
+    s.temp_max_c = max_temperature(files, sensors);
+    if let Some(t) = files.read("proc/interrupts") {
+        (s.irq_cpus, s.irq_sums) = sources::parse_interrupts(t);
+    }
     s
 }
 
-/// The hottest thermal zone or hwmon sensor, °C (millidegree files).
-fn max_temperature(root: &Path) -> Option<f64> {
-    let mut best: Option<f64> = None;
-    let mut consider = |path: PathBuf| {
-        if let Some(v) = std::fs::read_to_string(path)
-            .ok()
-            .and_then(|t| t.trim().parse::<f64>().ok())
-        {
-            let c = v / 1000.0;
-            if (-40.0..200.0).contains(&c) {
-                best = Some(best.map_or(c, |b: f64| b.max(c)));
-            }
-        }
-    };
+/// Thermal zone and hwmon temperature files (relative to the root), found once.
+fn temperature_sensors(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
     if let Ok(dir) = std::fs::read_dir(root.join("sys/class/thermal")) {
         for e in dir.flatten().take(64) {
-            if e.file_name().to_string_lossy().starts_with("thermal_zone") {
-                consider(e.path().join("temp"));
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("thermal_zone") {
+                out.push(format!("sys/class/thermal/{name}/temp"));
             }
         }
     }
     if let Ok(dir) = std::fs::read_dir(root.join("sys/class/hwmon")) {
         for e in dir.flatten().take(64) {
+            let name = e.file_name().to_string_lossy().into_owned();
             for i in 1..=8 {
-                consider(e.path().join(format!("temp{i}_input")));
+                let rel = format!("sys/class/hwmon/{name}/temp{i}_input");
+                if root.join(&rel).exists() {
+                    out.push(rel);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The hottest sensor, °C (millidegree files).
+fn max_temperature(files: &mut ProcFiles, sensors: &[String]) -> Option<f64> {
+    let mut best: Option<f64> = None;
+    for rel in sensors {
+        if let Some(v) = files.read(rel).and_then(|t| t.trim().parse::<f64>().ok()) {
+            let c = v / 1000.0;
+            if (-40.0..200.0).contains(&c) {
+                best = Some(best.map_or(c, |b: f64| b.max(c)));
             }
         }
     }
@@ -147,15 +168,21 @@ fn process_ticks(root: &Path) -> HashMap<u32, (String, u64)> {
     let Ok(dir) = std::fs::read_dir(root.join("proc")) else {
         return out;
     };
+    let mut buf = String::with_capacity(1024);
+    let mut path = root.join("proc");
     for e in dir.flatten().take(4096) {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        if let Some(parsed) =
-            read(root, &format!("proc/{pid}/stat")).and_then(|t| procfs::parse_pid_stat(&t))
-        {
+        path.push(pid.to_string());
+        path.push("stat");
+        let parsed =
+            sources::read_into(&path, &mut buf).and_then(|()| procfs::parse_pid_stat(&buf));
+        if let Some(parsed) = parsed {
             out.insert(pid, parsed);
         }
+        path.pop();
+        path.pop();
     }
     out
 }
@@ -194,6 +221,14 @@ fn interval(prev: &Snapshot, cur: &Snapshot, t_s: f64) -> MonitorSample {
             .map(|(x, y)| f64::from(y.wrapping_sub(*x)) / dt)
             .collect()
     };
+    if prev.irq_cpus == cur.irq_cpus && !cur.irq_cpus.is_empty() {
+        s.irq_per_s = prev
+            .irq_sums
+            .iter()
+            .zip(&cur.irq_sums)
+            .map(|(a, b)| b.saturating_sub(*a) as f64 / dt)
+            .collect();
+    }
     if prev.softirq_cpus == cur.softirq_cpus {
         s.net_rx_per_s = rate(&prev.net_rx, &cur.net_rx);
         s.net_tx_per_s = rate(&prev.net_tx, &cur.net_tx);
@@ -215,12 +250,33 @@ fn interval(prev: &Snapshot, cur: &Snapshot, t_s: f64) -> MonitorSample {
 fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
     let start = Instant::now();
     let procs_before = process_ticks(&cfg.root);
-    let first = snapshot(&cfg.root);
+    let mut files = ProcFiles::new(&cfg.root);
+    let sensors = temperature_sensors(&cfg.root);
+    let first = snapshot(&mut files, &sensors);
     let mut result = MonitorResult {
         interval_s: cfg.interval.as_secs_f64(),
         cpus: first.cpus.iter().map(|(id, _)| *id).collect(),
+        start_unix_s: Some(crate::util::time::unix_now_f64() - start.elapsed().as_secs_f64()),
         ..Default::default()
     };
+    if first.irq_cpus.is_empty() {
+        result
+            .notes
+            .push("/proc/interrupts missing: no interrupt rates".into());
+    }
+    let has_meminfo = files.read("proc/meminfo").is_some();
+    if !has_meminfo {
+        result
+            .notes
+            .push("/proc/meminfo missing: no available memory".into());
+    }
+    if sources::cpu_freq_mhz(&mut files, &result.cpus).is_empty() {
+        result
+            .notes
+            .push("no cpufreq (fixed clock, or not exposed): no CPU frequency".into());
+    }
+    let mut procs_prev = procs_before.clone();
+    let mut procs_at = Instant::now();
     if first.cpus.is_empty() {
         result
             .notes
@@ -244,12 +300,13 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
         Duration::from_millis(10),
         cfg.interval.max(Duration::from_millis(10)),
     );
-    let mut queues = QueueReader::new(&cfg.root, cfg.tc.clone(), queue_gap);
+    let mut queues = QueueReader::new(&cfg.root, cfg.qdiscs, queue_gap);
     if queues.active() {
         result.queue_interval_s = Some(queue_gap.as_secs_f64());
     }
     let mut next_queue = Instant::now() + queue_gap;
     let mut prev = first;
+    let mut taken = 0usize;
     let mut next = start + cfg.interval;
     loop {
         // Sleep in short slices so `stop` is seen quickly; read the queues in between.
@@ -258,11 +315,17 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
                 queues.read();
                 next_queue = (next_queue + queue_gap).max(Instant::now());
             }
+            // Wake for the next queue reading or sample, at least every 100 ms to see `stop`.
+            let wake = if queues.active() {
+                next.min(next_queue)
+            } else {
+                next
+            };
             std::thread::sleep(
-                Duration::from_millis(20).min(next.saturating_duration_since(Instant::now())),
+                Duration::from_millis(100).min(wake.saturating_duration_since(Instant::now())),
             );
         }
-        let cur = snapshot(&cfg.root);
+        let cur = snapshot(&mut files, &sensors);
         let t = start.elapsed().as_secs_f64();
         if cur
             .at
@@ -271,12 +334,37 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
         {
             let mut s = interval(&prev, &cur, t);
             s.queues = queues.take_interval();
-            result.samples.push(s);
+            s.cpu_freq_mhz = sources::cpu_freq_mhz(&mut files, &result.cpus);
+            if has_meminfo {
+                s.mem_available_kib = files
+                    .read("proc/meminfo")
+                    .and_then(sources::parse_mem_available_kib);
+            }
+            s.wireless = files
+                .read("proc/net/wireless")
+                .map(sources::parse_wireless)
+                .unwrap_or_default();
+            // The busiest process about once a second: a scan reads every /proc/PID/stat.
+            if procs_at.elapsed() >= Duration::from_millis(950) {
+                let now = process_ticks(&cfg.root);
+                s.top_process = busiest(&procs_prev, &now, procs_at.elapsed().as_secs_f64(), 1)
+                    .into_iter()
+                    .next();
+                procs_prev = now;
+                procs_at = Instant::now();
+            }
+            if let Some(tx) = &cfg.live {
+                let _ = tx.try_send(s.clone());
+            }
+            taken += 1;
+            if cfg.keep_samples {
+                result.samples.push(s);
+            }
             prev = cur;
         }
         if stop.load(Ordering::Relaxed)
             || start.elapsed() >= cfg.max_duration
-            || result.samples.len() >= MAX_SAMPLES
+            || taken >= MAX_SAMPLES
         {
             break;
         }
@@ -284,30 +372,41 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
     }
     let elapsed = start.elapsed().as_secs_f64().max(1e-6);
     let procs_after = process_ticks(&cfg.root);
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    let mut top: Vec<ProcessCpu> = procs_after
-        .iter()
-        .filter_map(|(pid, (comm, ticks))| {
-            let before = procs_before.get(pid).map_or(0, |(_, t)| *t);
-            let d = ticks.saturating_sub(before);
-            (d > 0).then(|| ProcessCpu {
-                pid: *pid,
-                comm: comm.clone(),
-                cpu_pct: 100.0 * d as f64 / hz / elapsed,
-            })
-        })
-        .collect();
-    top.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
-    top.truncate(8);
-    result.top_processes = top;
+    result.top_processes = busiest(&procs_before, &procs_after, elapsed, 8);
     result.summary = summarize(&result.samples);
     result.notes.append(&mut queues.notes);
     result.summary.queues = queues.summary();
     result
 }
 
-fn summarize(samples: &[MonitorSample]) -> MonitorSummary {
+/// The `n` processes that used the most CPU between two scans `elapsed_s` apart.
+fn busiest(
+    before: &HashMap<u32, (String, u64)>,
+    after: &HashMap<u32, (String, u64)>,
+    elapsed_s: f64,
+    n: usize,
+) -> Vec<ProcessCpu> {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let mut top: Vec<ProcessCpu> = after
+        .iter()
+        .filter_map(|(pid, (comm, ticks))| {
+            let before = before.get(pid).map_or(0, |(_, t)| *t);
+            let d = ticks.saturating_sub(before);
+            (d > 0).then(|| ProcessCpu {
+                pid: *pid,
+                comm: comm.clone(),
+                cpu_pct: 100.0 * d as f64 / hz / elapsed_s.max(1e-6),
+            })
+        })
+        .collect();
+    top.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
+    top.truncate(n);
+    top
+}
+
+/// The summary of a window's samples (queues are filled in by the caller).
+pub fn summarize(samples: &[MonitorSample]) -> MonitorSummary {
     let fmax = |it: &mut dyn Iterator<Item = f64>| {
         it.fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
     };
@@ -333,6 +432,7 @@ fn summarize(samples: &[MonitorSample]) -> MonitorSummary {
         softnet_time_squeeze_total: sum_opt(&|s| s.softnet_time_squeeze),
         temperature_max_c: fmax(&mut samples.iter().filter_map(|s| s.temperature_max_c)),
         queues: Vec::new(),
+        under_load: None,
     }
 }
 
@@ -380,7 +480,9 @@ mod tests {
             interval: Duration::from_millis(30),
             max_duration: Duration::from_millis(200),
             queue_interval: Duration::from_millis(10),
-            tc: Some("routerbench-no-such-tc".into()),
+            qdiscs: false,
+            live: None,
+            keep_samples: true,
         })
         .unwrap();
         std::thread::sleep(Duration::from_millis(100));
@@ -392,7 +494,7 @@ mod tests {
         );
         assert!(r.notes.iter().any(|n| n.contains("/proc/stat")));
         assert_eq!(r.summary.busiest_cpu_max_pct, None);
-        // No /sys/class/net and no tc: one note each, no readings, no panic.
+        // No /sys/class/net and qdiscs off: one note, no readings, no panic.
         assert_eq!(
             r.notes
                 .iter()
@@ -402,15 +504,7 @@ mod tests {
             "{:?}",
             r.notes
         );
-        assert_eq!(
-            r.notes
-                .iter()
-                .filter(|n| n.contains("routerbench-no-such-tc not found"))
-                .count(),
-            1,
-            "{:?}",
-            r.notes
-        );
+        assert!(r.notes.iter().any(|n| n.contains("/proc/interrupts")));
         assert_eq!(r.queue_interval_s, None);
         assert!(r.summary.queues.is_empty());
         assert!(r.samples.iter().all(|s| s.queues.is_empty()));
@@ -440,6 +534,8 @@ mod tests {
                 time_squeeze: 7,
             }]),
             temp_max_c: None,
+            irq_cpus: vec![0],
+            irq_sums: vec![100],
         };
         let cur = Snapshot {
             at: Some(at + Duration::from_secs(1)),
@@ -462,11 +558,14 @@ mod tests {
                 time_squeeze: 9,
             }]),
             temp_max_c: Some(51.0),
+            irq_cpus: vec![0],
+            irq_sums: vec![350],
         };
         let s = interval(&prev, &cur, 1.0);
         assert_eq!(s.cpu_busy_pct, [50.0]);
         assert_eq!(s.net_rx_per_s, [10.0]);
         assert_eq!(s.softnet_dropped, Some(2));
         assert_eq!(s.softnet_time_squeeze, Some(2));
+        assert_eq!(s.irq_per_s, [250.0]);
     }
 }

@@ -1,9 +1,19 @@
 //! Rendering of the result model: text summaries, tables, rows. Nothing here measures.
 
+#[cfg(feature = "plots")]
+pub mod compare;
 pub mod crypto;
 pub mod device;
+#[cfg(feature = "plots")]
+pub mod html;
 pub mod iperf3;
 pub mod lab;
 pub mod latency;
 pub mod monitor;
+#[cfg(feature = "plots")]
+pub mod plot;
+#[cfg(feature = "plots")]
+pub mod reference;
+#[cfg(feature = "plots")]
+pub mod rows;
 pub mod summary;

@@ -1,6 +1,8 @@
 //! The router's view as text: the summary line, the queues and the busiest processes.
 
-use crate::results::monitor::{MonitorResult, QueueSummary};
+use crate::results::monitor::{
+    LoadSummary, MonitorResult, MonitorSample, ProcessCpu, QueueSummary,
+};
 
 /// Bytes for people, decimal units: `812 B`, `45.2 KB`, `1.35 MB`.
 fn fmt_bytes(b: u64) -> String {
@@ -25,6 +27,12 @@ fn queue_line(q: &QueueSummary) -> String {
             q.qlen_max.unwrap_or(0),
             if drops == 1 { "" } else { "s" }
         ));
+        if let (Some(ms), Some(rate)) = (q.backlog_ms_max, q.shaped_rate_bps) {
+            t.push_str(&format!(" = {ms:.1} ms at {:.1} Mbit/s", rate as f64 / 1e6));
+        }
+        if let Some(p) = q.cake_peak_delay_ms_max {
+            t.push_str(&format!(", CAKE peak delay {p:.1} ms"));
+        }
         parts.push(t);
     }
     if let Some(b) = q.bql_inflight_max_bytes {
@@ -80,8 +88,118 @@ pub fn render_text(m: &MonitorResult) -> String {
             .collect();
         out.push_str(&format!("busiest    {}\n", top.join(", ")));
     }
+    if let Some(l) = &s.under_load {
+        out.push_str(&render_load(l));
+    }
+    if let Some(a) = &m.agent {
+        out.push_str(&format!(
+            "agent      {} clock offset {:+.3} ms (±{:.3} ms, {} exchanges)\n",
+            a.address,
+            a.offset_ms,
+            a.rtt_ms / 2.0,
+            a.exchanges
+        ));
+    }
     for note in &m.notes {
         out.push_str(&format!("note: {note}\n"));
+    }
+    out
+}
+
+/// The router under load: the answers to the seed's questions, one line each.
+pub fn render_load(l: &LoadSummary) -> String {
+    let f = |v: Option<f64>, unit: &str| v.map_or("n/a".to_string(), |v| format!("{v:.1}{unit}"));
+    let mut out = format!(
+        "under load CPU headroom {} (busiest core p95 {}), softirq share {}\n",
+        f(l.cpu_headroom_pct, "%"),
+        f(l.busiest_cpu_p95_pct, "%"),
+        f(l.softirq_share_pct, "%")
+    );
+    if l.fullest_queue_dev.is_some() && l.fullest_queue_peak_bytes == Some(0) {
+        out.push_str("           queues empty under load (every root qdisc watched)\n");
+    } else if let Some(dev) = &l.fullest_queue_dev {
+        let b = |v: Option<u64>| v.map_or("n/a".to_string(), fmt_bytes);
+        let ms = match (l.fullest_queue_peak_ms, l.fullest_queue_p95_ms) {
+            (Some(p), Some(q)) => format!(" = peak {p:.1} ms, p95 {q:.1} ms"),
+            _ => String::new(),
+        };
+        out.push_str(&format!(
+            "           fullest queue {dev}: peak {}, p95 {}{ms} (idle p95 {})\n",
+            b(l.fullest_queue_peak_bytes),
+            b(l.fullest_queue_p95_bytes),
+            b(l.fullest_queue_idle_p95_bytes)
+        ));
+    }
+    out.push_str(&format!(
+        "           per s load/idle: qdisc drops {}/{}, softnet drops {}/{}, time_squeeze {}/{}\n",
+        f(l.qdisc_drops_load_per_s, ""),
+        f(l.qdisc_drops_idle_per_s, ""),
+        f(l.softnet_dropped_load_per_s, ""),
+        f(l.softnet_dropped_idle_per_s, ""),
+        f(l.time_squeeze_load_per_s, ""),
+        f(l.time_squeeze_idle_per_s, "")
+    ));
+    if let Some(t) = l.temperature_rise_c {
+        out.push_str(&format!("           temperature rise {t:+.1} °C\n"));
+    }
+    out
+}
+
+/// One line per interval while the monitor runs: per-core busy/softirq, NET_RX/NET_TX, device
+/// interrupts, the fullest queue in bytes and in ms at its shaped rate, temperature, the top
+/// process with its PID.
+pub fn render_live(s: &MonitorSample, top: Option<&ProcessCpu>) -> String {
+    let join = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:.0}"))
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    let sum = |v: &[f64]| v.iter().sum::<f64>();
+    let mut out = format!(
+        "{:7.1}s cpu {}% soft {}%",
+        s.t_s,
+        join(&s.cpu_busy_pct),
+        join(&s.cpu_softirq_pct)
+    );
+    if !s.net_rx_per_s.is_empty() {
+        out.push_str(&format!(
+            " | NET_RX {:.0}/s NET_TX {:.0}/s",
+            sum(&s.net_rx_per_s),
+            sum(&s.net_tx_per_s)
+        ));
+    }
+    if !s.irq_per_s.is_empty() {
+        out.push_str(&format!(" | irq {}/s", join(&s.irq_per_s)));
+    }
+    let fullest = s.queues.iter().max_by(|a, b| {
+        let key = |q: &crate::results::monitor::QueueSample| {
+            (
+                q.backlog_ms_max.unwrap_or(0.0),
+                q.backlog_bytes_max.unwrap_or(0),
+            )
+        };
+        let (ka, kb) = (key(a), key(b));
+        ka.0.total_cmp(&kb.0).then(ka.1.cmp(&kb.1))
+    });
+    match fullest {
+        Some(q) => {
+            out.push_str(&format!(
+                " | q {} {}",
+                q.dev,
+                fmt_bytes(q.backlog_bytes_max.unwrap_or(0))
+            ));
+            if let Some(ms) = q.backlog_ms_max {
+                out.push_str(&format!(" {ms:.1} ms"));
+            }
+        }
+        None => out.push_str(" | q empty"),
+    }
+    if let Some(t) = s.temperature_max_c {
+        out.push_str(&format!(" | {t:.1}°C"));
+    }
+    if let Some(p) = top {
+        out.push_str(&format!(" | top {}[{}] {:.0}%", p.comm, p.pid, p.cpu_pct));
     }
     out
 }
@@ -129,6 +247,7 @@ mod tests {
                         bql_inflight_max_bytes: Some(9_084),
                         bql_limit_max_bytes: Some(14_577),
                         bql_tx_queues: Some(2),
+                        ..Default::default()
                     },
                     QueueSummary {
                         dev: "wan".into(),
@@ -168,6 +287,33 @@ mod tests {
             ]
         );
         assert_eq!(fmt_bytes(999), "999 B");
+        let live = render_live(
+            &MonitorSample {
+                t_s: 1.5,
+                cpu_busy_pct: vec![97.0, 12.0],
+                cpu_softirq_pct: vec![60.0, 1.0],
+                net_rx_per_s: vec![900.0, 100.0],
+                net_tx_per_s: vec![50.0, 0.0],
+                irq_per_s: vec![4000.0, 10.0],
+                temperature_max_c: Some(61.0),
+                queues: vec![crate::results::monitor::QueueSample {
+                    dev: "wan".into(),
+                    backlog_bytes_max: Some(64_000),
+                    backlog_ms_max: Some(25.6),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+            Some(&ProcessCpu {
+                pid: 14,
+                comm: "ksoftirqd/0".into(),
+                cpu_pct: 38.0,
+            }),
+        );
+        assert_eq!(
+            live,
+            "    1.5s cpu 97/12% soft 60/1% | NET_RX 1000/s NET_TX 50/s | irq 4000/10/s | q wan 64.0 KB 25.6 ms | 61.0°C | top ksoftirqd/0[14] 38%"
+        );
         assert_eq!(fmt_bytes(1_350_000), "1.35 MB");
     }
 }

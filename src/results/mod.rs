@@ -18,9 +18,6 @@ pub mod throughput;
 /// `/2` put units into field names (`start_s`, `rtt_us`, `*_pct`, `t_s`, …).
 pub const SCHEMA: &str = "routerbench.run/2";
 
-/// Older schemas this version still reads: their field names are serde aliases.
-pub const SCHEMA_READABLE: [&str; 2] = ["routerbench.run/1", SCHEMA];
-
 /// Who wrote a result file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ToolInfo {
@@ -40,7 +37,8 @@ impl ToolInfo {
 /// One `routerbench run` (or a single command's `--json`): the envelope of all sections.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
-    /// Always [`SCHEMA`] when written by this version; [`SCHEMA_READABLE`] ones load.
+    /// Always [`SCHEMA`] when written by this version; older ones load (renamed fields are
+    /// serde aliases).
     pub schema: String,
     pub tool: ToolInfo,
     /// RFC 3339 UTC time the run started.
@@ -56,6 +54,10 @@ pub struct RunResult {
     /// The machine's own view (CPU, softirq, softnet, temperature) during the run's tests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitor: Option<monitor::MonitorResult>,
+    /// The router's view during the test, pulled from its agent (`routerbench server --monitor`)
+    /// with `--monitor HOST`, on the test's time axis (`t_s` from the test's t0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router: Option<monitor::MonitorResult>,
     /// The netns lab the run went through: configuration, theory, capacity, accuracy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab: Option<lab::LabResult>,
@@ -81,6 +83,7 @@ impl RunResult {
             crypto: None,
             latency: None,
             monitor: None,
+            router: None,
             lab: None,
             throughput: None,
             notes: Vec::new(),
@@ -102,15 +105,46 @@ pub enum LoadError {
         path: String,
         source: serde_json::Error,
     },
-    #[error("{path} has schema {found}, this routerbench reads {expected}: upgrade routerbench")]
-    Schema {
+    #[error(
+        "{path} was written by a newer routerbench (schema {found}); this one reads {expected}: \
+         upgrade routerbench"
+    )]
+    Newer {
         path: String,
         found: String,
         expected: &'static str,
     },
+    #[error(
+        "{path} was written by an older routerbench (schema {found}) and does not convert to \
+         {expected}: {source}; re-run the test with this version"
+    )]
+    Older {
+        path: String,
+        found: String,
+        expected: &'static str,
+        source: serde_json::Error,
+    },
+    #[error("{path} is not a routerbench result file ({why}): {hint}")]
+    NotOurs {
+        path: String,
+        why: String,
+        hint: &'static str,
+    },
 }
 
-/// Reads a result file written by `save`, checking the schema's major version.
+/// The major version of a `routerbench.run/N` schema string.
+fn schema_major(schema: &str) -> Option<u32> {
+    schema
+        .strip_prefix("routerbench.run/")?
+        .split('.')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Reads a result file written by `save`. Files of an older schema load when their layout still
+/// converts (fields added since then are optional); a newer or unknown schema is refused with a
+/// message naming the version.
 pub fn load(path: &std::path::Path) -> Result<RunResult, LoadError> {
     let p = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
@@ -125,16 +159,45 @@ pub fn load(path: &std::path::Path) -> Result<RunResult, LoadError> {
     let found = value
         .get("schema")
         .and_then(|s| s.as_str())
-        .unwrap_or("")
-        .to_string();
-    if !SCHEMA_READABLE.contains(&found.as_str()) {
-        return Err(LoadError::Schema {
+        .map(str::to_string);
+    let Some(found) = found else {
+        let iperf3 = value.get("start").is_some() && value.get("end").is_some();
+        return Err(LoadError::NotOurs {
+            path: p,
+            why: if iperf3 {
+                "it is iperf3 -J output".into()
+            } else {
+                "it has no \"schema\" field".into()
+            },
+            hint: "save results with `routerbench run`, or `--json FILE` of crypto, rrul or lab run",
+        });
+    };
+    let (Some(major), Some(ours)) = (schema_major(&found), schema_major(SCHEMA)) else {
+        return Err(LoadError::NotOurs {
+            path: p,
+            why: format!("schema `{found}`"),
+            hint: "expected routerbench.run/N",
+        });
+    };
+    if major > ours {
+        return Err(LoadError::Newer {
             path: p,
             found,
             expected: SCHEMA,
         });
     }
-    serde_json::from_value(value).map_err(|source| LoadError::Json { path: p, source })
+    serde_json::from_value(value).map_err(|source| {
+        if major < ours {
+            LoadError::Older {
+                path: p,
+                found,
+                expected: SCHEMA,
+                source,
+            }
+        } else {
+            LoadError::Json { path: p, source }
+        }
+    })
 }
 
 /// Writes `result` as pretty JSON, atomically (temp file + rename), creating the directory.
@@ -146,4 +209,45 @@ pub fn save(result: &RunResult, path: &std::path::Path) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(result).map_err(std::io::Error::other)?;
     std::fs::write(&tmp, text + "\n")?;
     std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(name: &str, text: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("rb-load-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn older_schema_loads_newer_and_foreign_files_name_the_version() {
+        let old = r#"{"schema":"routerbench.run/0","tool":{"name":"routerbench","version":"0.0.1"},"started_at":"a","finished_at":"b","device":null}"#;
+        let r = load(&write("old.json", old)).unwrap();
+        assert_eq!(r.schema, "routerbench.run/0");
+        let broken = r#"{"schema":"routerbench.run/0","tool":{"name":"routerbench"}}"#;
+        let e = load(&write("old-broken.json", broken))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("older routerbench (schema routerbench.run/0)"),
+            "{e}"
+        );
+        let newer = old.replace("run/0", "run/9");
+        let e = load(&write("new.json", &newer)).unwrap_err().to_string();
+        assert!(
+            e.contains("newer routerbench (schema routerbench.run/9)"),
+            "{e}"
+        );
+        let e = load(&write("iperf.json", r#"{"start":{},"end":{}}"#))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("iperf3 -J output"), "{e}");
+        let _ = std::fs::remove_dir_all(
+            std::env::temp_dir().join(format!("rb-load-{}", std::process::id())),
+        );
+    }
 }

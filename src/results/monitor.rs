@@ -21,6 +21,28 @@ pub struct MonitorResult {
     /// Sources that were missing (OpenWrt strips /proc files on small images).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Absolute time of `t_s = 0`, Unix seconds (the sampler's start, or the test's t0 once
+    /// the samples were put on a test's time axis).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_unix_s: Option<f64>,
+    /// Where the samples came from when not this machine: the agent's address
+    /// (`routerbench server --monitor`), and how its clock was mapped onto ours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentClock>,
+}
+
+/// A remote agent's clock against the client's: `t_client = t_agent − offset_ms`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct AgentClock {
+    /// `host:port` of the agent.
+    pub address: String,
+    /// agent clock − client clock, ms (lowest third of the exchanges by RTT, as the probes).
+    pub offset_ms: f64,
+    /// Round trip of the exchanges the estimate used (mean), ms: the offset's uncertainty is
+    /// at most half of it.
+    pub rtt_ms: f64,
+    /// Request/response exchanges made.
+    pub exchanges: usize,
 }
 
 /// One interval's rates and gauges; `t_s` is the interval's end, seconds since the start.
@@ -44,6 +66,31 @@ pub struct MonitorSample {
     /// left out; a device absent here was idle or not measured, see the summary).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub queues: Vec<QueueSample>,
+    /// Device interrupts (numbered rows of /proc/interrupts) per second, per CPU.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub irq_per_s: Vec<f64>,
+    /// `scaling_cur_freq` per CPU, MHz (empty without cpufreq: a fixed clock).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_freq_mhz: Vec<f64>,
+    /// `MemAvailable` from /proc/meminfo, KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_available_kib: Option<u64>,
+    /// The busiest thread since the previous process scan (about once a second).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_process: Option<ProcessCpu>,
+    /// Wireless interfaces from /proc/net/wireless (link quality, signal dBm), where present.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wireless: Vec<WirelessSample>,
+}
+
+/// One line of /proc/net/wireless.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct WirelessSample {
+    pub dev: String,
+    pub link_quality: f64,
+    pub signal_dbm: f64,
+    /// Discarded packets (nwid + crypt + frag + retry + misc), cumulative.
+    pub discarded_packets: u64,
 }
 
 /// One device's queues over one interval. Gauges are read several times per interval
@@ -69,6 +116,18 @@ pub struct QueueSample {
     /// BQL `limit` summed over the TX queues, at the interval's last reading, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bql_limit_bytes: Option<u64>,
+    /// The lowest rate a tbf or CAKE qdisc of the device shapes to, bit/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shaped_rate_bps: Option<u64>,
+    /// `backlog_bytes_max` at `shaped_rate_bps`: the queue delay a packet arriving then sees, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backlog_ms_max: Option<f64>,
+    /// CAKE: highest per-tin peak sojourn delay (the kernel's EWMA), ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cake_peak_delay_ms_max: Option<f64>,
+    /// fq_codel / CAKE: packets ECN-marked in this interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn_marks: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -93,6 +152,41 @@ pub struct MonitorSummary {
     /// Every device with a root qdisc (other than lo's `noqueue`) or BQL, over the whole window.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub queues: Vec<QueueSummary>,
+    /// The router under load against idle, when the samples lie on a test's time axis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub under_load: Option<LoadSummary>,
+}
+
+/// What the seed asks of the router during a test: CPU headroom, softirq share, which queue
+/// filled and how far, drops and time_squeeze under load vs idle, heat, the busiest processes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct LoadSummary {
+    /// The load window on the samples' time axis, s.
+    pub load_from_s: f64,
+    pub load_to_s: f64,
+    /// 100 − the busiest core's busy % at the 95th percentile of the load's intervals.
+    pub cpu_headroom_pct: Option<f64>,
+    /// Busiest core's busy %, 95th percentile under load.
+    pub busiest_cpu_p95_pct: Option<f64>,
+    /// softirq share of all CPU time under load, percent.
+    pub softirq_share_pct: Option<f64>,
+    /// The device whose root queue held the most (ms where its rate is known, else bytes).
+    pub fullest_queue_dev: Option<String>,
+    pub fullest_queue_peak_bytes: Option<u64>,
+    pub fullest_queue_p95_bytes: Option<u64>,
+    pub fullest_queue_peak_ms: Option<f64>,
+    pub fullest_queue_p95_ms: Option<f64>,
+    /// The same device's root qdisc backlog at the 95th percentile of the idle intervals, bytes.
+    pub fullest_queue_idle_p95_bytes: Option<u64>,
+    /// Qdisc drops (all devices), softnet drops and time_squeeze, per second, load vs idle.
+    pub qdisc_drops_load_per_s: Option<f64>,
+    pub qdisc_drops_idle_per_s: Option<f64>,
+    pub softnet_dropped_load_per_s: Option<f64>,
+    pub softnet_dropped_idle_per_s: Option<f64>,
+    pub time_squeeze_load_per_s: Option<f64>,
+    pub time_squeeze_idle_per_s: Option<f64>,
+    /// Highest temperature under load minus the idle mean, °C.
+    pub temperature_rise_c: Option<f64>,
 }
 
 /// One device's queues over the whole window.
@@ -116,6 +210,14 @@ pub struct QueueSummary {
     /// TX queues with BQL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bql_tx_queues: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shaped_rate_bps: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backlog_ms_max: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cake_peak_delay_ms_max: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn_marks_total: Option<u64>,
 }
 
 impl QueueSummary {

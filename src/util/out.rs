@@ -2,7 +2,8 @@
 //! (`routerbench client … | head -1`): like iperf3, a closed pipe ends the command quietly.
 //!
 //! `println!` panics on `EPIPE` (Rust ignores SIGPIPE), so the command layer prints through
-//! [`outln!`](crate::outln) / [`out!`](crate::out) / [`errln!`](crate::errln) instead.
+//! [`outln!`](crate::outln) / [`out!`](crate::out) / [`errln!`](crate::errln) /
+//! [`err!`](crate::err) instead.
 
 use std::io::Write;
 
@@ -48,6 +49,12 @@ macro_rules! out {
 macro_rules! outln {
     () => { $crate::util::out::stdout(format_args!("\n")) };
     ($($arg:tt)*) => { $crate::util::out::stdout(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `eprint!` that never panics.
+#[macro_export]
+macro_rules! err {
+    ($($arg:tt)*) => { $crate::util::out::stderr(format_args!($($arg)*)) };
 }
 
 /// `eprintln!` that never panics.

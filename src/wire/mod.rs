@@ -8,3 +8,4 @@ pub const ROUTERBENCH_MAGIC: [u8; 8] = [0xFF, b'R', b'B', b'E', b'N', b'C', b'H'
 
 pub mod iperf3;
 pub mod rb;
+pub mod rb_agent;

@@ -1,0 +1,219 @@
+//! One self-contained HTML page for one or more result files: inline CSS and SVG only (no script,
+//! no font or style from the network), so it opens offline and prints well. Per result: the
+//! device, the crypto table and bars (all devices side by side), throughput, RRUL (all_scaled,
+//! CDF, idle-vs-loaded boxes with the grade), the monitor panels, and the lab's theory.
+
+use super::plot::{self, Figure};
+use super::rows::{Row, TITLES, human};
+use crate::results::RunResult;
+
+const CSS: &str = "body{font-family:sans-serif;max-width:1000px;margin:1em auto;padding:0 1em;color:#222}\
+h1{font-size:1.5em}h2{border-bottom:2px solid #0072b2;padding-bottom:.2em;margin-top:2em}\
+table{border-collapse:collapse;margin:.5em 0;font-size:.85em}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right}\
+td:first-child,th:first-child{text-align:left}.ident td{text-align:left}\
+figure{margin:1em 0;page-break-inside:avoid;break-inside:avoid}figure svg{width:100%;height:auto}\
+.warn{color:#a00;font-weight:bold}.note{color:#555;font-size:.9em}pre{font-size:.8em;overflow-x:auto}\
+@media print{body{max-width:none}h2{page-break-before:auto}}";
+
+/// Escapes text for HTML.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn figure_html(fig: &Figure) -> String {
+    match plot::to_svg(fig, plot::WIDTH) {
+        Ok(svg) => {
+            let svg = match svg.find("<svg") {
+                Some(i) => svg[i..].to_string(),
+                None => svg,
+            };
+            format!("<figure>{svg}</figure>\n")
+        }
+        Err(e) => format!("<p class=\"warn\">{}</p>\n", esc(&e.to_string())),
+    }
+}
+
+fn identity(run: &RunResult) -> String {
+    let Some(d) = &run.device else {
+        return "<p class=\"note\">no device identity in this file</p>\n".into();
+    };
+    let mut out = String::from("<table class=\"ident\">");
+    for line in crate::report::device::render_text(d).lines() {
+        let (k, v) = line.split_once(' ').unwrap_or((line, ""));
+        out.push_str(&format!(
+            "<tr><th>{}</th><td>{}</td></tr>",
+            esc(k),
+            esc(v.trim())
+        ));
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+fn crypto_section(rows: &[Row]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<h2>Crypto: the OpenWrt table's columns</h2>\n<table><tr><th>device</th><th>engine</th>",
+    );
+    for t in TITLES {
+        out.push_str(&format!("<th>{}</th>", esc(t)));
+    }
+    out.push_str("</tr>\n");
+    for r in rows {
+        out.push_str(&format!(
+            "<tr><td>{}</td><td>{}{}</td>",
+            esc(&r.label),
+            esc(&r.engine),
+            r.threads
+                .filter(|t| *t > 1)
+                .map(|t| format!(" ×{t}"))
+                .unwrap_or_default()
+        ));
+        for (c, v) in r.values.iter().enumerate() {
+            out.push_str(&format!("<td>{}</td>", esc(&human(c, *v))));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
+    let flags = plot::crypto::flags(rows);
+    if !flags.is_empty() {
+        out.push_str(&format!(
+            "<p class=\"warn\">⚠ These rows are not like-for-like: {}. Compare rows of one engine, \
+             one cipher block size and one thread count.</p>\n",
+            esc(&flags.join("; "))
+        ));
+    }
+    if rows.len() > 1 {
+        out.push_str("<table><tr>");
+        for h in super::compare::header(rows) {
+            out.push_str(&format!("<th>{}</th>", esc(&h)));
+        }
+        out.push_str("</tr>\n");
+        for line in super::compare::body(rows) {
+            out.push_str("<tr>");
+            for c in line {
+                out.push_str(&format!("<td>{}</td>", esc(&c)));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</table>\n");
+        for line in super::compare::summary(rows).lines() {
+            out.push_str(&format!("<p class=\"note\">{}</p>\n", esc(line)));
+        }
+    }
+    out.push_str(&figure_html(&plot::crypto::bars(rows)));
+    out
+}
+
+fn result_section(run: &RunResult, source: &str) -> String {
+    let mut out = format!(
+        "<h2>{}</h2>\n<p class=\"note\">{} — {} to {}, {} {}</p>\n",
+        esc(&super::rows::device_label(run, source)),
+        esc(source),
+        esc(&run.started_at),
+        esc(&run.finished_at),
+        esc(&run.tool.name),
+        esc(&run.tool.version)
+    );
+    out.push_str(&identity(run));
+    for n in &run.notes {
+        out.push_str(&format!("<p class=\"note\">note: {}</p>\n", esc(n)));
+    }
+    if let Some(t) = &run.throughput {
+        out.push_str("<h3>Throughput</h3>\n");
+        out.push_str(&format!(
+            "<pre>{}</pre>\n",
+            esc(&crate::report::iperf3::render_final(t))
+        ));
+        out.push_str(&figure_html(&plot::series::throughput(t)));
+    }
+    if let Some(l) = &run.latency {
+        out.push_str(&format!("<h3>Latency under load: {}</h3>\n", esc(&l.test)));
+        out.push_str(&format!(
+            "<pre>{}</pre>\n",
+            esc(&crate::report::latency::render_text(l))
+        ));
+        out.push_str(&figure_html(&plot::latency::all_scaled(
+            l,
+            &plot::theory_lines(run),
+        )));
+        out.push_str(&figure_html(&plot::latency::cdf(l)));
+        out.push_str(&figure_html(&plot::latency::boxes(l)));
+    }
+    if let Some(m) = &run.monitor {
+        out.push_str("<h3>The machine's own view</h3>\n");
+        out.push_str(&figure_html(&plot::series::monitor(m)));
+    }
+    if let Some(r) = &run.router {
+        out.push_str("<h3>The router's own view (its agent, on the test's time axis)</h3>\n");
+        let mut fig = plot::series::monitor(r);
+        fig.title = format!("The router's own view (every {:.2} s)", r.interval_s);
+        out.push_str(&figure_html(&fig));
+    }
+    if let Some(lab) = &run.lab {
+        out.push_str("<h3>Lab</h3>\n");
+        out.push_str(&format!(
+            "<pre>{}</pre>\n",
+            esc(&crate::report::lab::render_result(lab))
+        ));
+    }
+    out
+}
+
+/// The whole page for `runs` (result, file name), in the given order; `extra` crypto rows
+/// (reference rows, wiki rows) join the crypto comparison after the results' own rows.
+pub fn render(runs: &[(RunResult, String)], extra: &[Row]) -> String {
+    let mut rows: Vec<Row> = runs
+        .iter()
+        .filter_map(|(r, src)| Row::from_result(r, src, crate::crypto::ROW_CIPHER_BLOCK))
+        .collect();
+    rows.extend(extra.iter().cloned());
+    let mut out = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>routerbench report</title><style>{CSS}</style></head><body>\n\
+         <h1>routerbench report</h1>\n<p class=\"note\">{} result file(s), {} other row(s), \
+         rendered by routerbench {}</p>\n",
+        runs.len(),
+        extra.len(),
+        env!("CARGO_PKG_VERSION")
+    );
+    out.push_str(&crypto_section(&rows));
+    for (run, src) in runs {
+        out.push_str(&result_section(run, src));
+    }
+    out.push_str("</body></html>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_is_self_contained_and_escaped() {
+        let mut run = RunResult::new("2026-11-30T16:00:00Z".into());
+        run.notes.push("a <b> & c".into());
+        let lat = crate::report::plot::latency::tests::result(
+            vec![],
+            vec![crate::report::plot::latency::tests::probe(
+                "ICMP",
+                &[Some(1.0), None, Some(2.0)],
+                0.2,
+            )],
+        );
+        run.latency = Some(lat);
+        let page = render(&[(run, "x.json".into())], &[]);
+        assert!(page.contains("a &lt;b&gt; &amp; c"));
+        assert!(!page.contains("<script"));
+        assert!(!page.contains("http://") || page.matches("http://").all(|_| true));
+        assert!(!page.contains("src=\"http") && !page.contains("href=\"http"));
+        assert_eq!(page.matches("<figure>").count(), 3, "all_scaled, cdf, box");
+        assert!(page.contains("<svg"));
+    }
+}

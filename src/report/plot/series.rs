@@ -1,0 +1,263 @@
+//! Time-series figures: iperf3-style throughput per interval (sum and per stream), and the
+//! monitor's panels (per-core CPU and softirq, queue backlog, temperature). A source that was not
+//! measured gives a panel that says so, never an empty-looking zero line.
+
+use super::model::{Figure, Panel};
+use super::scale::{AxisRange, robust_range};
+use crate::results::monitor::MonitorResult;
+use crate::results::throughput::ThroughputResult;
+
+/// Throughput per reporting interval: the sum (and the reverse sum under --bidir), and each
+/// stream when there are several.
+pub fn throughput(r: &ThroughputResult) -> Figure {
+    let title = format!(
+        "{:?} throughput, {} stream(s), {:?}",
+        r.setup.protocol, r.setup.num_streams, r.role
+    );
+    let mbps = |bps: f64| bps / 1e6;
+    let mut values: Vec<f64> = r
+        .intervals
+        .iter()
+        .map(|i| mbps(i.sum.bits_per_second))
+        .collect();
+    values.extend(
+        r.intervals
+            .iter()
+            .flat_map(|i| i.streams.iter().map(|s| mbps(s.bits_per_second))),
+    );
+    let panel = match robust_range(values, true) {
+        None => Panel::missing(&title, "time (s)", "Mbit/s", "no intervals recorded"),
+        Some(y) => {
+            let mut p = Panel::new(&title, "time since start (s)", "throughput (Mbit/s)");
+            let end = r.intervals.iter().map(|i| i.sum.end).fold(1.0, f64::max);
+            p.x = (0.0, end);
+            p.y = y;
+            let sum: Vec<(f64, Option<f64>)> = r
+                .intervals
+                .iter()
+                .map(|i| (i.sum.end, Some(mbps(i.sum.bits_per_second))))
+                .collect();
+            p.add_series("sum", &sum);
+            let rev: Vec<(f64, Option<f64>)> = r
+                .intervals
+                .iter()
+                .filter_map(|i| i.sum_bidir_reverse.as_ref())
+                .map(|s| (s.end, Some(mbps(s.bits_per_second))))
+                .collect();
+            if !rev.is_empty() {
+                p.add_series("reverse sum (--bidir)", &rev);
+            }
+            let ids: std::collections::BTreeSet<i32> = r
+                .intervals
+                .iter()
+                .flat_map(|i| i.streams.iter().map(|s| s.socket))
+                .collect();
+            if ids.len() > 1 {
+                for id in ids {
+                    let pts: Vec<(f64, Option<f64>)> = r
+                        .intervals
+                        .iter()
+                        .flat_map(|i| i.streams.iter().filter(move |s| s.socket == id))
+                        .map(|s| (s.end, Some(mbps(s.bits_per_second))))
+                        .collect();
+                    p.add_series(&format!("stream {id}"), &pts);
+                }
+            }
+            p
+        }
+    };
+    Figure {
+        title: format!("Throughput to {}:{}", r.host, r.port),
+        panels: vec![panel],
+    }
+}
+
+/// Points of one series: x, and y when there is one.
+type Points = Vec<(f64, Option<f64>)>;
+
+/// Seconds since the monitor started, or since the test's T0 for a router agent's samples.
+const MON_TIME: &str = "time (s)";
+
+fn percent_panel(
+    m: &MonitorResult,
+    title: &str,
+    pick: fn(&crate::results::monitor::MonitorSample) -> &Vec<f64>,
+) -> Panel {
+    if m.samples.iter().all(|s| pick(s).is_empty()) {
+        return Panel::missing(title, MON_TIME, "%", "not measured (no /proc/stat)");
+    }
+    let mut p = Panel::new(title, MON_TIME, "% of the interval");
+    p.x = (0.0, m.samples.iter().map(|s| s.t_s).fold(1.0, f64::max));
+    p.y = AxisRange { lo: 0.0, hi: 105.0 };
+    for (i, cpu) in m.cpus.iter().enumerate() {
+        let pts: Vec<(f64, Option<f64>)> = m
+            .samples
+            .iter()
+            .map(|s| (s.t_s, pick(s).get(i).copied()))
+            .collect();
+        p.add_series(&format!("cpu{cpu}"), &pts);
+    }
+    p
+}
+
+fn queue_panel(m: &MonitorResult) -> Panel {
+    let title = "Queue backlog per device (root qdisc, max per interval)";
+    let devs: Vec<&str> = m
+        .summary
+        .queues
+        .iter()
+        .filter(|q| q.had_anything())
+        .map(|q| q.dev.as_str())
+        .collect();
+    if m.summary.queues.is_empty() {
+        return Panel::missing(
+            title,
+            MON_TIME,
+            "KB",
+            "not measured (no qdisc or BQL source)",
+        );
+    }
+    if devs.is_empty() {
+        return Panel::missing(title, MON_TIME, "KB", "every device's queues stayed empty");
+    }
+    // A measured device absent from an interval held nothing in it (see results::monitor).
+    let series: Vec<(String, Points)> = devs
+        .iter()
+        .map(|dev| {
+            let pts = m
+                .samples
+                .iter()
+                .map(|s| {
+                    let q = s.queues.iter().find(|q| q.dev == *dev);
+                    let v = q.map_or(Some(0.0), |q| {
+                        q.backlog_bytes_max.map(|b| b as f64 / 1000.0)
+                    });
+                    (s.t_s, v)
+                })
+                .collect();
+            (dev.to_string(), pts)
+        })
+        .collect();
+    let values = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().filter_map(|v| v.1));
+    let Some(y) = robust_range(values, true) else {
+        return Panel::missing(title, MON_TIME, "KB", "no backlog readings");
+    };
+    let mut p = Panel::new(title, MON_TIME, "backlog (kB)");
+    p.x = (0.0, m.samples.iter().map(|s| s.t_s).fold(1.0, f64::max));
+    p.y = y;
+    for (dev, pts) in &series {
+        p.add_series(dev, pts);
+    }
+    p
+}
+
+fn temperature_panel(m: &MonitorResult) -> Panel {
+    let title = "Temperature (hottest sensor)";
+    let values = m.samples.iter().filter_map(|s| s.temperature_max_c);
+    let Some(y) = robust_range(values, false) else {
+        return Panel::missing(title, MON_TIME, "°C", "not measured (no thermal zone)");
+    };
+    let mut p = Panel::new(title, MON_TIME, "°C");
+    p.x = (0.0, m.samples.iter().map(|s| s.t_s).fold(1.0, f64::max));
+    p.y = y;
+    let pts: Vec<(f64, Option<f64>)> = m
+        .samples
+        .iter()
+        .map(|s| (s.t_s, s.temperature_max_c))
+        .collect();
+    p.add_series("max °C", &pts);
+    p
+}
+
+/// The monitor's panels, one time axis.
+pub fn monitor(m: &MonitorResult) -> Figure {
+    Figure {
+        title: format!("The machine's own view (every {:.2} s)", m.interval_s),
+        panels: vec![
+            percent_panel(m, "CPU busy per core", |s| &s.cpu_busy_pct),
+            percent_panel(m, "softirq per core", |s| &s.cpu_softirq_pct),
+            queue_panel(m),
+            temperature_panel(m),
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::monitor::{MonitorSample, QueueSample, QueueSummary};
+
+    fn sample(t: f64, busy: f64, temp: Option<f64>, backlog: Option<u64>) -> MonitorSample {
+        MonitorSample {
+            t_s: t,
+            cpu_busy_pct: vec![busy, busy / 2.0],
+            cpu_softirq_pct: vec![1.0, 2.0],
+            temperature_max_c: temp,
+            queues: backlog
+                .map(|b| QueueSample {
+                    dev: "eth0".into(),
+                    backlog_bytes_max: Some(b),
+                    ..Default::default()
+                })
+                .into_iter()
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn monitor_without_temperature_or_queues_says_not_measured() {
+        let m = MonitorResult {
+            interval_s: 0.5,
+            cpus: vec![0, 1],
+            samples: vec![sample(0.5, 10.0, None, None), sample(1.0, 90.0, None, None)],
+            ..Default::default()
+        };
+        let f = monitor(&m);
+        assert_eq!(f.panels.len(), 4);
+        assert_eq!(f.panels[0].lines.len(), 2, "one line per core");
+        assert!(f.panels[0].has_data());
+        assert!(
+            f.panels[2]
+                .note
+                .as_deref()
+                .unwrap_or("")
+                .contains("not measured")
+        );
+        assert!(
+            f.panels[3]
+                .note
+                .as_deref()
+                .unwrap_or("")
+                .contains("not measured")
+        );
+    }
+
+    #[test]
+    fn queue_backlog_of_a_measured_device_is_zero_when_absent() {
+        let mut m = MonitorResult {
+            interval_s: 0.5,
+            cpus: vec![0, 1],
+            samples: vec![
+                sample(0.5, 10.0, Some(50.0), Some(3000)),
+                sample(1.0, 20.0, Some(51.0), None),
+                sample(1.5, 20.0, Some(52.0), Some(6000)),
+            ],
+            ..Default::default()
+        };
+        m.summary.queues = vec![QueueSummary {
+            dev: "eth0".into(),
+            backlog_bytes_max: Some(6000),
+            ..Default::default()
+        }];
+        let f = monitor(&m);
+        let q = &f.panels[2];
+        assert_eq!(
+            q.lines[0].segments,
+            vec![vec![(0.5, 3.0), (1.0, 0.0), (1.5, 6.0)]]
+        );
+        assert!(f.panels[3].has_data());
+    }
+}
