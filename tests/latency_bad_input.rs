@@ -38,6 +38,7 @@ fn session(addr: SocketAddr) -> (TcpStream, u64, u16) {
         addr,
         &Message::Hello {
             version: rb::VERSION,
+            token: String::new(),
         }
         .emit(),
     );
@@ -80,7 +81,14 @@ fn short_test_works(addr: SocketAddr) {
 #[test]
 fn unknown_version_is_refused_with_a_reason() {
     let (addr, svc) = server(Bounds::default());
-    let mut s = connect(addr, &Message::Hello { version: 99 }.emit());
+    let mut s = connect(
+        addr,
+        &Message::Hello {
+            version: 99,
+            token: String::new(),
+        }
+        .emit(),
+    );
     match read_frame(&mut s) {
         Some(Message::Error { code, message, .. }) => {
             assert_eq!(code, Some(ErrorCode::UnsupportedVersion));
@@ -382,6 +390,7 @@ fn busy_server_says_so() {
         addr,
         &Message::Hello {
             version: rb::VERSION,
+            token: String::new(),
         }
         .emit(),
     );

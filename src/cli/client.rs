@@ -257,8 +257,57 @@ pub struct ClientArgs {
     /// IPv6 only.
     #[arg(short = '6', long = "version6")]
     pub ipv6: bool,
+    /// Authenticate as this user (iperf3's RSA scheme); the password comes from
+    /// $IPERF3_PASSWORD, as with iperf3.
+    #[arg(long = "username", requires = "rsa_public_key_path")]
+    pub username: Option<String>,
+    /// The server's RSA public key (PEM) that encrypts the credentials.
+    #[arg(
+        long = "rsa-public-key-path",
+        requires = "username",
+        value_name = "FILE"
+    )]
+    pub rsa_public_key_path: Option<std::path::PathBuf>,
+    /// Encrypt the credentials with OAEP (iperf3 3.17+ servers) instead of PKCS#1 v1.5 (3.12).
+    #[arg(long = "rsa-oaep")]
+    pub rsa_oaep: bool,
     #[command(flatten)]
     pub router: super::monitor::RouterArgs,
+}
+
+/// The `authtoken` for `--username` (None without it).
+fn auth_token(args: &ClientArgs) -> anyhow::Result<Option<String>> {
+    let (Some(user), Some(key)) = (&args.username, &args.rsa_public_key_path) else {
+        return Ok(None);
+    };
+    let password = std::env::var("IPERF3_PASSWORD").map_err(|_| {
+        anyhow::anyhow!(
+            "--username {user}: set the password in the IPERF3_PASSWORD environment variable"
+        )
+    })?;
+    if user.is_empty()
+        || user.contains(char::is_whitespace)
+        || password.contains(char::is_whitespace)
+    {
+        anyhow::bail!(
+            "--username and the password must be non-empty and without spaces (iperf3's token format)"
+        );
+    }
+    let pem = std::fs::read_to_string(key)
+        .map_err(|e| anyhow::anyhow!("--rsa-public-key-path {}: {e}", key.display()))?;
+    let creds = crate::iperf3::auth::Credentials {
+        user: user.clone(),
+        password,
+        ts: crate::iperf3::auth::now_secs(),
+    };
+    let padding = if args.rsa_oaep {
+        crate::iperf3::auth::Padding::Oaep
+    } else {
+        crate::iperf3::auth::Padding::Pkcs1
+    };
+    crate::iperf3::auth::client_token(&pem, &creds, padding)
+        .map(Some)
+        .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// Prints intervals as they come (text mode), in iperf3's layout.
@@ -343,6 +392,7 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
     p.udp_counters_64bit = args.udp_counters_64bit;
     p.repeating_payload = args.repeating_payload;
     p.fqrate = args.fq_rate.map(|r| r.0).unwrap_or(0);
+    p.authtoken = auth_token(&args)?;
     let sink = TextIntervals::new(&out, t.parallel as usize);
     if !t.json {
         out.output(&format!("Connecting to host {host}, port {}\n", args.port));

@@ -15,6 +15,7 @@ pub mod report;
 pub mod rrul;
 pub mod run;
 pub mod server;
+pub mod shape;
 
 /// What can this router really do? Crypto, throughput, latency under load.
 #[derive(Debug, Parser)]
@@ -58,6 +59,8 @@ pub enum Command {
     Monitor(monitor::MonitorArgs),
     /// The netns router lab (root): up, down, status, measure, capacity, run.
     Lab(lab::LabArgs),
+    /// The lab's userspace AQM forwarder (fifo, codel, fq_codel, cake) in the router namespace.
+    Shape(shape::ShapeArgs),
     /// Serve iperf3 3.x clients (TCP/UDP, -R, --bidir, -P) and routerbench clients on one port.
     Server(server::ServerArgs),
     /// Run an iperf3 test against an iperf3 (or routerbench) server.
@@ -126,6 +129,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::LatencyServer(a) => rrul::serve(a),
         Command::Monitor(a) => monitor::run(a),
         Command::Lab(a) => lab::run(a),
+        Command::Shape(a) => shape::run(a),
         Command::Server(a) => server::run(a),
         Command::Client(a) => client::run(a),
         Command::Loopback(a) => loopback::run(a),

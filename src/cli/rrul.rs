@@ -51,6 +51,9 @@ pub struct LatencyArgs {
     /// Title stored in the flent file.
     #[arg(long, default_value = "")]
     pub title: String,
+    /// Shared secret of a server started with `--token` (default: $ROUTERBENCH_TOKEN).
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
     /// No progress line.
     #[arg(short, long)]
     pub quiet: bool,
@@ -87,6 +90,23 @@ pub struct ServerArgs {
     /// Longest load phase a client may ask for, seconds.
     #[arg(long, default_value_t = 600)]
     pub max_duration: u64,
+    /// Require this shared secret in every session's Hello (default: $ROUTERBENCH_TOKEN).
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+}
+
+/// `--token`, else `$ROUTERBENCH_TOKEN` (keeps the secret out of `ps`), else none.
+pub fn token_arg(arg: &Option<String>) -> anyhow::Result<Option<String>> {
+    let t = arg
+        .clone()
+        .or_else(|| std::env::var("ROUTERBENCH_TOKEN").ok())
+        .filter(|t| !t.is_empty());
+    if t.as_ref()
+        .is_some_and(|t| t.len() > crate::wire::rb::MAX_TOKEN_LEN)
+    {
+        anyhow::bail!("--token must be at most 128 bytes");
+    }
+    Ok(t)
 }
 
 fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
@@ -130,6 +150,7 @@ fn config(kind: TestKind, streams: u8, a: &LatencyArgs) -> anyhow::Result<TestCo
         } else {
             IpPref::Any
         },
+        token: token_arg(&a.token)?.unwrap_or_default(),
         ..TestConfig::default()
     })
 }
@@ -219,6 +240,7 @@ pub fn serve(a: ServerArgs) -> anyhow::Result<i32> {
         max_duration: Duration::from_secs(a.max_duration),
         udp_port: a.udp_port.unwrap_or(a.port),
         udp_bind: Some(a.bind),
+        token: token_arg(&a.token)?,
         ..Default::default()
     };
     let addr = std::net::SocketAddr::new(a.bind, a.port);

@@ -20,7 +20,7 @@ pub struct RunArgs {
     /// Seconds per crypto column.
     #[arg(long, default_value_t = 1.0)]
     pub crypto_seconds: f64,
-    /// Parts to skip: comma list of crypto, throughput, latency.
+    /// Parts to skip: comma list of crypto, throughput, latency, sqm.
     #[arg(long, value_delimiter = ',')]
     pub skip: Vec<Part>,
     /// A short run for smoke tests: 0.2 s per crypto column, 3 s loopback, 8 s RRUL.
@@ -40,6 +40,8 @@ pub enum Part {
     Crypto,
     Throughput,
     Latency,
+    /// The SQM capacity search in the netns lab (root; about 1-2 minutes).
+    Sqm,
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
@@ -127,6 +129,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         }
         result.monitor = Some(m);
     }
+    if !args.skip.contains(&Part::Sqm) {
+        match sqm_capacity(args.quick) {
+            Ok(c) => result.sqm_capacity = Some(c),
+            Err(e) => result
+                .notes
+                .push(format!("SQM capacity not measured: {e:#}")),
+        }
+    }
 
     result.finished_at = crate::util::time::now_rfc3339();
     result.interrupted = stopped();
@@ -137,6 +147,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     }
     progress.finish();
     crate::out!("{}", crate::report::summary::render_run(&result));
+    if let Some(c) = &result.sqm_capacity {
+        crate::out!("{}", crate::report::lab::sqm_capacity(c));
+    }
 
     let stamp = crate::util::time::file_stamp(started_unix);
     let path = args.out_dir.join(format!("run-{stamp}.json"));
@@ -191,6 +204,34 @@ fn extras(result: &RunResult, json: &std::path::Path, html: &std::path::Path) {
         crate::outln!();
         crate::out!("{}", crate::report::reference::render_standing(&row, &st));
     }
+}
+
+/// The SQM capacity of this CPU with cake (the kernel's if it has sch_cake, else routerbench's
+/// userspace one), from a throwaway lab: coarse (doubling from 100 Mbit/s, one bisection step,
+/// at most ~2 minutes). Skipped by --quick and without root.
+fn sqm_capacity(quick: bool) -> anyhow::Result<crate::results::lab::SqmCapacity> {
+    use crate::lab;
+    if quick {
+        anyhow::bail!("skipped by --quick");
+    }
+    lab::sys::require_root()?;
+    lab::sys::require_tools(&["ip", "tc"])?;
+    let name = format!("rbsqm{}", std::process::id());
+    let mut plan = lab::sqm_capacity::SqmPlan::new(
+        &name,
+        aqm::QdiscKind::Cake,
+        lab::shape_fwd::routerbench_exe()?,
+    );
+    plan.seconds = 5;
+    plan.refine_steps = 1;
+    plan.max_bps = 1_600_000_000;
+    plan.budget = std::time::Duration::from_secs(75);
+    let _guard = lab::LabGuard::new(&name);
+    lab::sqm_capacity::search(
+        &plan,
+        std::sync::Arc::new(lab::native_load::NativeIperf3),
+        &mut |_| {},
+    )
 }
 
 /// A short RRUL over loopback against the shared server (iperf3 and routerbench protocols on one

@@ -54,11 +54,77 @@ pub struct ServerArgs {
     #[arg(long = "max-streams", default_value_t = 128)]
     pub max_streams: u32,
     /// Most buffer memory per test in MiB (streams × block size); bigger tests are refused.
-    #[arg(long = "max-buffer-mib", default_value_t = 64)]
+    #[arg(long = "max-buffer-mib", default_value_t = 32)]
     pub max_buffer_mib: u64,
-    /// Seconds without any data moving before a running test is ended (iperf3's --rcv-timeout).
-    #[arg(long = "rcv-timeout", default_value_t = 120)]
+    /// Seconds without any data moving (or, while the server only sends, without the client's
+    /// host answering TCP keepalives) before a running test is ended (iperf3's --rcv-timeout).
+    #[arg(
+        long = "rcv-timeout",
+        visible_alias = "idle-timeout",
+        default_value_t = 60
+    )]
     pub rcv_timeout: u64,
+    /// Connections open at once over all clients (threads: one each).
+    #[arg(long = "max-connections", default_value_t = 192)]
+    pub max_connections: usize,
+    /// Connections one client address may have open at once (handshakes and routerbench
+    /// sessions with their load flows).
+    #[arg(long = "max-conns-per-host", default_value_t = 48)]
+    pub max_conns_per_host: usize,
+    /// iperf3 tests (and routerbench sessions) one client address may run at once.
+    #[arg(long = "max-tests-per-host", default_value_t = 4)]
+    pub max_tests_per_host: usize,
+    /// Data streams (TCP and UDP, both directions) over all running tests.
+    #[arg(long = "max-total-streams", default_value_t = 96)]
+    pub max_total_streams: usize,
+    /// Stream buffer memory over all running tests, MiB.
+    #[arg(long = "max-total-buffer-mib", default_value_t = 48)]
+    pub max_total_buffer_mib: u64,
+    /// Threads of the whole server; no connection or test starts above it.
+    #[arg(long = "max-threads", default_value_t = 256)]
+    pub max_threads: usize,
+    /// Most the server sends over UDP per test (-u -R, --bidir), bit/s with K/M/G; a client's
+    /// `-b 0` or higher rate gets this.
+    #[arg(long = "max-udp-rate", default_value = "1G", value_parser = parse_rate)]
+    pub max_udp_rate: u64,
+    /// End a test whose total rate (both directions) averaged over SECS (default: the whole
+    /// test) exceeds RATE; tests asking more than RATE up front are refused (iperf3's option).
+    #[arg(long = "server-bitrate-limit", value_name = "RATE[/SECS]",
+          value_parser = crate::iperf3::ratelimit::parse_limit)]
+    pub server_bitrate_limit: Option<(u64, u32)>,
+    /// Seconds a UDP test's client has to send all its stream hellos.
+    #[arg(long = "udp-hello-timeout", default_value_t = 3)]
+    pub udp_hello_timeout: u64,
+    /// Require iperf3 RSA authentication: the server's private key (PEM, unencrypted).
+    #[arg(
+        long = "rsa-private-key-path",
+        requires = "authorized_users_path",
+        value_name = "FILE"
+    )]
+    pub rsa_private_key_path: Option<std::path::PathBuf>,
+    /// Authorised users, lines `user,sha256("{user}password")` as iperf3's.
+    #[arg(
+        long = "authorized-users-path",
+        requires = "rsa_private_key_path",
+        value_name = "FILE"
+    )]
+    pub authorized_users_path: Option<std::path::PathBuf>,
+    /// Largest difference between the client's token time and this clock, seconds.
+    #[arg(long = "time-skew-threshold", default_value_t = crate::iperf3::auth::DEFAULT_SKEW)]
+    pub time_skew_threshold: u64,
+    /// Require this shared secret from routerbench-protocol clients (their --token); default
+    /// $ROUTERBENCH_TOKEN.
+    #[arg(long = "token", value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// routerbench-protocol sessions (RRUL and friends) at once.
+    #[arg(long = "max-rb-sessions", default_value_t = 8)]
+    pub max_rb_sessions: usize,
+    /// Load flows per routerbench-protocol session.
+    #[arg(long = "max-rb-flows", default_value_t = 32)]
+    pub max_rb_flows: u8,
+    /// Longest load phase a routerbench-protocol client may ask for, seconds.
+    #[arg(long = "max-rb-duration", default_value_t = 600)]
+    pub max_rb_duration: u64,
     /// Seconds a silent client may wait between control messages.
     #[arg(long = "control-timeout", default_value_t = 10)]
     pub control_timeout: u64,
@@ -97,16 +163,21 @@ pub fn agent(args: &ServerArgs) -> anyhow::Result<Option<crate::monitor::agent::
         return Ok(None);
     }
     let loopback_only = args.bind.is_some_and(|b| b.is_loopback());
-    if !loopback_only && args.monitor_token.as_deref().unwrap_or("").is_empty() {
+    // One shared secret can guard both: --token (or $ROUTERBENCH_TOKEN) also guards the agent
+    // unless --monitor-token names another.
+    let token = match &args.monitor_token {
+        Some(t) => Some(t.clone()),
+        None => crate::cli::rrul::token_arg(&args.token)?,
+    };
+    if !loopback_only && token.as_deref().unwrap_or("").is_empty() {
         anyhow::bail!(
             "--monitor on {}: anyone who reaches this port could read this machine's processes \
-             and load; give --monitor-token T (or -B 127.0.0.1 to serve this host only)",
+             and load; give --monitor-token T or --token T (or -B 127.0.0.1 to serve this host only)",
             args.bind
                 .map_or("all addresses".to_string(), |b| b.to_string())
         );
     }
-    if args
-        .monitor_token
+    if token
         .as_ref()
         .is_some_and(|t| t.len() > crate::wire::rb_agent::MAX_TOKEN_LEN)
     {
@@ -117,7 +188,7 @@ pub fn agent(args: &ServerArgs) -> anyhow::Result<Option<crate::monitor::agent::
     }
     Ok(Some(crate::monitor::agent::Agent::new(
         crate::monitor::agent::AgentConfig {
-            token: args.monitor_token.clone(),
+            token,
             max_subscriptions: args.max_monitors.clamp(1, 64),
             max_duration: std::time::Duration::from_secs(u64::from(args.max_duration).max(1)),
             handshake_timeout: std::time::Duration::from_secs(args.handshake_timeout.max(1)),
@@ -275,8 +346,49 @@ pub fn config(args: &ServerArgs) -> ServerConfig {
     };
     cfg.session.control_timeout = Duration::from_secs(args.control_timeout.max(1));
     cfg.first_bytes_timeout = Duration::from_secs(args.handshake_timeout.max(1));
+    cfg.max_connections = args.max_connections.max(1);
+    cfg.caps = crate::server::limits::Caps {
+        conns_per_host: args.max_conns_per_host.max(1),
+        tests_per_host: args.max_tests_per_host.max(1),
+        total_streams: args.max_total_streams.max(1),
+        total_buffer_bytes: args.max_total_buffer_mib.max(1) << 20,
+        max_threads: args.max_threads.max(16),
+    };
+    cfg.session.max_udp_rate = args.max_udp_rate.max(1);
+    cfg.session.bitrate_limit = args.server_bitrate_limit;
+    cfg.session.udp_hello_timeout = Duration::from_secs(args.udp_hello_timeout.max(1));
     cfg.handle_signals = true;
     cfg
+}
+
+fn parse_rate(s: &str) -> Result<u64, String> {
+    crate::iperf3::ratelimit::parse_limit(s)
+        .map(|(r, _)| r)
+        .map_err(|e| e.replace("--server-bitrate-limit", "rate"))
+}
+
+/// The start-up warning when the server is reachable beyond this host without authentication.
+fn open_warning(bind: SocketAddr, rsa: bool, token: bool) -> Option<String> {
+    if loopback_only(bind.ip()) || (rsa && token) {
+        return None;
+    }
+    let open: Vec<&str> = [
+        (!rsa).then_some("iperf3 tests (--rsa-private-key-path)"),
+        (!token).then_some("routerbench sessions (--token)"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    Some(format!(
+        "warning: listening on {bind} without authentication for {}: anyone who can reach this port can run tests",
+        open.join(" and ")
+    ))
+}
+
+/// Whether `ip` is reachable only from this host.
+fn loopback_only(ip: IpAddr) -> bool {
+    ip.is_loopback()
+        || matches!(ip, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()))
 }
 
 /// Checks the options before anything is bound or detached.
@@ -330,6 +442,27 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
     )?);
     crate::server::signals::install();
     crate::server::signals::install_hangup();
+    // glibc gives each busy thread its own malloc arena (up to 8 per core) and keeps their
+    // memory after the threads end: the soak saw RSS creep wave after wave. Two arenas keep a
+    // long-running server's RSS flat. (musl, OpenWrt's libc, has a single heap.)
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt only sets an allocator parameter; called before any server thread.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+    let mut cfg = config(&args);
+    if let (Some(key), Some(users)) = (&args.rsa_private_key_path, &args.authorized_users_path) {
+        let mut auth = crate::iperf3::auth::ServerAuth::load(key, users)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        auth.skew = args.time_skew_threshold;
+        cfg.auth = Some(Arc::new(auth));
+    }
+    let token = crate::cli::rrul::token_arg(&args.token)?;
+    let latency_token = token.is_some();
+    if let Some(w) = open_warning(cfg.bind, cfg.auth.is_some(), token.is_some()) {
+        // One line, also with -q: the operator should know who can use the server.
+        sink.error(&w);
+    }
     let observer = Arc::new(Log {
         json: args.json,
         verbose: args.output.verbose,
@@ -344,7 +477,7 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         },
     });
     // Bound before detaching, so "port in use" reaches the terminal; no thread runs yet.
-    let mut server = Server::bind(config(&args), observer.clone())?;
+    let mut server = Server::bind(cfg, observer.clone())?;
     let port = server.local_addr()?.port();
     observer.port.store(port, Ordering::Relaxed);
     if args.daemon {
@@ -360,6 +493,12 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
     let latency = crate::latency::server::Service::new(crate::latency::server::Bounds {
         udp_bind: args.bind,
         udp_port,
+        max_sessions: args.max_rb_sessions.max(1),
+        max_flows: args.max_rb_flows.max(1),
+        max_duration: Duration::from_secs(args.max_rb_duration.max(1)),
+        max_sessions_per_host: args.max_tests_per_host.max(1),
+        handshake_timeout: Duration::from_secs(args.handshake_timeout.max(1)),
+        token,
         ..Default::default()
     })
     .map_err(|e| {
@@ -386,7 +525,7 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         Some(agent) => {
             sink.log(&format!(
                 "monitor agent: on (token {})",
-                if args.monitor_token.is_some() {
+                if args.monitor_token.is_some() || latency_token {
                     "required"
                 } else {
                     "not required: loopback only"
@@ -438,4 +577,30 @@ fn spawn_reopen_on_hangup(sink: Arc<LogSink>) -> Arc<std::sync::atomic::AtomicBo
             }
         });
     stop
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warns_only_when_reachable_from_outside_without_auth() {
+        let any: SocketAddr = "[::]:5201".parse().unwrap();
+        let lan: SocketAddr = "192.168.1.1:5201".parse().unwrap();
+        for lo in ["127.0.0.1:5201", "[::1]:5201", "[::ffff:127.0.0.1]:5201"] {
+            assert_eq!(
+                open_warning(lo.parse().unwrap(), false, false),
+                None,
+                "{lo}"
+            );
+        }
+        let w = open_warning(any, false, false).unwrap();
+        assert!(
+            w.contains("iperf3 tests") && w.contains("routerbench sessions"),
+            "{w}"
+        );
+        let w = open_warning(lan, true, false).unwrap();
+        assert!(!w.contains("iperf3 tests") && w.contains("--token"), "{w}");
+        assert_eq!(open_warning(lan, true, true), None);
+    }
 }

@@ -106,8 +106,7 @@ pub fn run_with_sink(
         }
         None => (None, None),
     };
-    let mut scfg = ServerConfig::new(bind);
-    scfg.max_tests = Some(1);
+    let mut scfg = ServerConfig::private(bind);
     scfg.session.cpu = server_cpus;
     scfg.session.interval = 0.0;
     let server = Server::bind(scfg, Arc::new(Quiet))

@@ -5,12 +5,15 @@
 //! Measuring code here never prints: live intervals go to an [`IntervalSink`], results come
 //! back as [`crate::results::throughput::ThroughputResult`].
 
+pub mod accept;
+pub mod auth;
 pub mod client;
 pub mod control;
 pub mod cpu;
 pub mod json;
 pub mod loopback;
 pub mod meter;
+pub mod ratelimit;
 pub mod session;
 pub mod stream;
 pub mod summary;

@@ -10,11 +10,16 @@ use super::summary::{self, ResultParts};
 use super::{IntervalSink, Iperf3Error, Result, stream_id};
 use crate::results::throughput::{Role, ThroughputResult};
 use crate::wire::iperf3::{self as wire, Cookie, Protocol, State, TestParams, TestResults, errors};
-use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::net::TcpStream;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
+
+pub use super::accept::{UdpAcceptor, bind_udp};
+use super::accept::{accept_tcp, accept_udp};
+use super::auth::ServerAuth;
+use crate::server::limits::Ledger;
 
 /// Client results are one small object per stream (≤ 256 streams): 256 KiB is plenty.
 pub const MAX_CLIENT_RESULTS_LEN: usize = 256 << 10;
@@ -29,18 +34,6 @@ pub trait StreamBroker: Send + Sync {
     fn running(&self, cookie: &Cookie);
     /// The test is over.
     fn close(&self, cookie: &Cookie);
-}
-
-/// UDP stream set-up on the server port; one test at a time does the hello dance.
-#[derive(Debug)]
-pub struct UdpAcceptor {
-    /// The address the server listens on (UDP binds the same address and port).
-    pub bind: SocketAddr,
-    pub lock: Mutex<()>,
-    /// When the latency probe reflector owns the UDP port (it shares the iperf3 port), it
-    /// hands over the source address of every datagram that is not a probe: an iperf3 UDP
-    /// stream's hello. `None`: the test binds its own unconnected socket on the port.
-    pub hellos: Option<Mutex<std::sync::mpsc::Receiver<SocketAddr>>>,
 }
 
 /// Server limits and timeouts for one test.
@@ -62,6 +55,14 @@ pub struct SessionConfig {
     pub max_buffer_bytes: u64,
     /// Pin stream threads to this CPU unless the client asks for one (`-A n,m`).
     pub cpu: Option<usize>,
+    /// All UDP hellos of a test must arrive within this after CREATE_STREAMS.
+    pub udp_hello_timeout: Duration,
+    /// Senders stop this long after `time + omit` even if the client never sends TEST_END.
+    pub send_grace: Duration,
+    /// Most the server sends over UDP per test, bit/s (a client's `-b 0` gets this).
+    pub max_udp_rate: u64,
+    /// `--server-bitrate-limit`: (bit/s, averaging window in s; 0 = whole test).
+    pub bitrate_limit: Option<(u64, u32)>,
 }
 
 impl Default for SessionConfig {
@@ -75,6 +76,10 @@ impl Default for SessionConfig {
             max_buffer_bytes: 64 << 20,
             idle_timeout: Duration::from_secs(120),
             cpu: None,
+            udp_hello_timeout: Duration::from_secs(3),
+            send_grace: Duration::from_secs(2),
+            max_udp_rate: 1_000_000_000,
+            bitrate_limit: None,
         }
     }
 }
@@ -89,9 +94,13 @@ pub struct SessionEnv<'a> {
     pub sink: &'a dyn IntervalSink,
     /// Renders this side's result as text for `--get-server-output`.
     pub render_text: &'a (dyn Fn(&ThroughputResult) -> String + Sync),
+    /// Global caps on streams, buffers and threads shared by every test.
+    pub ledger: &'a Arc<Ledger>,
+    /// Required authentication (`--rsa-private-key-path`), if any.
+    pub auth: Option<&'a ServerAuth>,
 }
 
-fn refuse(ctl: &mut Control, i_errno: i32, message: String) -> Iperf3Error {
+pub(crate) fn refuse(ctl: &mut Control, i_errno: i32, message: String) -> Iperf3Error {
     let _ = ctl.send_error(i_errno, 0);
     Iperf3Error::Refused { i_errno, message }
 }
@@ -132,7 +141,24 @@ fn serve_inner(
         context: "parameters",
         source,
     })?;
+    if let Some(auth) = env.auth {
+        authenticate(ctl, &params, auth)?;
+    }
     check_limits(ctl, &params, cfg)?;
+    let streams_asked = params.parallel as usize * if params.bidirectional { 2 } else { 1 };
+    // Held until the test ends: the streams' share of the server-wide caps.
+    let _reserved = env
+        .ledger
+        .streams(streams_asked, (params.block_len() as u64).max(65536))
+        .map_err(|why| {
+            // iperf3 prints "the server is busy running a test. try again later".
+            let _ = ctl.send_state(State::AccessDenied);
+            Iperf3Error::Refused {
+                i_errno: errors::IEACCESSDENIED,
+                message: format!("server full: {why}"),
+            }
+        })?;
+    keepalive(ctl.stream(), cfg.idle_timeout);
     // `-A n,m` from the client pins this end's streams to m, as iperf3's server pins itself.
     let cpu = match params.server_affinity {
         Some(m) => {
@@ -178,6 +204,21 @@ fn serve_inner(
         }
     };
     let done = Arc::new(AtomicBool::new(false));
+    // Senders stop on their own flag at `time + omit + send_grace` even if TEST_END never comes.
+    let senders_done = Arc::new(AtomicBool::new(false));
+    let n_senders = (0..socks.len()).filter(|&i| server_sends(i)).count() as u64;
+    let udp_cap = (cfg.max_udp_rate / n_senders.max(1)).max(1);
+    let send_rate = if udp && (params.bandwidth == 0 || params.bandwidth > udp_cap) {
+        if n_senders > 0 {
+            warnings.push(format!(
+                "server UDP sending capped at {:.1} Mbit/s per stream (server --max-udp-rate)",
+                udp_cap as f64 / 1e6
+            ));
+        }
+        udp_cap
+    } else {
+        params.bandwidth
+    };
     let gate = Arc::new(stream::Gate::default());
     let mut metered = Vec::new();
     let mut workers = Vec::new();
@@ -208,14 +249,15 @@ fn serve_inner(
         let wcfg = WorkerConfig {
             sender,
             len: params.block_len() as usize,
-            rate: params.bandwidth,
+            rate: if sender { send_rate } else { params.bandwidth },
             wide: params.udp_counters_64bit,
             repeating_payload: params.repeating_payload,
             budget: None,
             drain: true,
             cpu,
         };
-        let h = stream::spawn(id, sock, wcfg, counters, done.clone(), gate.clone())
+        let flag = if sender { &senders_done } else { &done };
+        let h = stream::spawn(id, sock, wcfg, counters, flag.clone(), gate.clone())
             .map_err(|e| Iperf3Error::io("spawn stream thread", e))?;
         metered.push(m);
         workers.push(h);
@@ -230,6 +272,8 @@ fn serve_inner(
         cfg.max_duration
     };
     let watchdog = Duration::from_secs(limit as u64) + cfg.grace;
+    let send_until = Duration::from_secs(limit as u64) + cfg.send_grace;
+    let mut rate_check = super::ratelimit::RateCheck::new(cfg.bitrate_limit);
     let started = Instant::now();
     // No byte moved on any stream for `idle_timeout`: the client vanished (cable pulled,
     // Wi-Fi gone) and its FIN never came; free the slot (iperf3's --rcv-timeout, IENOMSG).
@@ -257,6 +301,21 @@ fn serve_inner(
             break Err(Iperf3Error::Interrupted);
         }
         let moved = meter.total_bytes(true) + meter.total_bytes(false);
+        if let Err(message) = rate_check.sample(started.elapsed(), moved) {
+            let _ = ctl.send_error(errors::IETOTALRATE, 0);
+            break Err(Iperf3Error::Refused {
+                i_errno: errors::IETOTALRATE,
+                message,
+            });
+        }
+        if started.elapsed() > send_until && !senders_done.load(Ordering::Relaxed) {
+            // The client should have said TEST_END by now: stop sending, keep waiting for it
+            // (up to the watchdog) so a late but honest client still gets its results.
+            senders_done.store(true, Ordering::Relaxed);
+            for w in &wake {
+                w.wake();
+            }
+        }
         if moved != last_bytes {
             last_bytes = moved;
             last_progress = Instant::now();
@@ -282,6 +341,7 @@ fn serve_inner(
     // client sent before TEST_END; then join every worker (each ends within DRAIN_MAX).
     let end_t = meter.elapsed();
     done.store(true, Ordering::Relaxed);
+    senders_done.store(true, Ordering::Relaxed);
     for w in &wake {
         w.wake();
     }
@@ -347,6 +407,34 @@ fn serve_inner(
     Ok(result)
 }
 
+/// iperf3's test_is_authorized: a missing or bad token ends the test with IEAUTHTEST (142).
+fn authenticate(ctl: &mut Control, p: &TestParams, auth: &ServerAuth) -> Result<()> {
+    let verdict = match &p.authtoken {
+        None => Err("no credentials (client needs --username and --rsa-public-key-path)".into()),
+        Some(t) => auth.check(t, super::auth::now_secs()),
+    };
+    verdict.map(|_user| ()).map_err(|why| {
+        refuse(
+            ctl,
+            errors::IEAUTHTEST,
+            format!("authentication failed: {why}"),
+        )
+    })
+}
+
+/// TCP keepalive on the control connection, so a client host that vanished (no ACK to the
+/// probes) errors the socket within about `idle`, even while the server only sends (UDP -R).
+fn keepalive(s: &TcpStream, idle: Duration) {
+    let step = (idle / 4).max(Duration::from_secs(1));
+    let ka = socket2::TcpKeepalive::new()
+        .with_time(step)
+        .with_interval(step)
+        .with_retries(3);
+    let sock = socket2::SockRef::from(s);
+    let _ = sock.set_tcp_keepalive(&ka);
+    let _ = sock.set_tcp_user_timeout(Some(idle));
+}
+
 fn check_limits(ctl: &mut Control, p: &TestParams, cfg: &SessionConfig) -> Result<()> {
     if p.protocol == Protocol::Sctp {
         return Err(refuse(
@@ -375,6 +463,19 @@ fn check_limits(ctl: &mut Control, p: &TestParams, cfg: &SessionConfig) -> Resul
             ),
         ));
     }
+    if let Some((limit, _)) = cfg.bitrate_limit {
+        let streams = p.parallel as u64 * if p.bidirectional { 2 } else { 1 };
+        if p.bandwidth.saturating_mul(streams) > limit {
+            return Err(refuse(
+                ctl,
+                errors::IETOTALRATE,
+                format!(
+                    "{streams} streams × {} bit/s asked, server limit {limit} bit/s",
+                    p.bandwidth
+                ),
+            ));
+        }
+    }
     if let Err(e) = p.validate() {
         return Err(refuse(ctl, errors::IEBLOCKSIZE, e.to_string()));
     }
@@ -391,181 +492,6 @@ fn check_limits(ctl: &mut Control, p: &TestParams, cfg: &SessionConfig) -> Resul
         ));
     }
     Ok(())
-}
-
-fn accept_tcp(
-    ctl: &mut Control,
-    env: &SessionEnv<'_>,
-    cookie: &Cookie,
-    total: usize,
-) -> Result<Vec<DataSock>> {
-    let rx = env.broker.open(cookie);
-    ctl.send_state(State::CreateStreams)?;
-    let deadline = Instant::now() + env.cfg.control_timeout;
-    let mut socks: Vec<(u64, TcpStream)> = Vec::with_capacity(total);
-    while socks.len() < total {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(s) => socks.push(s),
-            Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {
-                return Err(refuse(
-                    ctl,
-                    errors::IESTREAMACCEPT,
-                    format!(
-                        "only {} of {total} data connections arrived within {:?}",
-                        socks.len(),
-                        env.cfg.control_timeout
-                    ),
-                ));
-            }
-        }
-    }
-    env.broker.running(cookie);
-    // Accept order is the client's creation order (it connects one stream at a time).
-    socks.sort_by_key(|(seq, _)| *seq);
-    Ok(socks.into_iter().map(|(_, s)| DataSock::Tcp(s)).collect())
-}
-
-fn accept_udp(
-    ctl: &mut Control,
-    env: &SessionEnv<'_>,
-    peer_ip: std::net::IpAddr,
-    total: usize,
-) -> Result<Vec<DataSock>> {
-    let deadline = Instant::now() + env.cfg.control_timeout;
-    // One test at a time owns the unconnected socket on the port.
-    let _guard = loop {
-        match env.udp.lock.try_lock() {
-            Ok(g) => break g,
-            Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(_) => {
-                return Err(refuse(
-                    ctl,
-                    errors::IESTREAMLISTEN,
-                    "UDP port busy with another test's set-up".into(),
-                ));
-            }
-        }
-    };
-    if let Some(hellos) = &env.udp.hellos {
-        return accept_udp_handed_over(ctl, env, hellos, peer_ip, total, deadline);
-    }
-    let mut listener =
-        bind_udp(env.udp.bind).map_err(|e| refuse(ctl, errors::IESTREAMLISTEN, e.to_string()))?;
-    ctl.send_state(State::CreateStreams)?;
-    let mut socks = Vec::with_capacity(total);
-    let same_host = |a: std::net::IpAddr, b: std::net::IpAddr| {
-        crate::net::sockopt::display_ip(a) == crate::net::sockopt::display_ip(b)
-    };
-    while socks.len() < total {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(refuse(
-                ctl,
-                errors::IESTREAMACCEPT,
-                format!(
-                    "only {} of {total} UDP streams said hello in time",
-                    socks.len()
-                ),
-            ));
-        }
-        let _ = listener.set_read_timeout(Some(left));
-        let mut buf = [0u8; 64];
-        let from = match listener.recv_from(&mut buf) {
-            Ok((_, from)) if same_host(from.ip(), peer_ip) => from,
-            Ok(_) => continue, // another host's datagram: not ours
-            Err(e) if super::control::is_timeout(&e) => continue,
-            Err(e) => return Err(Iperf3Error::io("UDP stream hello", e)),
-        };
-        listener
-            .connect(from)
-            .map_err(|e| Iperf3Error::io("UDP connect to client", e))?;
-        let next = bind_udp(env.udp.bind)
-            .map_err(|e| refuse(ctl, errors::IESTREAMLISTEN, e.to_string()))?;
-        let stream = std::mem::replace(&mut listener, next);
-        stream
-            .send(&wire::UDP_CONNECT_REPLY)
-            .map_err(|e| Iperf3Error::io("UDP hello reply", e))?;
-        socks.push(DataSock::Udp(stream));
-    }
-    Ok(socks)
-}
-
-/// UDP streams whose hellos the probe reflector received on the shared port: each gets a
-/// socket on the port connected to the client (a connected socket wins the kernel's lookup
-/// over the reflector's unconnected one, so the stream's data comes here).
-fn accept_udp_handed_over(
-    ctl: &mut Control,
-    env: &SessionEnv<'_>,
-    hellos: &Mutex<std::sync::mpsc::Receiver<SocketAddr>>,
-    peer_ip: std::net::IpAddr,
-    total: usize,
-    deadline: Instant,
-) -> Result<Vec<DataSock>> {
-    use std::sync::mpsc::RecvTimeoutError;
-    let rx = hellos.lock().unwrap_or_else(|p| p.into_inner());
-    // Hellos that arrived while no test was setting up belong to nobody.
-    while rx.try_recv().is_ok() {}
-    ctl.send_state(State::CreateStreams)?;
-    let mut socks = Vec::with_capacity(total);
-    let mut seen: Vec<SocketAddr> = Vec::with_capacity(total);
-    while socks.len() < total {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(refuse(
-                ctl,
-                errors::IESTREAMACCEPT,
-                format!(
-                    "only {} of {total} UDP streams said hello in time",
-                    socks.len()
-                ),
-            ));
-        }
-        let from = match rx.recv_timeout(left.min(Duration::from_millis(200))) {
-            Ok(from) => from,
-            Err(RecvTimeoutError::Timeout) => continue,
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(refuse(
-                    ctl,
-                    errors::IESTREAMLISTEN,
-                    "the UDP port's reader (probe reflector) stopped".into(),
-                ));
-            }
-        };
-        let same_host =
-            crate::net::sockopt::display_ip(from.ip()) == crate::net::sockopt::display_ip(peer_ip);
-        if !same_host || seen.contains(&from) {
-            continue; // another host's datagram, or a repeated hello
-        }
-        seen.push(from);
-        let stream = bind_udp(env.udp.bind)
-            .map_err(|e| refuse(ctl, errors::IESTREAMLISTEN, e.to_string()))?;
-        stream
-            .connect(from)
-            .map_err(|e| Iperf3Error::io("UDP connect to client", e))?;
-        stream
-            .send(&wire::UDP_CONNECT_REPLY)
-            .map_err(|e| Iperf3Error::io("UDP hello reply", e))?;
-        socks.push(DataSock::Udp(stream));
-    }
-    Ok(socks)
-}
-
-/// An unconnected UDP socket on the server's address and port, SO_REUSEADDR (like iperf3), so
-/// connected stream sockets and the next listener can share the port.
-pub fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
-    use socket2::{Domain, Socket, Type};
-    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, None)?;
-    s.set_reuse_address(true)?;
-    if addr.is_ipv6() {
-        let _ = s.set_only_v6(false);
-    }
-    s.bind(&addr.into())
-        .map_err(|e| std::io::Error::new(e.kind(), format!("UDP bind {addr}: {e}")))?;
-    Ok(s.into())
 }
 
 fn unix_secs() -> u64 {

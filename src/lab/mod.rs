@@ -22,6 +22,8 @@ pub mod offload;
 pub mod probe;
 pub mod run;
 pub mod shape;
+pub mod shape_fwd;
+pub mod sqm_capacity;
 pub mod sys;
 pub mod theory;
 mod topology;

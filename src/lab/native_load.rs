@@ -32,8 +32,7 @@ impl LoadGenerator for NativeIperf3 {
         let bind = SocketAddr::new(wan_ip, spec.port);
         let (tx, rx) = std::sync::mpsc::channel();
         let server = netns::spawn_in(&lab.ns_wan, move || {
-            let mut scfg = ServerConfig::new(bind);
-            scfg.max_tests = Some(1);
+            let mut scfg = ServerConfig::private(bind);
             scfg.session.interval = 0.0;
             let server = match Server::bind(scfg, Arc::new(Quiet)) {
                 Ok(s) => s,

@@ -153,6 +153,8 @@ pub fn up(spec: &LabSpec) -> Result<LabConfig> {
         require_tools(&["nft"])?;
     }
     let ns_cc = ns_default_cc(&spec.cc)?;
+    // A userspace AQM forwarder from an earlier `up --qdisc` goes; kernel forwarding comes back.
+    super::shape_fwd::stop(&spec.name)?;
     let (lan, rtr, wan) = names(&spec.name);
 
     for ns in [&lan, &rtr, &wan] {
@@ -258,6 +260,28 @@ pub fn up(spec: &LabSpec) -> Result<LabConfig> {
     Ok(cfg)
 }
 
+/// True if the router namespace has both lab links.
+pub(crate) fn router_links_exist(rtr: &str) -> bool {
+    link_exists(rtr, DEV_RTR_LAN) && link_exists(rtr, DEV_RTR_WAN)
+}
+
+/// Puts the lab's own FIFO shaper back (after a failed kernel AQM install).
+pub(crate) fn reapply_shaper(cfg: &LabConfig) -> Result<()> {
+    let spec = LabSpec {
+        name: cfg.name.clone(),
+        up_rate_bps: cfg.up_rate_bps,
+        down_rate_bps: cfg.down_rate_bps,
+        buffer_bytes: cfg.buffer_bytes,
+        burst_bytes: cfg.burst_bytes,
+        shaper: cfg.shaper,
+        nat: cfg.nat,
+        offloads: cfg.offloads,
+        cc: cfg.cc.clone(),
+    };
+    apply_shaper(&cfg.ns_rtr, DEV_RTR_WAN, &spec, spec.up_rate_bps)?;
+    apply_shaper(&cfg.ns_rtr, DEV_RTR_LAN, &spec, spec.down_rate_bps)
+}
+
 fn apply_shaper(rtr: &str, dev: &str, spec: &LabSpec, rate: Option<u64>) -> Result<()> {
     // Back to the veth default (noqueue), then add ours: re-running `up` replaces the shaper.
     try_tool("tc", &["-n", rtr, "qdisc", "del", "dev", dev, "root"]);
@@ -308,6 +332,9 @@ pub struct DownReport {
 pub fn down(name: &str) -> Result<DownReport> {
     require_root()?;
     netns::check_name(name)?;
+    // The forwarder's supervisor restores kernel forwarding and removes its state files.
+    let _ = super::shape_fwd::stop(name);
+    super::shape_fwd::remove_log(name);
     let (lan, rtr, wan) = names(name);
     let me = std::process::id() as i32;
     let mut report = DownReport::default();
@@ -421,6 +448,10 @@ pub fn status(name: &str) -> Result<LabStatus> {
     if super::sys::tool_path("nft").is_ok() {
         st.nft_ruleset = nft_in(&rtr, &["list", "ruleset"], None).ok();
     }
+    st.aqm = super::shape_fwd::load_state(name).map(|mut a| {
+        a.kernel_forwarding = super::shape_fwd::kernel_forwarding(&rtr);
+        a
+    });
     let (reach, rtt) = reachability(&lan, &wan)?;
     st.reachable = Some(reach);
     st.reach_rtt_ms = rtt;

@@ -30,6 +30,35 @@ impl From<io::Error> for ConnError {
     }
 }
 
+/// A reader that fails with `TimedOut` once `deadline` has passed, however slowly the peer
+/// dribbles bytes: each read waits at most the time left. Handshakes use it so that a client
+/// sending one byte every few seconds cannot hold a connection (and its thread) for ever.
+pub struct DeadlineReader<'a> {
+    pub stream: &'a mut std::net::TcpStream,
+    pub deadline: std::time::Instant,
+}
+
+impl Read for DeadlineReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self
+            .deadline
+            .saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "deadline passed"));
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.read(buf)
+    }
+}
+
+/// Reads one frame, all of it before `deadline` (see [`DeadlineReader`]).
+pub fn read_msg_by(
+    stream: &mut std::net::TcpStream,
+    deadline: std::time::Instant,
+) -> Result<Message, ConnError> {
+    read_msg(&mut DeadlineReader { stream, deadline })
+}
+
 /// Reads one frame. The stream's read timeout bounds the wait; a frame cut short is an error.
 pub fn read_msg(r: &mut impl Read) -> Result<Message, ConnError> {
     let mut header = [0u8; rb::FRAME_HEADER_LEN];

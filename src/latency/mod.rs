@@ -13,6 +13,7 @@ pub mod probe;
 pub mod reflector;
 pub mod runner;
 pub mod server;
+mod server_load;
 pub mod standalone;
 pub mod stats;
 pub mod summary;

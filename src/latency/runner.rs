@@ -52,6 +52,8 @@ pub struct TestConfig {
     /// Set (by SIGINT/SIGTERM) to end the test early: what was measured is kept and the
     /// result is marked `interrupted`.
     pub interrupt: Option<Arc<AtomicBool>>,
+    /// Shared secret for a server started with `--token` (empty: none).
+    pub token: String,
 }
 
 impl Default for TestConfig {
@@ -70,6 +72,7 @@ impl Default for TestConfig {
             ip: IpPref::Any,
             connect_timeout: Duration::from_secs(5),
             interrupt: None,
+            token: String::new(),
         }
     }
 }
@@ -147,6 +150,9 @@ fn validate(cfg: &TestConfig) -> Result<(), LatencyError> {
     if !(rb::PROBE_HEADER_LEN..=rb::PROBE_MAX_LEN).contains(&cfg.probe_size) {
         return bad("probe size must be between 56 and 1200 bytes");
     }
+    if cfg.token.len() > rb::MAX_TOKEN_LEN {
+        return bad("--token must be at most 128 bytes");
+    }
     if cfg.streams == 0 || cfg.streams > 64 {
         return bad("the number of streams must be between 1 and 64");
     }
@@ -165,6 +171,7 @@ struct Welcome {
 fn handshake(
     addr: SocketAddr,
     timeout: Duration,
+    token: &str,
 ) -> Result<(TcpStream, Welcome, Duration), LatencyError> {
     let mut ctl = TcpStream::connect_timeout(&addr, timeout)
         .map_err(|error| LatencyError::Connect { addr, error })?;
@@ -178,6 +185,7 @@ fn handshake(
     hello.extend_from_slice(
         &Message::Hello {
             version: rb::VERSION,
+            token: token.to_string(),
         }
         .emit(),
     );
@@ -267,7 +275,7 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
     let plan = Plan::new(cfg.kind, cfg.streams);
     let addr = resolve(cfg)?;
     let started_at = crate::util::time::now_rfc3339();
-    let (mut ctl, welcome, hs_rtt) = handshake(addr, cfg.connect_timeout)?;
+    let (mut ctl, welcome, hs_rtt) = handshake(addr, cfg.connect_timeout, &cfg.token)?;
     let (session, udp_port) = (welcome.session, welcome.udp_port);
     // Refuse now what the server would refuse after the idle lead-in.
     if plan.has_load() && cfg.length.as_millis() > welcome.max_duration_ms as u128 {

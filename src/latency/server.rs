@@ -11,7 +11,6 @@ use super::reflector::Reflector;
 use crate::net::latency_sockopts as so;
 use crate::wire::rb::{self, Direction, ErrorCode, FlowStep, Message};
 use std::collections::{HashMap, VecDeque};
-use std::io::{Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -39,6 +38,10 @@ pub struct Bounds {
     pub udp_port: u16,
     /// Address the reflector binds; None = the wildcard of each family.
     pub udp_bind: Option<IpAddr>,
+    /// Sessions one client address may hold at once.
+    pub max_sessions_per_host: usize,
+    /// Shared secret every Hello must carry (`--token`); None = open.
+    pub token: Option<String>,
 }
 
 impl Default for Bounds {
@@ -53,6 +56,8 @@ impl Default for Bounds {
             probe_burst: 200,
             udp_port: 0,
             udp_bind: None,
+            max_sessions_per_host: 4,
+            token: None,
         }
     }
 }
@@ -107,6 +112,8 @@ pub(crate) struct Inner {
     /// Takes the source of a datagram on the reflector's port that is not a probe (an iperf3
     /// UDP hello when the reflector shares the iperf3 port); true if it was taken.
     pub(crate) foreign: Mutex<Option<ForeignFn>>,
+    /// At most 20 stderr lines a second: a flood of bad connections must not fill the log.
+    logcap: crate::server::logcap::LogCap,
     pub shutdown: AtomicBool,
 }
 
@@ -121,7 +128,13 @@ impl Inner {
     pub fn log(&self, msg: String) {
         let hook = self.log_to.lock().ok().and_then(|h| h.clone());
         if let Some(hook) = hook {
-            hook(&msg);
+            // At most 20 lines a second: a flood of bad connections must not fill the log.
+            if let Some(n) = self.logcap.flush() {
+                hook(&format!("{n} more lines not logged (at most 20 a second)"));
+            }
+            if self.logcap.admit() {
+                hook(&msg);
+            }
         }
         self.note(msg);
     }
@@ -166,6 +179,7 @@ impl Service {
             events: Mutex::new(VecDeque::new()),
             log_to: Mutex::new(None),
             foreign: Mutex::new(None),
+            logcap: crate::server::logcap::LogCap::new(20),
             shutdown: AtomicBool::new(false),
         });
         let reflector = Arc::new(Reflector::start(inner.clone())?);
@@ -216,8 +230,29 @@ impl Service {
         self.inner.shutdown.store(true, Ordering::SeqCst);
     }
 
-    fn control(&self, mut stream: TcpStream, peer: SocketAddr, version: u16) -> anyhow::Result<()> {
+    fn control(
+        &self,
+        mut stream: TcpStream,
+        peer: SocketAddr,
+        version: u16,
+        token: &str,
+    ) -> anyhow::Result<()> {
         let b = &self.inner.bounds;
+        if let Some(want) = &b.token {
+            if !token_matches(want, token) {
+                let msg = if token.is_empty() {
+                    "this server requires a token (client --token)"
+                } else {
+                    "wrong token"
+                };
+                self.inner.log(format!("{peer}: refused: {msg}"));
+                let _ = conn::write_msg(
+                    &mut stream,
+                    &Message::error(ErrorCode::Unauthorized, msg.to_string()),
+                );
+                return Ok(());
+            }
+        }
         if version != rb::VERSION {
             let msg = format!(
                 "client speaks protocol version {version}, this server speaks {}",
@@ -251,6 +286,20 @@ impl Service {
                 let msg = format!(
                     "all {} session slots are in use: retry later",
                     b.max_sessions
+                );
+                self.inner.log(format!("{peer}: refused: {msg}"));
+                let _ = conn::write_msg(&mut stream, &Message::error(ErrorCode::Busy, msg));
+                return Ok(());
+            }
+            let mine = map
+                .values()
+                .filter(|s| so::same_ip(s.peer_ip, peer.ip()))
+                .count();
+            if mine >= b.max_sessions_per_host {
+                drop(map);
+                let msg = format!(
+                    "{mine} sessions from this address already (limit {} per host): retry later",
+                    b.max_sessions_per_host
                 );
                 self.inner.log(format!("{peer}: refused: {msg}"));
                 let _ = conn::write_msg(&mut stream, &Message::error(ErrorCode::Busy, msg));
@@ -330,8 +379,9 @@ impl Service {
             if left.is_zero() {
                 anyhow::bail!("session exceeded its time limit");
             }
-            stream.set_read_timeout(Some(left.min(b.idle_timeout)))?;
-            let msg = match conn::read_msg(stream) {
+            // One deadline per message, not per read: a client dribbling bytes cannot keep
+            // the session past its idle timeout or its lifetime.
+            let msg = match conn::read_msg_by(stream, Instant::now() + left.min(b.idle_timeout)) {
                 Ok(m) => m,
                 Err(ConnError::Closed) => anyhow::bail!("client vanished (connection closed)"),
                 Err(ConnError::Timeout) => {
@@ -456,136 +506,19 @@ impl Service {
         }
         Ok(())
     }
-
-    #[allow(clippy::too_many_arguments)]
-    fn load(
-        &self,
-        mut stream: TcpStream,
-        peer: SocketAddr,
-        version: u16,
-        session: u64,
-        flow: u8,
-        direction: Direction,
-        tos: u8,
-        cc: String,
-    ) -> anyhow::Result<()> {
-        let refuse = |stream: &mut TcpStream, code, msg: String| -> anyhow::Result<()> {
-            let _ = conn::write_msg(stream, &Message::error(code, msg.clone()));
-            self.inner.log(format!("{peer}: load flow refused: {msg}"));
-            Ok(())
-        };
-        if version != rb::VERSION {
-            return refuse(
-                &mut stream,
-                ErrorCode::UnsupportedVersion,
-                format!("protocol version {version}"),
-            );
-        }
-        let Some(s) = self.inner.session(session) else {
-            return refuse(
-                &mut stream,
-                ErrorCode::UnknownSession,
-                format!("no session {session:016x}"),
-            );
-        };
-        if !so::same_ip(s.peer_ip, peer.ip()) {
-            return refuse(
-                &mut stream,
-                ErrorCode::UnknownSession,
-                format!("session {session:016x} belongs to another address"),
-            );
-        }
-        let v6 = peer.is_ipv6() && !is_mapped(peer.ip());
-        so::set_tos(&stream, tos, v6)?;
-        if !cc.is_empty() {
-            if let Err(e) = so::set_congestion(&stream, &cc) {
-                return refuse(&mut stream, ErrorCode::BadRequest, e.to_string());
-            }
-        }
-        let bytes = Arc::new(AtomicU64::new(0));
-        {
-            let mut flows = s.flows.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
-            if flows.len() >= self.inner.bounds.max_flows as usize
-                || flows.iter().any(|f| f.id == flow)
-            {
-                drop(flows);
-                return refuse(
-                    &mut stream,
-                    ErrorCode::LimitExceeded,
-                    format!("flow {flow} is a duplicate or over the limit"),
-                );
-            }
-            flows.push(FlowHandle {
-                id: flow,
-                direction,
-                bytes: bytes.clone(),
-                sock: stream.try_clone()?,
-            });
-        }
-        let accept = Message::LoadAccept {
-            flow,
-            tos: so::tos(&stream, v6)?,
-            cc: so::congestion(&stream)?,
-        };
-        conn::write_msg(&mut stream, &accept)?;
-        // Wait for Start (bounded by the session's deadline).
-        let (start, duration) = {
-            let mut st = s.start.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
-            loop {
-                if let Some(v) = *st {
-                    break v;
-                }
-                if s.abort.load(Ordering::SeqCst) || Instant::now() >= s.deadline {
-                    return Ok(());
-                }
-                st = s
-                    .start_cv
-                    .wait_timeout(st, Duration::from_millis(200))
-                    .map_err(|_| anyhow::anyhow!("poisoned"))?
-                    .0;
-            }
-        };
-        if let Some(wait) = start.checked_duration_since(Instant::now()) {
-            std::thread::sleep(wait);
-        }
-        let end = start + duration;
-        let stop = || s.abort.load(Ordering::SeqCst) || self.inner.shutdown.load(Ordering::SeqCst);
-        match direction {
-            Direction::Upload => {
-                stream.set_read_timeout(Some(Duration::from_millis(250)))?;
-                let mut buf = vec![0u8; 128 * 1024];
-                let hard_end = end + Duration::from_secs(3);
-                while !stop() && Instant::now() < hard_end {
-                    match stream.read(&mut buf) {
-                        Ok(0) => break,
-                        Ok(n) => {
-                            bytes.fetch_add(n as u64, Ordering::Relaxed);
-                        }
-                        Err(e) if crate::net::is_timeout(&e) => {}
-                        Err(_) => break,
-                    }
-                }
-            }
-            Direction::Download => {
-                stream.set_write_timeout(Some(Duration::from_millis(250)))?;
-                let payload = conn::random_payload(conn::random_u64());
-                while !stop() && Instant::now() < end {
-                    match stream.write(&payload) {
-                        Ok(n) => {
-                            bytes.fetch_add(n as u64, Ordering::Relaxed);
-                        }
-                        Err(e) if crate::net::is_timeout(&e) => {}
-                        Err(_) => break,
-                    }
-                }
-                let _ = stream.shutdown(Shutdown::Write);
-            }
-        }
-        Ok(())
-    }
 }
 
-fn is_mapped(ip: IpAddr) -> bool {
+/// Compares the whole token whatever the first difference (no early exit to time).
+fn token_matches(want: &str, got: &str) -> bool {
+    let (a, b) = (want.as_bytes(), got.as_bytes());
+    let mut diff = a.len() ^ b.len();
+    for (i, x) in a.iter().enumerate() {
+        diff |= usize::from(x ^ b.get(i).copied().unwrap_or(!x));
+    }
+    diff == 0
+}
+
+pub(crate) fn is_mapped(ip: IpAddr) -> bool {
     matches!(ip, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some())
 }
 
@@ -593,11 +526,11 @@ impl crate::server::ProtocolHandler for Service {
     fn handle(&self, mut stream: TcpStream, _prefix: &[u8]) -> anyhow::Result<()> {
         let peer = stream.peer_addr()?;
         let b = &self.inner.bounds;
-        stream.set_read_timeout(Some(b.handshake_timeout))?;
         stream.set_write_timeout(Some(b.handshake_timeout))?;
         let _ = stream.set_nodelay(true);
-        match conn::read_msg(&mut stream) {
-            Ok(Message::Hello { version }) => self.control(stream, peer, version),
+        // The whole first message within the handshake deadline, however it is dribbled.
+        match conn::read_msg_by(&mut stream, Instant::now() + b.handshake_timeout) {
+            Ok(Message::Hello { version, token }) => self.control(stream, peer, version, &token),
             Ok(Message::LoadHello {
                 version,
                 session,

@@ -111,7 +111,11 @@ impl Agent {
         stream.set_read_timeout(Some(c.handshake_timeout))?;
         stream.set_write_timeout(Some(c.handshake_timeout))?;
         let _ = stream.set_nodelay(true);
-        let (interval_ms, duration_ms, token) = match read_frame(&mut stream) {
+        // Whole frames before the deadline, however slowly their bytes are dribbled.
+        let by = |stream: &mut TcpStream| {
+            read_frame(&mut crate::latency::conn::DeadlineReader { stream, deadline })
+        };
+        let (interval_ms, duration_ms, token) = match by(&mut stream) {
             Ok(AgentMessage::Hello {
                 version,
                 interval_ms,
@@ -179,8 +183,7 @@ impl Agent {
             if left.is_zero() {
                 anyhow::bail!("monitor subscription: no MonitorStart within the handshake time");
             }
-            stream.set_read_timeout(Some(left))?;
-            match read_frame(&mut stream)? {
+            match by(&mut stream)? {
                 AgentMessage::TimeRequest { client_ns }
                     if exchanges < rb_agent::MAX_TIME_EXCHANGES =>
                 {

@@ -108,6 +108,62 @@ pub fn render_result(r: &LabResult) -> String {
 }
 
 /// `lab status`.
+/// One line per SQM capacity point (progress of `lab capacity --qdisc`).
+pub fn sqm_point(p: &crate::results::lab::SqmPoint) -> String {
+    format!(
+        "  {:>10}: goodput {} ({:.3} of theory), p99 +{} -> {}{}{}\n",
+        crate::lab::shape::fmt_rate(p.rate_bps as f64),
+        crate::lab::shape::fmt_rate(p.goodput_bps),
+        p.goodput_of_theory,
+        p.p99_increase_ms
+            .map_or("n/a".to_string(), |v| format!("{v:.2} ms")),
+        if p.pass { "pass" } else { "FAIL" },
+        if p.remeasured { " (re-measured)" } else { "" },
+        p.forwarder_cpu_us_per_packet
+            .map_or(String::new(), |c| format!(
+                "; forwarder CPU {c:.2} µs/packet"
+            ))
+    )
+}
+
+/// The SQM capacity result: the figure, where the qdisc ran, and the points behind it.
+pub fn sqm_capacity(c: &crate::results::lab::SqmCapacity) -> String {
+    let mut s = format!(
+        "SQM capacity ({} in {}): {}\n  criteria: {}\n  method: {}\n",
+        c.qdisc,
+        c.place,
+        c.capacity_bps
+            .map_or("below the lowest rate tried".to_string(), |r| {
+                crate::lab::shape::fmt_rate(r as f64)
+            }),
+        c.criteria,
+        c.method
+    );
+    for p in &c.points {
+        s.push_str(&sqm_point(p));
+    }
+    s
+}
+
+/// One line on the lab's AQM: which qdisc, kernel or userspace, and the forwarder's state.
+pub fn aqm_line(a: &crate::results::lab::AqmState) -> String {
+    let mut line = format!("aqm: {} in {} ({})", a.qdisc, a.place, a.note);
+    if a.place == "userspace" {
+        match a.worker_pid {
+            Some(p) => line.push_str(&format!("; forwarder running, worker PID {p}")),
+            None => line.push_str("; forwarder NOT running"),
+        }
+    }
+    if let Some(f) = a.kernel_forwarding {
+        line.push_str(if f {
+            "; kernel forwarding on"
+        } else {
+            "; kernel forwarding off"
+        });
+    }
+    line
+}
+
 pub fn status(st: &LabStatus) -> String {
     let mut s = String::new();
     if !st.up {
@@ -136,6 +192,14 @@ pub fn status(st: &LabStatus) -> String {
     let _ = writeln!(s, "lab {}: UP", st.name);
     if let Some(cfg) = &st.config {
         s.push_str(&config(cfg, &crate::lab::theory::theory(cfg)));
+    }
+    match &st.aqm {
+        Some(a) => {
+            let _ = writeln!(s, "{}", aqm_line(a));
+        }
+        None => {
+            let _ = writeln!(s, "aqm: fifo in the kernel (the shaper's FIFO)");
+        }
     }
     for n in &st.namespaces {
         let _ = writeln!(

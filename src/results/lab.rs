@@ -224,6 +224,61 @@ pub struct LabStatus {
     pub reachable: Option<bool>,
     /// Its round trip, ms.
     pub reach_rtt_ms: Option<f64>,
+    /// The AQM `lab up --qdisc` installed (None: the plain FIFO shaper).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aqm: Option<AqmState>,
+}
+
+/// One rate tried by the SQM capacity search.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SqmPoint {
+    pub rate_bps: u64,
+    pub goodput_bps: f64,
+    /// goodput / (1448/1514 × rate): 1.0 = the shaper delivered its whole rate.
+    pub goodput_of_theory: f64,
+    /// Loaded p99 − idle median of the UDP round-trip probes, ms.
+    pub p99_increase_ms: Option<f64>,
+    pub pass: bool,
+    /// Measured twice (the first try missed, the re-measure decided).
+    #[serde(default)]
+    pub remeasured: bool,
+    /// Userspace forwarder: CPU time (both directions' threads) per frame received, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forwarder_cpu_us_per_packet: Option<f64>,
+}
+
+/// `lab capacity --qdisc Q`: the highest shaped rate this CPU sustains with the qdisc.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct SqmCapacity {
+    /// cake or fq_codel (or codel/fifo).
+    pub qdisc: String,
+    /// "kernel" or "userspace" (routerbench shape).
+    pub place: String,
+    /// The pass criteria, in words.
+    pub criteria: String,
+    /// Highest passing rate, bit/s (None: even the lowest rate tried failed).
+    pub capacity_bps: Option<u64>,
+    pub points: Vec<SqmPoint>,
+    /// Flows, seconds per point, buffer rule.
+    pub method: String,
+}
+
+/// Which AQM a lab runs and where (`lab up --qdisc Q --aqm kernel|userspace`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct AqmState {
+    /// fifo, codel, fq_codel or cake.
+    pub qdisc: String,
+    /// "kernel" (tc qdiscs) or "userspace" (`routerbench shape`, the aqm crate).
+    pub place: String,
+    /// The forwarder's supervisor and worker processes (userspace only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forwarder_pid: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_pid: Option<i32>,
+    /// Kernel forwarding of rtr-lan and rtr-wan (off while the userspace forwarder runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_forwarding: Option<bool>,
+    pub note: String,
 }
 
 /// The lab section of a [`super::RunResult`].

@@ -64,6 +64,9 @@ pub struct RunResult {
     /// Loopback (or client) throughput test in iperf3's terms, with both ends' CPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput: Option<throughput::ThroughputResult>,
+    /// The highest shaped rate this CPU sustains with SQM (cake / fq_codel), from the lab.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sqm_capacity: Option<lab::SqmCapacity>,
     /// Things a reader must know to trust the numbers (missing sources, skipped parts).
     #[serde(default)]
     pub notes: Vec<String>,
@@ -86,6 +89,7 @@ impl RunResult {
             router: None,
             lab: None,
             throughput: None,
+            sqm_capacity: None,
             notes: Vec::new(),
             interrupted: false,
         }

@@ -7,14 +7,18 @@
 
 pub mod broker;
 pub mod daemon;
+pub mod limits;
 pub mod log;
+pub mod logcap;
 pub mod signals;
 
 use crate::iperf3::Iperf3Error;
+use crate::iperf3::auth::ServerAuth;
 use crate::iperf3::session::{self, SessionConfig, SessionEnv, StreamBroker, UdpAcceptor};
 use crate::results::throughput::ThroughputResult;
 use crate::wire::iperf3::{COOKIE_SIZE, Cookie, State};
 use broker::{Broker, Route};
+use limits::{Caps, ConnGuard, Ledger};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
@@ -41,8 +45,13 @@ pub struct ServerConfig {
     pub max_tests: Option<u64>,
     /// Connections still in their first bytes, or open, at once; more are closed at once.
     pub max_connections: usize,
-    /// A new connection must send its cookie or magic within this time.
+    /// A new connection must send its whole cookie or magic within this time (a deadline,
+    /// not a per-read timeout: dribbling bytes does not extend it).
     pub first_bytes_timeout: Duration,
+    /// Per-host and server-wide caps (connections, tests, streams, buffers, threads).
+    pub caps: Caps,
+    /// iperf3 RSA authentication required of every test, if set.
+    pub auth: Option<Arc<ServerAuth>>,
     /// Stop on SIGINT/SIGTERM (the CLI installs the handler).
     pub handle_signals: bool,
 }
@@ -54,10 +63,27 @@ impl ServerConfig {
             session: SessionConfig::default(),
             max_concurrent_tests: 8,
             max_tests: None,
-            max_connections: 512,
+            max_connections: 192,
             first_bytes_timeout: Duration::from_secs(10),
+            caps: Caps::default(),
+            auth: None,
             handle_signals: false,
         }
+    }
+
+    /// A private server for one in-process test (loopback, lab): one test of any size the
+    /// per-test limits allow, and no cap on UDP sending (the point is to find the ceiling).
+    pub fn private(bind: SocketAddr) -> Self {
+        let mut c = ServerConfig::new(bind);
+        c.max_tests = Some(1);
+        c.caps = Caps {
+            total_streams: 2 * crate::wire::iperf3::MAX_STREAMS as usize,
+            total_buffer_bytes: c.session.max_buffer_bytes,
+            max_threads: 4096,
+            ..Caps::default()
+        };
+        c.session.max_udp_rate = u64::MAX;
+        c
     }
 }
 
@@ -130,6 +156,8 @@ struct Shared {
     stop: Arc<AtomicBool>,
     observer: Arc<dyn ServerObserver>,
     handler: Option<Arc<dyn ProtocolHandler>>,
+    ledger: Arc<Ledger>,
+    logcap: logcap::LogCap,
     active_tests: AtomicUsize,
     connections: AtomicUsize,
     started_tests: AtomicU64,
@@ -171,11 +199,9 @@ impl Server {
         Ok(Server {
             listener,
             shared: Arc::new(Shared {
-                udp: UdpAcceptor {
-                    bind,
-                    lock: Mutex::new(()),
-                    hellos: None,
-                },
+                udp: UdpAcceptor::new(bind),
+                ledger: Arc::new(Ledger::new(cfg.caps.clone())),
+                logcap: logcap::LogCap::new(20),
                 cfg,
                 broker: Broker::default(),
                 stop: Arc::new(AtomicBool::new(false)),
@@ -258,6 +284,12 @@ impl Server {
             {
                 break "test limit reached";
             }
+            if let Some(n) = sh.logcap.flush() {
+                sh.observer.event(&ServerEvent::Refused {
+                    peer: self.listener.local_addr()?,
+                    reason: format!("{n} more refusals not logged (at most 20 lines a second)"),
+                });
+            }
             if !wait_readable(&self.listener, 200) {
                 continue;
             }
@@ -267,29 +299,43 @@ impl Server {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     // EMFILE and friends: back off instead of spinning.
-                    sh.observer.event(&ServerEvent::Refused {
-                        peer: self.listener.local_addr()?,
-                        reason: format!("accept failed: {e}"),
-                    });
+                    log_refusal(
+                        sh,
+                        self.listener.local_addr()?,
+                        format!("accept failed: {e}"),
+                    );
                     std::thread::sleep(Duration::from_millis(100));
                     continue;
                 }
             };
-            if sh.connections.load(Ordering::Relaxed) >= sh.cfg.max_connections {
-                sh.refused.fetch_add(1, Ordering::Relaxed);
-                sh.observer.event(&ServerEvent::Refused {
-                    peer,
-                    reason: format!("{} connections open: limit reached", sh.cfg.max_connections),
-                });
-                continue;
-            }
+            let limit = if sh.connections.load(Ordering::Relaxed) >= sh.cfg.max_connections {
+                Err(format!(
+                    "{} connections open: limit reached",
+                    sh.cfg.max_connections
+                ))
+            } else if !sh.ledger.thread_room() {
+                Err(format!(
+                    "{} threads running: limit reached",
+                    sh.cfg.caps.max_threads
+                ))
+            } else {
+                sh.ledger.connection(peer.ip())
+            };
+            let guard = match limit {
+                Ok(g) => g,
+                Err(reason) => {
+                    sh.refused.fetch_add(1, Ordering::Relaxed);
+                    log_refusal(sh, peer, reason);
+                    continue;
+                }
+            };
             sh.connections.fetch_add(1, Ordering::Relaxed);
             let seq = sh.accepted.fetch_add(1, Ordering::Relaxed);
             let shared = sh.clone();
             let spawned = std::thread::Builder::new()
                 .name("rb-conn".into())
                 .spawn(move || {
-                    handle_connection(&shared, stream, peer, seq);
+                    handle_connection(&shared, stream, peer, seq, guard);
                     shared.connections.fetch_sub(1, Ordering::Relaxed);
                 });
             if spawned.is_err() {
@@ -307,6 +353,13 @@ impl Server {
             tests_failed: sh.failed.load(Ordering::Relaxed),
             refused: sh.refused.load(Ordering::Relaxed),
         })
+    }
+}
+
+/// One refusal line, within the log's budget (a flood is summarised by the accept loop).
+fn log_refusal(sh: &Shared, peer: SocketAddr, reason: String) {
+    if sh.logcap.admit() {
+        sh.observer.event(&ServerEvent::Refused { peer, reason });
     }
 }
 
@@ -345,19 +398,22 @@ fn read_prefix(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> Res
 fn deny(sh: &Shared, mut stream: TcpStream, peer: SocketAddr, reason: String) {
     let _ = stream.write_all(&[State::AccessDenied.to_byte()]);
     sh.refused.fetch_add(1, Ordering::Relaxed);
-    sh.observer.event(&ServerEvent::Refused { peer, reason });
+    log_refusal(sh, peer, reason);
 }
 
-fn handle_connection(sh: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr, seq: u64) {
+fn handle_connection(
+    sh: &Arc<Shared>,
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    seq: u64,
+    guard: ConnGuard,
+) {
     let _ = stream.set_nonblocking(false);
     let deadline = Instant::now() + sh.cfg.first_bytes_timeout;
     let mut first = [0u8; 1];
     if let Err(why) = read_prefix(&mut stream, &mut first, deadline) {
         sh.refused.fetch_add(1, Ordering::Relaxed);
-        sh.observer.event(&ServerEvent::Refused {
-            peer,
-            reason: format!("no cookie: {why}"),
-        });
+        log_refusal(sh, peer, format!("no cookie: {why}"));
         return;
     }
     if Cookie::is_routerbench(first[0]) {
@@ -377,20 +433,33 @@ fn handle_connection(sh: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr, 
                 h.handle(stream, &prefix).err().map(|e| format!("{e:#}"))
             }
         };
-        sh.observer.event(&ServerEvent::Handoff { peer, error });
+        // Failed handoffs are refusals too: within the log's budget.
+        if error.is_none() || sh.logcap.admit() {
+            sh.observer.event(&ServerEvent::Handoff { peer, error });
+        }
         return;
     }
     let mut cookie_buf = [0u8; COOKIE_SIZE];
     cookie_buf[0] = first[0];
     if let Err(why) = read_prefix(&mut stream, &mut cookie_buf[1..], deadline) {
         sh.refused.fetch_add(1, Ordering::Relaxed);
-        sh.observer.event(&ServerEvent::Refused {
-            peer,
-            reason: format!("incomplete cookie: {why}"),
-        });
+        log_refusal(sh, peer, format!("incomplete cookie: {why}"));
         return;
     }
     let cookie = Cookie(cookie_buf);
+    if !cookie.is_plausible() {
+        // Not an iperf3 client: close at once, one log line, no slot taken.
+        sh.refused.fetch_add(1, Ordering::Relaxed);
+        log_refusal(
+            sh,
+            peer,
+            "garbage instead of an iperf3 cookie: closed".into(),
+        );
+        return;
+    }
+    // Classified: a data stream or a test holds no half-open slot of its host any more
+    // (routerbench sessions keep theirs, above, for their whole life).
+    drop(guard);
     match sh.broker.route(&cookie) {
         Route::Stream(tx) => {
             if let Err(e) = tx.send((seq, stream)) {
@@ -451,6 +520,10 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, cookie: Cooki
             "server is stopping (test limit reached)".into(),
         );
     }
+    let _host_slot = match sh.ledger.test(peer.ip()) {
+        Ok(g) => g,
+        Err(why) => return deny(sh, stream, peer, format!("busy: {why}")),
+    };
     let active = sh.active_tests.fetch_add(1, Ordering::Relaxed);
     if active >= sh.cfg.max_concurrent_tests {
         sh.active_tests.fetch_sub(1, Ordering::Relaxed);
@@ -484,6 +557,8 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, cookie: Cooki
         stop: &sh.stop,
         sink: &sink,
         render_text: &render,
+        ledger: &sh.ledger,
+        auth: sh.cfg.auth.as_deref(),
     };
     let outcome = crate::iperf3::control::Control::new(stream, sh.cfg.session.control_timeout)
         .and_then(|ctl| session::serve(ctl, cookie, &env));

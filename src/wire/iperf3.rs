@@ -128,8 +128,9 @@ impl State {
     }
 }
 
-/// The test cookie: 37 opaque bytes (36 characters and a NUL from current clients; very old
-/// clients sent other text padded with NULs, so the alphabet is never checked).
+/// The test cookie: 37 bytes, 36 characters of [`COOKIE_ALPHABET`] and a NUL from every iperf3
+/// 3.x client. Parsing keeps any bytes; a server checks [`Cookie::is_plausible`] before it
+/// gives the connection a test slot.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Cookie(pub [u8; COOKIE_SIZE]);
 
@@ -176,6 +177,15 @@ impl Cookie {
     /// iperf3's data-stream check: `strncmp(a, b, 37) == 0`, i.e. equal up to the first NUL.
     pub fn matches(&self, other: &Cookie) -> bool {
         self.text_bytes() == other.text_bytes()
+    }
+
+    /// 36 characters of iperf3's alphabet then a NUL, as `make_cookie` writes: anything else is
+    /// not an iperf3 client and must not take a test slot.
+    pub fn is_plausible(&self) -> bool {
+        self.0[COOKIE_SIZE - 1] == 0
+            && self.0[..COOKIE_SIZE - 1]
+                .iter()
+                .all(|b| COOKIE_ALPHABET.contains(b))
     }
 
     /// Does this connection start with routerbench's own protocol magic instead of a cookie?
@@ -289,6 +299,20 @@ mod tests {
         let mut old2 = old;
         old2[20] = b'x';
         assert!(Cookie(old).matches(&Cookie(old2)));
+    }
+
+    #[test]
+    fn test_cookie_plausible() {
+        let good = Cookie::parse(b"npr43x5sa2ne3y7mrklos66ak3vzsyja3qim\0").unwrap();
+        assert!(good.is_plausible());
+        let mut upper = good;
+        upper.0[3] = b'A';
+        assert!(!upper.is_plausible(), "upper case is not in the alphabet");
+        let mut no_nul = good;
+        no_nul.0[36] = b'a';
+        assert!(!no_nul.is_plausible());
+        assert!(!Cookie([0xab; COOKIE_SIZE]).is_plausible());
+        assert!(crate::iperf3::new_cookie().is_plausible());
     }
 
     #[test]

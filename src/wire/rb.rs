@@ -14,7 +14,7 @@
 //!
 //! | type | name        | direction | payload |
 //! |------|-------------|-----------|---------|
-//! | 0x01 | Hello       | c → s     | version u16 (opens a control connection) |
+//! | 0x01 | Hello       | c → s     | version u16, then optionally token str (opens a control connection) |
 //! | 0x02 | LoadHello   | c → s     | version u16, session u64, flow u8, direction u8 (0 up, 1 down), tos u8, cc str |
 //! | 0x03 | Start       | c → s     | start_in_us u32, duration_ms u32, step_ms u16 |
 //! | 0x04 | Finish      | c → s     | (empty) |
@@ -43,6 +43,12 @@
 //! ```
 //!
 //! The reflector answers with exactly the bytes it received (fill included), never more.
+//!
+//! **Token** (server `--token`): Hello may carry a shared secret after the version, as a string
+//! (u8 length, at most [`MAX_TOKEN_LEN`] bytes). A Hello of only the version (older clients) has
+//! the empty token. A server started with a token answers a Hello whose token differs with
+//! Error `Unauthorized` (6) and closes; load flows need the session id of an accepted Hello, so
+//! they carry no token of their own.
 
 use std::fmt;
 
@@ -54,6 +60,8 @@ pub const MAX_PAYLOAD: usize = 4096;
 pub const FRAME_HEADER_LEN: usize = 3;
 /// Longest congestion-control name (Linux TCP_CA_NAME_MAX is 16).
 pub const MAX_CC_LEN: usize = 16;
+/// Longest shared token a Hello may carry.
+pub const MAX_TOKEN_LEN: usize = 128;
 
 /// Why bytes are not a valid message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -78,6 +86,7 @@ pub enum ErrorCode {
     BadRequest = 3,
     LimitExceeded = 4,
     UnknownSession = 5,
+    Unauthorized = 6,
 }
 
 impl ErrorCode {
@@ -88,6 +97,7 @@ impl ErrorCode {
             3 => Self::BadRequest,
             4 => Self::LimitExceeded,
             5 => Self::UnknownSession,
+            6 => Self::Unauthorized,
             _ => return None,
         })
     }
@@ -101,6 +111,7 @@ impl fmt::Display for ErrorCode {
             Self::BadRequest => "bad request",
             Self::LimitExceeded => "limit exceeded",
             Self::UnknownSession => "unknown session",
+            Self::Unauthorized => "wrong or missing token (use --token)",
         };
         f.write_str(s)
     }
@@ -136,6 +147,8 @@ pub struct StreamCount {
 pub enum Message {
     Hello {
         version: u16,
+        /// Shared secret (`--token`); empty when the client has none.
+        token: String,
     },
     LoadHello {
         version: u16,
@@ -285,7 +298,23 @@ impl Message {
             pos: 0,
         };
         let (msg, what) = match ty {
-            0x01 => (Self::Hello { version: r.u16()? }, "Hello"),
+            0x01 => {
+                let version = r.u16()?;
+                let token = if r.pos < r.buf.len() {
+                    let t = r.str("Hello", MAX_TOKEN_LEN)?;
+                    if t.is_empty() {
+                        // No token is no field, so every Hello has one encoding.
+                        return Err(WireError::Malformed {
+                            what: "Hello",
+                            why: "empty token (omit the field instead)".into(),
+                        });
+                    }
+                    t
+                } else {
+                    String::new()
+                };
+                (Self::Hello { version, token }, "Hello")
+            }
             0x02 => {
                 let version = r.u16()?;
                 let session = r.u64()?;
@@ -388,7 +417,12 @@ impl Message {
     pub fn emit(&self) -> Vec<u8> {
         let mut p = Vec::with_capacity(32);
         match self {
-            Self::Hello { version } => p.extend_from_slice(&version.to_be_bytes()),
+            Self::Hello { version, token } => {
+                p.extend_from_slice(&version.to_be_bytes());
+                if !token.is_empty() {
+                    put_str(&mut p, token);
+                }
+            }
             Self::LoadHello {
                 version,
                 session,

@@ -37,14 +37,36 @@ static STEP: [u8; 3 + 5 + 26] = [
 // Error: unsupported version, "v9".
 static ERROR: [u8; 7] = [0xee, 0x00, 0x04, 0x01, 0x02, b'v', b'9'];
 
+// Hello, version 1, token "k1".
+static HELLO_TOKEN: [u8; 8] = [0x01, 0x00, 0x05, 0x00, 0x01, 0x02, b'k', b'1'];
+
+fn hello(token: &str) -> Message {
+    Message::Hello {
+        version: 1,
+        token: token.into(),
+    }
+}
+
 #[test]
 fn test_parse_hello() {
-    assert_eq!(parse_frame(&HELLO), Ok(Message::Hello { version: 1 }));
+    assert_eq!(parse_frame(&HELLO), Ok(hello("")));
+    assert_eq!(parse_frame(&HELLO_TOKEN), Ok(hello("k1")));
 }
 
 #[test]
 fn test_emit_hello() {
-    assert_eq!(Message::Hello { version: 1 }.emit(), HELLO);
+    assert_eq!(hello("").emit(), HELLO);
+    assert_eq!(hello("k1").emit(), HELLO_TOKEN);
+}
+
+#[test]
+fn test_hello_token_too_long() {
+    let mut f = vec![0x01, 0x00, 3 + 200, 0x00, 0x01, 200];
+    f.extend(std::iter::repeat_n(b'a', 200));
+    assert!(matches!(
+        parse_frame(&f),
+        Err(WireError::Malformed { what: "Hello", .. })
+    ));
 }
 
 #[test]

@@ -16,6 +16,8 @@ pub const IEPROTOCOL: i32 = 131;
 pub const IEAFFINITY: i32 = 132;
 /// Requested total rate above the server's limit.
 pub const IETOTALRATE: i32 = 27;
+/// Authentication failed (missing token, bad credentials, or clock skew).
+pub const IEAUTHTEST: i32 = 142;
 pub const IENEWTEST: i32 = 100;
 pub const IERECVCOOKIE: i32 = 106;
 pub const IECTRLCLOSE: i32 = 109;
@@ -106,7 +108,7 @@ pub fn strerror(i_errno: i32) -> String {
         IESETCONGESTION => {
             "unable to set TCP_CONGESTION: supplied congestion control algorithm not supported on this host"
         }
-        142 => "test authorization failed",
+        IEAUTHTEST => "test authorization failed",
         IENOMSG => "idle timeout for receiving data",
         IESERVERTESTDURATIONEXPIRED => "server test duration expired",
         IESTREAMLISTEN => "unable to start stream listener",

@@ -62,8 +62,8 @@ pub struct TestParams {
     pub repeating_payload: bool,
     pub zerocopy: bool,
     pub dont_fragment: bool,
-    /// `authtoken` was present (we do not implement iperf3's RSA authentication).
-    pub has_authtoken: bool,
+    /// `authtoken`: base64 RSA-encrypted credentials (`iperf3::auth`).
+    pub authtoken: Option<String>,
     pub client_version: Option<String>,
 }
 
@@ -105,7 +105,7 @@ impl Default for TestParams {
             repeating_payload: false,
             zerocopy: false,
             dont_fragment: false,
-            has_authtoken: false,
+            authtoken: None,
             client_version: None,
         }
     }
@@ -173,7 +173,7 @@ impl TestParams {
         p.repeating_payload = has("repeating_payload");
         p.zerocopy = num::<i64>(obj, "zerocopy").is_some_and(|z| z != 0);
         p.dont_fragment = num::<i64>(obj, "dont_fragment").is_some_and(|z| z != 0);
-        p.has_authtoken = has("authtoken");
+        p.authtoken = text(obj, "authtoken");
         p.client_version = text(obj, "client_version");
         Ok(p)
     }
@@ -285,6 +285,9 @@ impl TestParams {
         }
         if self.dont_fragment {
             w.int("dont_fragment", 1);
+        }
+        if let Some(a) = &self.authtoken {
+            w.string("authtoken", a);
         }
         if let Some(v) = &self.client_version {
             w.string("client_version", v);

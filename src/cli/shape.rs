@@ -1,0 +1,74 @@
+//! `routerbench shape`: the userspace AQM forwarder of a lab's router namespace (started by
+//! `lab up --qdisc Q --aqm userspace`; can be run by hand in the foreground).
+
+use crate::lab::shape;
+use crate::lab::shape_fwd::worker::{self, ShapeOptions};
+use aqm::QdiscKind;
+use clap::{Args, ValueEnum};
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum QdiscArg {
+    Fifo,
+    Codel,
+    #[value(name = "fq_codel")]
+    FqCodel,
+    Cake,
+}
+
+impl QdiscArg {
+    pub fn kind(self) -> QdiscKind {
+        match self {
+            QdiscArg::Fifo => QdiscKind::Fifo,
+            QdiscArg::Codel => QdiscKind::Codel,
+            QdiscArg::FqCodel => QdiscKind::FqCodel,
+            QdiscArg::Cake => QdiscKind::Cake,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ShapeArgs {
+    /// Lab name (its router namespace is <name>-rtr).
+    #[arg(long, default_value = crate::lab::DEFAULT_NAME)]
+    pub name: String,
+    #[arg(long, value_enum, default_value = "fq_codel")]
+    pub qdisc: QdiscArg,
+    /// Upload rate (LAN → WAN), default: the lab's; none = unshaped.
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// Download rate, default: the lab's.
+    #[arg(long)]
+    pub down_rate: Option<String>,
+    /// Byte limit of each direction's qdisc, default: the lab's --buffer.
+    #[arg(long)]
+    pub buffer: Option<String>,
+    /// Stop after this many seconds (default: until SIGTERM / `lab down`).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Internal: run the forwarding loops (the supervisor starts this).
+    #[arg(long, hide = true)]
+    pub worker: bool,
+}
+
+pub fn run(a: ShapeArgs) -> anyhow::Result<i32> {
+    crate::lab::sys::require_root()?;
+    let duration = match a.duration {
+        Some(s) if s.is_finite() && s > 0.0 && s <= 86_400.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => anyhow::bail!("--duration {s}: use 0 < S <= 86400 seconds"),
+        None => None,
+    };
+    let o = ShapeOptions {
+        name: a.name.clone(),
+        qdisc: a.qdisc.kind(),
+        up_rate_bps: a.rate.as_deref().map(shape::parse_rate).transpose()?,
+        down_rate_bps: a.down_rate.as_deref().map(shape::parse_rate).transpose()?,
+        buffer_bytes: a.buffer.as_deref().map(shape::parse_bytes).transpose()?,
+        duration,
+    };
+    if a.worker {
+        worker::work(&o)
+    } else {
+        worker::supervise(&o)
+    }
+}

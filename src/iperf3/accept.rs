@@ -1,0 +1,290 @@
+//! Data-stream set-up on the server (spec/iperf3.md §5): TCP streams arrive through the
+//! server's cookie broker; UDP streams by the hello dance on the shared port, one test at a time
+//! and in arrival order, each within a short deadline, so a client that never says hello delays
+//! the next set-up by at most that deadline and can never starve it.
+
+use super::control::Control;
+use super::session::SessionEnv;
+use super::stream::DataSock;
+use super::{Iperf3Error, Result};
+use crate::wire::iperf3::{self as wire, Cookie, State, errors};
+use std::collections::BTreeSet;
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::sync::mpsc::RecvTimeoutError;
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// UDP stream set-up on the server port: a FIFO of tests waiting for the unconnected socket.
+#[derive(Debug)]
+pub struct UdpAcceptor {
+    /// The address the server listens on (UDP binds the same address and port).
+    pub bind: SocketAddr,
+    queue: Mutex<Tickets>,
+    turn: Condvar,
+    /// When the latency probe reflector owns the UDP port (it shares the iperf3 port), it
+    /// hands over the source address of every datagram that is not a probe: an iperf3 UDP
+    /// stream's hello. `None`: the test binds its own unconnected socket on the port.
+    pub hellos: Option<Mutex<std::sync::mpsc::Receiver<SocketAddr>>>,
+}
+
+#[derive(Debug, Default)]
+struct Tickets {
+    next: u64,
+    serving: u64,
+    abandoned: BTreeSet<u64>,
+}
+
+impl Tickets {
+    fn advance(&mut self) {
+        self.serving += 1;
+        while self.abandoned.remove(&self.serving) {
+            self.serving += 1;
+        }
+    }
+}
+
+/// The turn of one test at the UDP port; the next test's turn comes when it drops.
+pub struct UdpTurn<'a>(&'a UdpAcceptor);
+
+impl Drop for UdpTurn<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut q) = self.0.queue.lock() {
+            q.advance();
+        }
+        self.0.turn.notify_all();
+    }
+}
+
+impl UdpAcceptor {
+    pub fn new(bind: SocketAddr) -> Self {
+        UdpAcceptor {
+            bind,
+            queue: Mutex::new(Tickets::default()),
+            turn: Condvar::new(),
+            hellos: None,
+        }
+    }
+
+    /// Waits in line for the port until `deadline`; None if the turn did not come in time.
+    pub fn wait_turn(&self, deadline: Instant) -> Option<UdpTurn<'_>> {
+        let mut q = self.queue.lock().ok()?;
+        let ticket = q.next;
+        q.next += 1;
+        loop {
+            if q.serving == ticket {
+                return Some(UdpTurn(self));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                q.abandoned.insert(ticket);
+                return None;
+            }
+            q = self.turn.wait_timeout(q, left).ok()?.0;
+        }
+    }
+}
+
+/// Waits for `total` TCP data connections with the test's cookie, within the set-up deadline.
+pub(crate) fn accept_tcp(
+    ctl: &mut Control,
+    env: &SessionEnv<'_>,
+    cookie: &Cookie,
+    total: usize,
+) -> Result<Vec<DataSock>> {
+    let rx = env.broker.open(cookie);
+    ctl.send_state(State::CreateStreams)?;
+    let deadline = Instant::now() + env.cfg.control_timeout;
+    let mut socks: Vec<(u64, TcpStream)> = Vec::with_capacity(total);
+    while socks.len() < total {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(s) => socks.push(s),
+            Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {
+                return Err(super::session::refuse(
+                    ctl,
+                    errors::IESTREAMACCEPT,
+                    format!(
+                        "only {} of {total} data connections arrived within {:?}",
+                        socks.len(),
+                        env.cfg.control_timeout
+                    ),
+                ));
+            }
+        }
+    }
+    env.broker.running(cookie);
+    // Accept order is the client's creation order (it connects one stream at a time).
+    socks.sort_by_key(|(seq, _)| *seq);
+    Ok(socks.into_iter().map(|(_, s)| DataSock::Tcp(s)).collect())
+}
+
+/// Waits in line for the UDP port (up to the control timeout), then for `total` hellos from
+/// the control connection's host within `udp_hello_timeout`.
+pub(crate) fn accept_udp(
+    ctl: &mut Control,
+    env: &SessionEnv<'_>,
+    peer_ip: IpAddr,
+    total: usize,
+) -> Result<Vec<DataSock>> {
+    let refuse = super::session::refuse;
+    // A test waits behind at most a few others' hello deadlines (per-host test limits bound
+    // the line), never behind a renewed one: the line is first come, first served.
+    let wait_until = Instant::now() + env.cfg.control_timeout.max(env.cfg.udp_hello_timeout * 4);
+    let Some(_turn) = env.udp.wait_turn(wait_until) else {
+        return Err(refuse(
+            ctl,
+            errors::IESTREAMLISTEN,
+            "UDP port busy with other tests' set-up".into(),
+        ));
+    };
+    if let Some(hellos) = &env.udp.hellos {
+        return accept_udp_handed_over(ctl, env, hellos, peer_ip, total);
+    }
+    let mut listener =
+        bind_udp(env.udp.bind).map_err(|e| refuse(ctl, errors::IESTREAMLISTEN, e.to_string()))?;
+    ctl.send_state(State::CreateStreams)?;
+    let deadline = Instant::now() + env.cfg.udp_hello_timeout;
+    let mut socks = Vec::with_capacity(total);
+    let same_host = |a: IpAddr, b: IpAddr| {
+        crate::net::sockopt::display_ip(a) == crate::net::sockopt::display_ip(b)
+    };
+    while socks.len() < total {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(refuse(
+                ctl,
+                errors::IESTREAMACCEPT,
+                format!(
+                    "only {} of {total} UDP streams said hello within {:?}",
+                    socks.len(),
+                    env.cfg.udp_hello_timeout
+                ),
+            ));
+        }
+        let _ = listener.set_read_timeout(Some(left.max(Duration::from_millis(1))));
+        let mut buf = [0u8; 64];
+        let from = match listener.recv_from(&mut buf) {
+            Ok((_, from)) if same_host(from.ip(), peer_ip) => from,
+            Ok(_) => continue, // another host's datagram: not ours
+            Err(e) if super::control::is_timeout(&e) => continue,
+            Err(e) => return Err(Iperf3Error::io("UDP stream hello", e)),
+        };
+        listener
+            .connect(from)
+            .map_err(|e| Iperf3Error::io("UDP connect to client", e))?;
+        let next = bind_udp(env.udp.bind)
+            .map_err(|e| refuse(ctl, errors::IESTREAMLISTEN, e.to_string()))?;
+        let stream = std::mem::replace(&mut listener, next);
+        stream
+            .send(&wire::UDP_CONNECT_REPLY)
+            .map_err(|e| Iperf3Error::io("UDP hello reply", e))?;
+        socks.push(DataSock::Udp(stream));
+    }
+    Ok(socks)
+}
+
+/// UDP streams whose hellos the probe reflector received on the shared port: each gets a
+/// socket on the port connected to the client (a connected socket wins the kernel's lookup
+/// over the reflector's unconnected one, so the stream's data comes here).
+fn accept_udp_handed_over(
+    ctl: &mut Control,
+    env: &SessionEnv<'_>,
+    hellos: &Mutex<std::sync::mpsc::Receiver<SocketAddr>>,
+    peer_ip: IpAddr,
+    total: usize,
+) -> Result<Vec<DataSock>> {
+    let refuse = super::session::refuse;
+    let rx = hellos.lock().unwrap_or_else(|p| p.into_inner());
+    // Hellos that arrived while no test was setting up belong to nobody.
+    while rx.try_recv().is_ok() {}
+    ctl.send_state(State::CreateStreams)?;
+    let deadline = Instant::now() + env.cfg.udp_hello_timeout;
+    let mut socks = Vec::with_capacity(total);
+    let mut seen: Vec<SocketAddr> = Vec::with_capacity(total);
+    while socks.len() < total {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(refuse(
+                ctl,
+                errors::IESTREAMACCEPT,
+                format!(
+                    "only {} of {total} UDP streams said hello within {:?}",
+                    socks.len(),
+                    env.cfg.udp_hello_timeout
+                ),
+            ));
+        }
+        let from = match rx.recv_timeout(left.min(Duration::from_millis(200))) {
+            Ok(from) => from,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(refuse(
+                    ctl,
+                    errors::IESTREAMLISTEN,
+                    "the UDP port's reader (probe reflector) stopped".into(),
+                ));
+            }
+        };
+        let same_host =
+            crate::net::sockopt::display_ip(from.ip()) == crate::net::sockopt::display_ip(peer_ip);
+        if !same_host || seen.contains(&from) {
+            continue; // another host's datagram, or a repeated hello
+        }
+        seen.push(from);
+        let stream = bind_udp(env.udp.bind)
+            .map_err(|e| refuse(ctl, errors::IESTREAMLISTEN, e.to_string()))?;
+        stream
+            .connect(from)
+            .map_err(|e| Iperf3Error::io("UDP connect to client", e))?;
+        stream
+            .send(&wire::UDP_CONNECT_REPLY)
+            .map_err(|e| Iperf3Error::io("UDP hello reply", e))?;
+        socks.push(DataSock::Udp(stream));
+    }
+    Ok(socks)
+}
+
+/// An unconnected UDP socket on the server's address and port, SO_REUSEADDR (like iperf3), so
+/// connected stream sockets and the next listener can share the port.
+pub fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, None)?;
+    s.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        let _ = s.set_only_v6(false);
+    }
+    s.bind(&addr.into())
+        .map_err(|e| std::io::Error::new(e.kind(), format!("UDP bind {addr}: {e}")))?;
+    Ok(s.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn udp_turns_are_first_come_first_served_and_skip_the_abandoned() {
+        let a = UdpAcceptor::new("127.0.0.1:0".parse().unwrap());
+        let first = a
+            .wait_turn(Instant::now())
+            .expect("free port: turn at once");
+        // A second test gives up while the first holds the port.
+        assert!(
+            a.wait_turn(Instant::now() + Duration::from_millis(20))
+                .is_none()
+        );
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| {
+                a.wait_turn(Instant::now() + Duration::from_secs(5))
+                    .is_some()
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            drop(first);
+            assert!(
+                waiter.join().unwrap(),
+                "the third gets the port after the first"
+            );
+        });
+        assert!(a.wait_turn(Instant::now()).is_some());
+    }
+}

@@ -1,0 +1,255 @@
+//! One AF_PACKET socket bound to an interface: receive frames with the kernel's receive
+//! timestamp (SO_TIMESTAMPNS) and the packet type, send frames as they are.
+
+use anyhow::{Result, bail};
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// sll_pkttype of a frame addressed to this host's MAC.
+pub const PACKET_HOST: u8 = 0;
+const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+const PACKET_AUXDATA: libc::c_int = 8;
+const PACKET_STATISTICS: libc::c_int = 6;
+const TP_STATUS_CSUMNOTREADY: u32 = 1 << 3;
+
+/// A frame's metadata from `recv`.
+#[derive(Debug, Clone, Copy)]
+pub struct Received {
+    pub len: usize,
+    /// Frame was longer than the buffer (cut).
+    pub truncated: bool,
+    /// Kernel receive time, CLOCK_REALTIME ns (0 if the kernel gave none).
+    pub rx_realtime_ns: u64,
+    pub pkttype: u8,
+    /// The sender left the TCP/UDP checksum to "hardware" (a local veth sender with
+    /// tx-checksumming): the forwarder must complete it, as the kernel would on egress.
+    pub csum_not_ready: bool,
+}
+
+/// A raw packet socket on one interface.
+#[derive(Debug)]
+pub struct PacketSocket {
+    fd: OwnedFd,
+    ifindex: i32,
+}
+
+fn os_err(what: &str, dev: &str) -> anyhow::Error {
+    let e = std::io::Error::last_os_error();
+    anyhow::anyhow!("{what} on {dev}: {e} (the forwarder needs root: CAP_NET_RAW)")
+}
+
+fn setopt(fd: i32, level: i32, name: i32, v: libc::c_int) -> std::io::Result<()> {
+    // SAFETY: a c_int option value passed by pointer with its size.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Interface index of `dev` in the calling thread's namespace.
+pub fn ifindex(dev: &str) -> Result<i32> {
+    let c = CString::new(dev)?;
+    // SAFETY: a NUL-terminated name.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if i == 0 {
+        bail!("no interface {dev} in this namespace (is the lab up?)");
+    }
+    Ok(i as i32)
+}
+
+impl PacketSocket {
+    /// Opens a non-blocking packet socket on `dev`. `receive`: all protocols with timestamps
+    /// and our own transmissions ignored; otherwise a send-only socket (protocol 0 receives
+    /// nothing).
+    pub fn open(dev: &str, receive: bool) -> Result<Self> {
+        let ifindex = ifindex(dev)?;
+        let proto = if receive {
+            (libc::ETH_P_ALL as u16).to_be()
+        } else {
+            0
+        };
+        // SAFETY: plain socket(2).
+        let raw = unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                libc::c_int::from(proto),
+            )
+        };
+        if raw < 0 {
+            return Err(os_err("socket(AF_PACKET)", dev));
+        }
+        // SAFETY: raw is a new, owned descriptor.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // SAFETY: zeroed sockaddr_ll is valid; fields set below.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = proto;
+        sll.sll_ifindex = ifindex;
+        // SAFETY: binding with a sockaddr_ll of its own size.
+        let r = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&sll as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        };
+        if r < 0 {
+            return Err(os_err("bind(AF_PACKET)", dev));
+        }
+        if receive {
+            setopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
+                .map_err(|e| anyhow::anyhow!("SO_TIMESTAMPNS on {dev}: {e}"))?;
+            setopt(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_AUXDATA, 1)
+                .map_err(|e| anyhow::anyhow!("PACKET_AUXDATA on {dev}: {e}"))?;
+            // Since Linux 4.20; older kernels: the pkttype check drops our own frames anyway.
+            let _ = setopt(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1);
+            // About a NIC ring's worth (the kernel doubles it: ~450 full frames of truesize),
+            // so a stalled forwarder drops like a router's ring instead of queueing seconds.
+            let _ = setopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, 512 << 10);
+        } else {
+            let _ = setopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, 1 << 20);
+        }
+        Ok(Self { fd, ifindex })
+    }
+
+    pub fn raw_fd(&self) -> i32 {
+        self.fd.as_raw_fd()
+    }
+
+    pub fn ifindex(&self) -> i32 {
+        self.ifindex
+    }
+
+    /// One frame into `buf`, or `None` when nothing is waiting (non-blocking).
+    pub fn recv(&self, buf: &mut [u8]) -> Result<Option<Received>> {
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        // SAFETY: zeroed plain C structs.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        let mut control = [0u64; 16];
+        // SAFETY: zeroed msghdr, pointers set to live buffers below.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_name = (&mut sll as *mut libc::sockaddr_ll).cast();
+        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control) as _;
+        // SAFETY: msg points at buffers that outlive the call; MSG_TRUNC reports the real size.
+        let n = unsafe { libc::recvmsg(self.fd.as_raw_fd(), &mut msg, libc::MSG_TRUNC) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            return match e.kind() {
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted => Ok(None),
+                _ => Err(anyhow::anyhow!("recvmsg on a packet socket: {e}")),
+            };
+        }
+        let real = n as usize;
+        let mut ts = 0u64;
+        let mut csum_not_ready = false;
+        // SAFETY: the libc CMSG macros bound-check against msg_controllen; payload read
+        // unaligned.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while !c.is_null() {
+                let h = &*c;
+                if h.cmsg_level == libc::SOL_SOCKET && h.cmsg_type == libc::SCM_TIMESTAMPNS {
+                    let t: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                    ts = (t.tv_sec as u64)
+                        .saturating_mul(1_000_000_000)
+                        .saturating_add(t.tv_nsec as u64);
+                } else if h.cmsg_level == libc::SOL_PACKET && h.cmsg_type == PACKET_AUXDATA {
+                    // struct tpacket_auxdata starts with u32 tp_status.
+                    let status: u32 = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                    csum_not_ready = status & TP_STATUS_CSUMNOTREADY != 0;
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+        }
+        Ok(Some(Received {
+            len: real.min(buf.len()),
+            truncated: real > buf.len(),
+            rx_realtime_ns: ts,
+            pkttype: sll.sll_pkttype,
+            csum_not_ready,
+        }))
+    }
+
+    /// Frames the kernel dropped because this socket's receive buffer was full, since the
+    /// last call (PACKET_STATISTICS resets on read).
+    pub fn take_drops(&self) -> u64 {
+        let mut st = [0u32; 2];
+        let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
+        // SAFETY: struct tpacket_stats is two u32 (tp_packets, tp_drops); len says its size.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                PACKET_STATISTICS,
+                st.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        if r < 0 { 0 } else { u64::from(st[1]) }
+    }
+
+    /// Sends one complete frame; false if the kernel refused it right now (full, down).
+    pub fn send(&self, frame: &[u8]) -> bool {
+        // SAFETY: sending from a live slice.
+        let n = unsafe {
+            libc::send(
+                self.fd.as_raw_fd(),
+                frame.as_ptr().cast(),
+                frame.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        n == frame.len() as isize
+    }
+}
+
+/// Waits until `fd` is readable or `timeout_ns` passes (ppoll: ns resolution, no ms rounding).
+pub fn wait_readable(fd: i32, timeout_ns: u64) {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: one pollfd, a valid timespec, no signal mask change.
+    unsafe {
+        libc::ppoll(&mut p, 1, &ts, std::ptr::null());
+    }
+}
+
+/// CLOCK_MONOTONIC and CLOCK_REALTIME now, ns.
+pub fn clocks_ns() -> (u64, u64) {
+    let get = |id| {
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: writes one timespec.
+        unsafe { libc::clock_gettime(id, &mut t) };
+        (t.tv_sec as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(t.tv_nsec as u64)
+    };
+    (get(libc::CLOCK_MONOTONIC), get(libc::CLOCK_REALTIME))
+}

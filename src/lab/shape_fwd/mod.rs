@@ -1,0 +1,368 @@
+//! The lab's AQM (`lab up --qdisc fifo|codel|fq_codel|cake --aqm auto|kernel|userspace`): the
+//! kernel's qdiscs when it has them, else `routerbench shape`, a userspace forwarder in the
+//! router namespace that applies the `aqm` crate's qdiscs at the lab's rates, with the kernel's
+//! forwarding of rtr-lan/rtr-wan off while it runs and restored when it stops or dies.
+
+pub mod afpacket;
+pub mod forward;
+pub mod worker;
+
+use super::sys::{run_tool, try_tool};
+use super::topology::STATE_DIR;
+use super::{DEV_RTR_LAN, DEV_RTR_WAN, netns};
+use crate::results::lab::{AqmState, LabConfig};
+use anyhow::{Context, Result, bail};
+use aqm::{Cake, CakeConfig, Codel, CodelParams, Fifo, FqCodel, FqCodelConfig, Overhead};
+use aqm::{Qdisc, QdiscKind, Shaped};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Where the AQM runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AqmPlace {
+    Kernel,
+    Userspace,
+}
+
+impl AqmPlace {
+    pub fn name(self) -> &'static str {
+        match self {
+            AqmPlace::Kernel => "kernel",
+            AqmPlace::Userspace => "userspace",
+        }
+    }
+}
+
+/// What `lab up --qdisc Q --aqm P` asks for; `place: None` = the kernel's if it has the qdisc.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AqmSpec {
+    pub qdisc: QdiscKind,
+    pub place: Option<AqmPlace>,
+}
+
+/// The userspace qdisc for one direction: `rate_bps` (None = unshaped) and `buffer_bytes` as
+/// the byte/memory limit of every discipline (frame bytes).
+pub fn make_qdisc(kind: QdiscKind, rate_bps: Option<u64>, buffer_bytes: u64) -> Box<dyn Qdisc> {
+    let raw = Overhead::raw();
+    match kind {
+        QdiscKind::Fifo => Box::new(Shaped::new(Fifo::new(buffer_bytes), rate_bps, raw)),
+        QdiscKind::Codel => Box::new(Shaped::new(
+            Codel::new(CodelParams::default(), buffer_bytes),
+            rate_bps,
+            raw,
+        )),
+        QdiscKind::FqCodel => Box::new(Shaped::new(
+            FqCodel::new(FqCodelConfig {
+                memory_limit: buffer_bytes,
+                ..Default::default()
+            }),
+            rate_bps,
+            raw,
+        )),
+        QdiscKind::Cake => Box::new(Cake::new(CakeConfig {
+            rate_bps,
+            memory_limit: Some(buffer_bytes),
+            ..Default::default()
+        })),
+    }
+}
+
+fn aqm_path(name: &str) -> PathBuf {
+    PathBuf::from(STATE_DIR).join(format!("{name}.aqm.json"))
+}
+
+/// The forwarder's process file (supervisor and worker PIDs).
+pub fn pid_path(name: &str) -> PathBuf {
+    PathBuf::from(STATE_DIR).join(format!("{name}.shape.json"))
+}
+
+/// The forwarder's counters, rewritten every 0.5 s.
+pub fn stats_path(name: &str) -> PathBuf {
+    PathBuf::from(STATE_DIR).join(format!("{name}.shape-stats.json"))
+}
+
+fn log_path(name: &str) -> PathBuf {
+    PathBuf::from(STATE_DIR).join(format!("{name}.shape.log"))
+}
+
+/// The AQM recorded for lab `name` (None: plain tbf/htb FIFO from `lab up`).
+pub fn load_state(name: &str) -> Option<AqmState> {
+    let text = std::fs::read_to_string(aqm_path(name)).ok()?;
+    let mut st: AqmState = serde_json::from_str(&text).ok()?;
+    if st.place == "userspace" {
+        let pids = read_pids(name);
+        st.forwarder_pid = pids.map(|p| p.0).filter(|&p| alive(p));
+        st.worker_pid = pids.map(|p| p.1).filter(|&p| alive(p));
+    }
+    Some(st)
+}
+
+/// Kernel forwarding of the router's two lab interfaces ("1" = on).
+pub fn kernel_forwarding(ns_rtr: &str) -> Option<bool> {
+    let a = netns::sysctl_read(ns_rtr, &format!("net.ipv4.conf.{DEV_RTR_LAN}.forwarding")).ok()?;
+    let b = netns::sysctl_read(ns_rtr, &format!("net.ipv4.conf.{DEV_RTR_WAN}.forwarding")).ok()?;
+    Some(a.trim() == "1" && b.trim() == "1")
+}
+
+/// Turns the kernel's forwarding of the two lab interfaces on or off.
+pub fn set_kernel_forwarding(ns_rtr: &str, on: bool) -> Result<()> {
+    let v = if on { "1" } else { "0" };
+    for dev in [DEV_RTR_LAN, DEV_RTR_WAN] {
+        netns::sysctl_write(ns_rtr, &format!("net.ipv4.conf.{dev}.forwarding"), v)?;
+    }
+    Ok(())
+}
+
+fn read_pids(name: &str) -> Option<(i32, i32)> {
+    let text = std::fs::read_to_string(pid_path(name)).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    Some((
+        v.get("supervisor_pid")?.as_i64()? as i32,
+        v.get("worker_pid")?.as_i64()? as i32,
+    ))
+}
+
+/// True if `pid` runs a `routerbench shape` (guards against PID reuse).
+fn alive(pid: i32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| {
+            let s = String::from_utf8_lossy(&c);
+            s.contains("shape")
+                && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|st| st.contains(") Z "))
+        })
+        .unwrap_or(false)
+}
+
+/// Stops lab `name`'s forwarder if one runs (SIGTERM, SIGKILL after 3 s) and turns the
+/// kernel's forwarding back on. Safe when none runs.
+pub fn stop(name: &str) -> Result<()> {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    if let Some((sup, work)) = read_pids(name) {
+        for (pid, sig) in [(sup, Signal::SIGTERM), (work, Signal::SIGTERM)] {
+            if alive(pid) {
+                let _ = kill(Pid::from_raw(pid), sig);
+            }
+        }
+        let t0 = Instant::now();
+        while (alive(sup) || alive(work)) && t0.elapsed() < Duration::from_secs(3) {
+            reap(sup);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for pid in [sup, work] {
+            if alive(pid) {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+        }
+        reap(sup);
+    }
+    let _ = std::fs::remove_file(pid_path(name));
+    let _ = std::fs::remove_file(aqm_path(name));
+    let _ = std::fs::remove_file(stats_path(name));
+    let rtr = format!("{name}-rtr");
+    if netns::exists(&rtr) && super::topology::router_links_exist(&rtr) {
+        set_kernel_forwarding(&rtr, true)?;
+    }
+    Ok(())
+}
+
+/// Removes the forwarder's log (`lab down`: nothing of the lab stays in /run).
+pub fn remove_log(name: &str) {
+    let _ = std::fs::remove_file(log_path(name));
+}
+
+/// Collects a child we started (no-op for other processes).
+fn reap(pid: i32) {
+    let _ = nix::sys::wait::waitpid(
+        nix::unistd::Pid::from_raw(pid),
+        Some(nix::sys::wait::WaitPidFlag::WNOHANG),
+    );
+}
+
+fn kernel_commands(kind: QdiscKind, dev: &str, rate: u64, buffer: u64) -> Vec<Vec<String>> {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let r = format!("{rate}bit");
+    let b = buffer.to_string();
+    match kind {
+        QdiscKind::Cake => vec![s(&[
+            "qdisc",
+            "add",
+            "dev",
+            dev,
+            "root",
+            "cake",
+            "bandwidth",
+            &r,
+            "memlimit",
+            &b,
+            "diffserv4",
+        ])],
+        _ => {
+            let leaf: Vec<&str> = match kind {
+                QdiscKind::FqCodel => vec!["fq_codel", "memory_limit", &b],
+                _ => vec!["codel"],
+            };
+            let mut l = vec!["qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:"];
+            l.extend(leaf);
+            vec![
+                s(&[
+                    "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1",
+                ]),
+                s(&[
+                    "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate",
+                    &r, "ceil", &r,
+                ]),
+                s(&l),
+            ]
+        }
+    }
+}
+
+/// Installs `kind` in the kernel on both directions; Ok(false) if the kernel lacks it (the
+/// lab's FIFO shaper is then back in place).
+fn try_kernel(cfg: &LabConfig, kind: QdiscKind) -> Result<bool> {
+    let rtr = &cfg.ns_rtr;
+    for (dev, rate) in [
+        (DEV_RTR_WAN, cfg.up_rate_bps),
+        (DEV_RTR_LAN, cfg.down_rate_bps),
+    ] {
+        let Some(rate) = rate else { continue };
+        try_tool("tc", &["-n", rtr, "qdisc", "del", "dev", dev, "root"]);
+        for args in kernel_commands(kind, dev, rate, cfg.buffer_bytes) {
+            let mut v = vec!["-n", rtr.as_str()];
+            v.extend(args.iter().map(String::as_str));
+            if let Err(e) = run_tool("tc", &v) {
+                let msg = format!("{e:#}");
+                if msg.contains("unknown") || msg.contains("Unknown") || msg.contains("not found") {
+                    return Ok(false);
+                }
+                return Err(e.context(format!("cannot install kernel {kind} on {dev}")));
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// Puts `spec` on lab `cfg` (already up with its FIFO shaper). `exe` is the routerbench binary
+/// that runs the userspace forwarder.
+pub fn apply(cfg: &LabConfig, spec: &AqmSpec, exe: &Path) -> Result<AqmState> {
+    stop(&cfg.name)?;
+    let mut st = AqmState {
+        qdisc: spec.qdisc.name().to_string(),
+        place: "kernel".into(),
+        ..Default::default()
+    };
+    let want_kernel = spec.place != Some(AqmPlace::Userspace);
+    if want_kernel && spec.qdisc == QdiscKind::Fifo {
+        st.note = format!("kernel {} + FIFO of {} B", cfg.shaper, cfg.buffer_bytes);
+    } else if want_kernel && try_kernel(cfg, spec.qdisc)? {
+        st.note = format!("kernel {} at the lab's rates", spec.qdisc);
+    } else if spec.place == Some(AqmPlace::Kernel) {
+        super::topology::reapply_shaper(cfg)?;
+        bail!(
+            "this kernel has no sch_{}: use --aqm userspace (routerbench's own {} in a forwarder)",
+            spec.qdisc,
+            spec.qdisc
+        );
+    } else {
+        if cfg.nat {
+            bail!(
+                "the userspace forwarder does not do NAT: run `lab up` without --nat for --aqm userspace"
+            );
+        }
+        if cfg.offloads {
+            bail!(
+                "the userspace forwarder needs MTU-sized frames: run `lab up --offloads off` for --aqm userspace"
+            );
+        }
+        for dev in [DEV_RTR_WAN, DEV_RTR_LAN] {
+            try_tool(
+                "tc",
+                &["-n", &cfg.ns_rtr, "qdisc", "del", "dev", dev, "root"],
+            );
+        }
+        let (sup, work) = start(cfg, spec.qdisc, exe)?;
+        st.place = "userspace".into();
+        st.forwarder_pid = Some(sup);
+        st.worker_pid = Some(work);
+        st.note = if want_kernel {
+            format!(
+                "this kernel has no sch_{}: routerbench's userspace {} (AF_PACKET forwarder)",
+                spec.qdisc, spec.qdisc
+            )
+        } else {
+            format!(
+                "routerbench's userspace {} (AF_PACKET forwarder)",
+                spec.qdisc
+            )
+        };
+    }
+    st.kernel_forwarding = kernel_forwarding(&cfg.ns_rtr);
+    let text = serde_json::to_string_pretty(&st).context("cannot serialize the AQM state")?;
+    let p = aqm_path(&cfg.name);
+    std::fs::write(&p, text + "\n").with_context(|| format!("cannot write {}", p.display()))?;
+    Ok(st)
+}
+
+/// Starts `exe shape --name NAME --qdisc Q` detached and waits (≤ 5 s) until its worker runs
+/// and the kernel's forwarding is off. Returns (supervisor, worker) PIDs.
+fn start(cfg: &LabConfig, kind: QdiscKind, exe: &Path) -> Result<(i32, i32)> {
+    use std::os::unix::process::CommandExt;
+    let _ = std::fs::remove_file(pid_path(&cfg.name));
+    let log_p = log_path(&cfg.name);
+    let log = std::fs::File::create(&log_p)
+        .with_context(|| format!("cannot create {}", log_p.display()))?;
+    let mut child = std::process::Command::new(exe)
+        .args(["shape", "--name", &cfg.name, "--qdisc", kind.name()])
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("cannot start the forwarder {}", exe.display()))?;
+    let sup = child.id() as i32;
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(5) {
+        if let Some((s, w)) = read_pids(&cfg.name) {
+            if s == sup && alive(w) && kernel_forwarding(&cfg.ns_rtr) == Some(false) {
+                return Ok((s, w));
+            }
+        }
+        // (Not `alive`: right after fork the child still shows our own command line.)
+        if child.try_wait().ok().flatten().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let tail = std::fs::read_to_string(&log_p).unwrap_or_default();
+    let _ = stop(&cfg.name);
+    bail!(
+        "the userspace forwarder did not come up within 5 s; its log ({}):\n{}",
+        log_p.display(),
+        tail.lines()
+            .rev()
+            .take(10)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n")
+    )
+}
+
+/// The routerbench binary to start the forwarder from: `$ROUTERBENCH_BIN`, else this
+/// executable if it is routerbench.
+pub fn routerbench_exe() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("ROUTERBENCH_BIN") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().context("cannot find this executable")?;
+    if exe.file_name().is_some_and(|n| n == "routerbench") {
+        Ok(exe)
+    } else {
+        bail!(
+            "the userspace AQM runs `routerbench shape`: set ROUTERBENCH_BIN to the routerbench binary"
+        )
+    }
+}

@@ -1,0 +1,220 @@
+//! `lab capacity --qdisc cake`: the SQM capacity of this CPU, the highest shaped rate at which
+//! the qdisc still delivers (goodput ≥ 0.95 × the TCP goodput the rate allows) with the p99
+//! latency increase under 15 ms. Doubling from a start rate, then bisection, each point a
+//! `lab measure` run (bulk TCP upload + UDP round-trip probes), re-measured once on a miss.
+
+use super::accuracy::{MeasurePlan, measure};
+use super::load::LoadGenerator;
+use super::shape_fwd::{AqmPlace, AqmSpec, apply};
+use super::topology::{LabSpec, up};
+use crate::results::lab::{SqmCapacity, SqmPoint};
+use anyhow::Result;
+use aqm::QdiscKind;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Goodput needed, as a share of 1448/1514 × rate.
+pub const GOODPUT_SHARE: f64 = 0.95;
+/// p99 latency increase allowed, ms.
+pub const P99_LIMIT_MS: f64 = 15.0;
+
+/// How to search.
+#[derive(Debug, Clone)]
+pub struct SqmPlan {
+    pub name: String,
+    pub qdisc: QdiscKind,
+    pub place: Option<AqmPlace>,
+    pub flows: u32,
+    pub seconds: u32,
+    pub start_bps: u64,
+    pub min_bps: u64,
+    pub max_bps: u64,
+    /// Bisection steps after the doubling phase.
+    pub refine_steps: u32,
+    /// Stop starting new points after this long.
+    pub budget: Duration,
+    pub cc: String,
+    /// The routerbench binary for the userspace forwarder.
+    pub exe: PathBuf,
+}
+
+impl SqmPlan {
+    pub fn new(name: &str, qdisc: QdiscKind, exe: PathBuf) -> Self {
+        Self {
+            name: name.into(),
+            qdisc,
+            place: None,
+            flows: 4,
+            seconds: 6,
+            start_bps: 100_000_000,
+            min_bps: 6_250_000,
+            max_bps: 3_200_000_000,
+            refine_steps: 3,
+            budget: Duration::from_secs(300),
+            cc: "cubic".into(),
+            exe,
+        }
+    }
+}
+
+/// The queue limit at `rate`: CAKE's own rule, 4 × rate × 100 ms, at least 300 KB.
+pub fn buffer_for(rate_bps: u64) -> u64 {
+    (rate_bps / 8 * 4 / 10).max(300_000)
+}
+
+fn pass(goodput_of_theory: f64, p99: Option<f64>) -> bool {
+    goodput_of_theory >= GOODPUT_SHARE && p99.is_some_and(|p| p < P99_LIMIT_MS)
+}
+
+/// Sets the lab up at `rate` with the qdisc and measures one point (twice on a miss).
+fn point(
+    plan: &SqmPlan,
+    rate: u64,
+    generator: &Arc<dyn LoadGenerator>,
+    place_seen: &mut String,
+) -> Result<SqmPoint> {
+    let spec = LabSpec {
+        name: plan.name.clone(),
+        up_rate_bps: Some(rate),
+        down_rate_bps: Some(rate),
+        buffer_bytes: buffer_for(rate),
+        cc: plan.cc.clone(),
+        ..LabSpec::default()
+    };
+    let cfg = up(&spec)?;
+    let st = apply(
+        &cfg,
+        &AqmSpec {
+            qdisc: plan.qdisc,
+            place: plan.place,
+        },
+        &plan.exe,
+    )?;
+    *place_seen = st.place;
+    let mp = MeasurePlan {
+        flows: plan.flows,
+        seconds: plan.seconds,
+        cc: plan.cc.clone(),
+        ..MeasurePlan::default()
+    };
+    let theory = rate as f64 * crate::lab::theory::TCP_PAYLOAD / crate::lab::theory::ETHERNET_FRAME;
+    let mut remeasured = false;
+    let mut result = None;
+    let fwd = || {
+        super::shape_fwd::worker::read_stats(&plan.name).map(|s| {
+            (
+                s.up.cpu_ms + s.down.cpu_ms,
+                (s.up.rx_frames + s.down.rx_frames) as f64,
+            )
+        })
+    };
+    for attempt in 0..2 {
+        let before = fwd();
+        let m = measure(&cfg, &mp, generator.clone())?;
+        // The stats file is rewritten every 0.5 s: let the last counts land.
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        let cpu = match (before, fwd()) {
+            (Some((c0, n0)), Some((c1, n1))) if n1 > n0 => Some((c1 - c0) * 1e3 / (n1 - n0)),
+            _ => None,
+        };
+        let g = m.goodput_bps / theory;
+        let ok = pass(g, m.p99_increase_ms);
+        result = Some(SqmPoint {
+            rate_bps: rate,
+            goodput_bps: m.goodput_bps,
+            goodput_of_theory: g,
+            p99_increase_ms: m.p99_increase_ms,
+            pass: ok,
+            remeasured,
+            forwarder_cpu_us_per_packet: cpu,
+        });
+        if ok || attempt == 1 {
+            break;
+        }
+        remeasured = true;
+    }
+    result.ok_or_else(|| anyhow::anyhow!("no measurement"))
+}
+
+/// Runs the search; `on_point` sees each point as it is measured (for progress lines). The lab
+/// `plan.name` is left up with the last configuration; the caller removes it.
+pub fn search(
+    plan: &SqmPlan,
+    generator: Arc<dyn LoadGenerator>,
+    on_point: &mut dyn FnMut(&SqmPoint),
+) -> Result<SqmCapacity> {
+    let t0 = Instant::now();
+    let mut place = String::new();
+    let mut points: Vec<SqmPoint> = Vec::new();
+    let mut run = |rate: u64, points: &mut Vec<SqmPoint>| -> Result<bool> {
+        let p = point(plan, rate, &generator, &mut place)?;
+        on_point(&p);
+        let ok = p.pass;
+        points.push(p);
+        Ok(ok)
+    };
+    let (mut lo, mut hi): (Option<u64>, Option<u64>) = (None, None);
+    let mut rate = plan.start_bps.clamp(plan.min_bps, plan.max_bps);
+    // Doubling up (or halving down when the start already fails).
+    for _ in 0..16 {
+        if t0.elapsed() > plan.budget {
+            break;
+        }
+        if run(rate, &mut points)? {
+            lo = Some(rate);
+            if hi.is_some() || rate >= plan.max_bps {
+                break;
+            }
+            rate = (rate * 2).min(plan.max_bps);
+        } else {
+            hi = Some(rate);
+            if lo.is_some() || rate <= plan.min_bps {
+                break;
+            }
+            rate = (rate / 2).max(plan.min_bps);
+        }
+    }
+    if let (Some(mut l), Some(mut h)) = (lo, hi) {
+        for _ in 0..plan.refine_steps {
+            if t0.elapsed() > plan.budget || h <= l + l / 16 {
+                break;
+            }
+            let mid = (l + h) / 2;
+            if run(mid, &mut points)? {
+                l = mid;
+            } else {
+                h = mid;
+            }
+        }
+        lo = Some(l);
+    }
+    Ok(SqmCapacity {
+        qdisc: plan.qdisc.name().into(),
+        place,
+        criteria: format!(
+            "goodput >= {GOODPUT_SHARE} x 1448/1514 x rate and p99 latency increase < {P99_LIMIT_MS} ms"
+        ),
+        capacity_bps: lo,
+        points,
+        method: format!(
+            "{} TCP {} upload flows for {} s per point + UDP round-trip probes every 0.1 s; buffer 4 x rate x 100 ms (>= 300 KB); one re-measure on a miss",
+            plan.flows, plan.cc, plan.seconds
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn criteria() {
+        assert!(pass(0.97, Some(3.0)));
+        assert!(!pass(0.90, Some(3.0)));
+        assert!(!pass(0.99, Some(20.0)));
+        assert!(!pass(0.99, None));
+        assert_eq!(buffer_for(50_000_000), 2_500_000);
+        assert_eq!(buffer_for(1_000_000), 300_000);
+    }
+}

@@ -1,0 +1,304 @@
+//! iperf3's RSA authentication, interop with Debian's iperf3 3.12 both ways: right password,
+//! wrong password, unknown user, no credentials, and a token whose timestamp is a minute old.
+//! Keys are made at test time with the `openssl` CLI. Also the routerbench protocol's token.
+
+mod server_support;
+
+use routerbench::iperf3::auth::{Credentials, Padding, client_token, password_hash};
+use server_support::*;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const PORT_OURS: u16 = 27130;
+const PORT_THEIRS: u16 = 27131;
+const PORT_TOKEN: u16 = 27132;
+
+struct Keys {
+    dir: PathBuf,
+}
+
+impl Keys {
+    /// A 2048-bit key pair (PKCS#8 private, SPKI public) and a users file with mario/rossi.
+    fn make(tag: &str) -> Keys {
+        let dir = std::env::temp_dir().join(format!("rb-auth-{}-{tag}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let run = |args: &[&str]| {
+            let st = Command::new("openssl")
+                .args(args)
+                .current_dir(&dir)
+                .output()
+                .expect("openssl CLI (apt-get install openssl)");
+            assert!(
+                st.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&st.stderr)
+            );
+        };
+        run(&["genrsa", "-out", "private.pem", "2048"]);
+        run(&["rsa", "-in", "private.pem", "-pubout", "-out", "public.pem"]);
+        let users = format!(
+            "# user,sha256(\"{{user}}password\")\nmario,{}\n",
+            password_hash("mario", "rossi")
+        );
+        std::fs::write(dir.join("users.csv"), users).expect("users file");
+        Keys { dir }
+    }
+    fn path(&self, f: &str) -> String {
+        self.dir.join(f).display().to_string()
+    }
+}
+
+impl Drop for Keys {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn run_with_password(program: &Path, args: &[&str], password: Option<&str>) -> (bool, String) {
+    let mut c = Command::new(program);
+    c.args(args).env_remove("IPERF3_PASSWORD");
+    if let Some(p) = password {
+        c.env("IPERF3_PASSWORD", p);
+    }
+    let out = c.output().expect("start client");
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// Sends parameters carrying `token` (made by the library, a minute old) and returns the
+/// server's answer bytes after PARAM_EXCHANGE.
+fn stale_token_answer(port: u16, keys: &Keys) -> Vec<u8> {
+    let pem = std::fs::read_to_string(keys.path("public.pem")).expect("public key");
+    let creds = Credentials {
+        user: "mario".into(),
+        password: "rossi".into(),
+        ts: routerbench::iperf3::auth::now_secs() - 60,
+    };
+    let token = client_token(&pem, &creds, Padding::Pkcs1).expect("token");
+    let params = format!(
+        r#"{{"tcp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"authtoken":"{token}","client_version":"3.12"}}"#
+    );
+    let mut s = control_with_params("127.0.0.1", port, 42, &params).expect("control");
+    let mut answer = Vec::new();
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    let _ = s.read_to_end(&mut answer);
+    answer
+}
+
+#[test]
+fn iperf3_client_against_our_server() {
+    let keys = Keys::make("ours");
+    let srv = server(
+        PORT_OURS,
+        &[
+            "--rsa-private-key-path",
+            &keys.path("private.pem"),
+            "--authorized-users-path",
+            &keys.path("users.csv"),
+        ],
+        "auth-ours",
+    );
+    let p = PORT_OURS.to_string();
+    let pubkey = keys.path("public.pem");
+    let client = |user: &str, pw: Option<&str>| {
+        run_with_password(
+            &iperf3(),
+            &[
+                "-c",
+                "127.0.0.1",
+                "-p",
+                &p,
+                "-t",
+                "1",
+                "--username",
+                user,
+                "--rsa-public-key-path",
+                &pubkey,
+            ],
+            pw,
+        )
+    };
+    let (ok, text) = client("mario", Some("rossi"));
+    assert!(ok, "right password: {text}");
+    for (user, pw, why) in [
+        ("mario", "verdi", "wrong password"),
+        ("luigi", "rossi", "unknown user"),
+    ] {
+        let (ok, text) = client(user, Some(pw));
+        assert!(
+            !ok && text.contains("test authorization failed"),
+            "{why}: {text}"
+        );
+    }
+    let (ok, text) = iperf3_client(
+        PORT_OURS,
+        &["-t", "1"],
+        Duration::from_secs(10),
+        "auth-none",
+    );
+    assert!(
+        !ok && text.contains("test authorization failed"),
+        "no credentials: {text}"
+    );
+    // A minute-old token: SERVER_ERROR with IEAUTHTEST (142).
+    let answer = stale_token_answer(PORT_OURS, &keys);
+    assert_eq!(
+        answer.get(..5),
+        Some(&[0xfe, 0, 0, 0, 142][..]),
+        "{answer:02x?}"
+    );
+    // OAEP (iperf3 3.17+) is accepted too.
+    let (ok, text) = run_with_password(
+        Path::new(ROUTERBENCH),
+        &[
+            "client",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "1",
+            "--username",
+            "mario",
+            "--rsa-public-key-path",
+            &pubkey,
+            "--rsa-oaep",
+        ],
+        Some("rossi"),
+    );
+    assert!(ok, "OAEP token: {text}");
+    let log = srv.stderr_text();
+    assert!(
+        log.contains("wrong password") && log.contains("away from the server's clock"),
+        "{log}"
+    );
+}
+
+#[test]
+fn our_client_against_iperf3_server() {
+    let keys = Keys::make("theirs");
+    let p = PORT_THEIRS.to_string();
+    let (priv_key, users, pubkey) = (
+        keys.path("private.pem"),
+        keys.path("users.csv"),
+        keys.path("public.pem"),
+    );
+    let start = || {
+        let s = Proc::start(
+            &iperf3(),
+            &[
+                "-s",
+                "-p",
+                &p,
+                "--rsa-private-key-path",
+                &priv_key,
+                "--authorized-users-path",
+                &users,
+            ],
+            "auth-theirs",
+        );
+        wait_listening(PORT_THEIRS);
+        s
+    };
+    let _srv = start();
+    let client = |pw: Option<&str>| {
+        run_with_password(
+            Path::new(ROUTERBENCH),
+            &[
+                "client",
+                "127.0.0.1",
+                "-p",
+                &p,
+                "-t",
+                "1",
+                "--username",
+                "mario",
+                "--rsa-public-key-path",
+                &pubkey,
+            ],
+            pw,
+        )
+    };
+    let (ok, text) = client(Some("rossi"));
+    assert!(ok, "right password against iperf3 3.12: {text}");
+    let (ok, text) = client(Some("verdi"));
+    assert!(
+        !ok && text.contains("test authorization failed"),
+        "wrong password: {text}"
+    );
+    let (ok, text) = run_with_password(
+        Path::new(ROUTERBENCH),
+        &[
+            "client",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "1",
+            "--username",
+            "luigi",
+            "--rsa-public-key-path",
+            &pubkey,
+        ],
+        Some("rossi"),
+    );
+    assert!(
+        !ok && text.contains("test authorization failed"),
+        "unknown user: {text}"
+    );
+    let (ok, text) = client(None);
+    assert!(
+        !ok && text.contains("IPERF3_PASSWORD"),
+        "no password: {text}"
+    );
+    // iperf3 3.12 checks our token's time: a minute-old one gets fe 0000008e.
+    let answer = stale_token_answer(PORT_THEIRS, &keys);
+    assert_eq!(
+        answer.get(..5),
+        Some(&[0xfe, 0, 0, 0, 142][..]),
+        "{answer:02x?}"
+    );
+}
+
+#[test]
+fn routerbench_sessions_need_the_token() {
+    let _srv = server(PORT_TOKEN, &["--token", "s3cret"], "token");
+    let p = PORT_TOKEN.to_string();
+    let ping = |token: Option<&str>| {
+        let mut args = vec![
+            "ping",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-l",
+            "1",
+            "--delay",
+            "0",
+            "-q",
+        ];
+        if let Some(t) = token {
+            args.extend(["--token", t]);
+        }
+        run_with_password(Path::new(ROUTERBENCH), &args, None)
+    };
+    let (ok, text) = ping(None);
+    assert!(!ok && text.contains("token"), "no token: {text}");
+    let (ok, text) = ping(Some("guess"));
+    assert!(!ok && text.contains("wrong token"), "wrong token: {text}");
+    let (ok, text) = ping(Some("s3cret"));
+    assert!(ok, "right token: {text}");
+    // The magic and a Hello dribbled slower than the handshake deadline are also refused.
+    let mut s = connect_from("127.0.0.1", PORT_TOKEN).expect("connect");
+    let _ = s.write_all(b"\xffRBENCH\x00");
+    assert!(
+        closed_within(&mut s, Duration::from_secs(15)),
+        "a silent session is closed"
+    );
+}
