@@ -16,7 +16,7 @@ fn main() {
     match routerbench::cli::dispatch(cli) {
         Ok(code) => std::process::exit(code),
         Err(err) => {
-            eprintln!("routerbench: error: {err:#}");
+            routerbench::errln!("routerbench: error: {err:#}");
             std::process::exit(1);
         }
     }

@@ -33,7 +33,7 @@ fn run_quick_saves_every_part() {
 
     let json = std::fs::read_to_string(dir.join("latest.json")).expect("latest.json written");
     let v: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
-    assert_eq!(v["schema"], "routerbench.run/1");
+    assert_eq!(v["schema"], "routerbench.run/2");
     assert!(v["device"]["kernel"].is_string());
     assert_eq!(v["crypto"]["public_key"].as_array().map(Vec::len), Some(2));
     // The default engine is auto: this machine has libcrypto, so the row is OpenSSL's.

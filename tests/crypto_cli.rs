@@ -119,7 +119,7 @@ fn json_and_openssl_formats_agree_with_the_row() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
-    assert_eq!(v["schema"], "routerbench.run/1");
+    assert_eq!(v["schema"], "routerbench.run/2");
     let crypto = &v["crypto"];
     assert_eq!(crypto["engine"]["version"], "RustCrypto");
     assert_eq!(crypto["time_base"], "user-cpu");

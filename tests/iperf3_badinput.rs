@@ -53,6 +53,7 @@ fn hostile_peers_are_refused_while_a_real_test_passes() {
         std::path::Path::new(ROUTERBENCH),
         &[
             "server",
+            "-V",
             "-p",
             &p,
             "--handshake-timeout",
@@ -182,7 +183,7 @@ fn busy_server_answers_access_denied() {
     let mut first = Proc::start(&ip3, &["-c", "127.0.0.1", "-p", &p, "-t", "3"], "busy-1");
     // Wait until the server has accepted the first test (bounded), then try a second one.
     let until = Instant::now() + Duration::from_secs(10);
-    while !server.stderr_text().contains("Accepted connection") && Instant::now() < until {
+    while !server.stdout_text().contains("Accepted connection") && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(300));
@@ -200,10 +201,10 @@ fn busy_server_answers_access_denied() {
         .wait(Duration::from_secs(20))
         .expect("first client hung");
     assert!(st1.success(), "{}", first.stderr_text());
-    // The server frees the first test's slot just after it logs the test's summary: wait for
-    // that line (bounded), so the third client is not told "busy" instead.
+    // The server frees the first test's slot just after it prints the test's summary and the
+    // next banner: wait for that line (bounded), so the third client is not told "busy".
     let until = Instant::now() + Duration::from_secs(10);
-    while !server.stdout_text().contains("Test from") && Instant::now() < until {
+    while !server.stdout_text().contains("(test #2)") && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(200));

@@ -132,7 +132,7 @@ fn rrul_over_loopback_writes_json_and_flent() {
     assert!(s["upload_mbps"].as_f64().unwrap() > 0.0);
     assert!(s["download_mbps"].as_f64().unwrap() > 0.0);
     assert!(s["grade"].is_string());
-    assert!(s["rpm_loaded"].as_f64().unwrap() > 0.0);
+    assert!(s["round_trips_per_minute_loaded"].as_f64().unwrap() > 0.0);
     // Same clock on both ends: the estimated offset must be tiny (well under a millisecond).
     assert!(
         r["clock"]["offset_ms"].as_f64().unwrap().abs() < 1.0,

@@ -208,7 +208,7 @@ fn rrul_with_monitor_stores_router_samples_on_the_test_axis() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let _ = std::fs::remove_file(&json);
     let r = &run["router"];
-    let t0 = run["latency"]["t0_unix"].as_f64().unwrap();
+    let t0 = run["latency"]["t0_unix_s"].as_f64().unwrap();
     assert!((r["start_unix_s"].as_f64().unwrap() - t0).abs() < 1e-6);
     let ts: Vec<f64> = r["samples"]
         .as_array()

@@ -9,6 +9,9 @@ use clap::Args;
 
 /// Parses an iperf3 rate: `100M`, `1.5G`, `800k` (decimal units); `/N` sets a burst.
 pub fn parse_rate(text: &str) -> Result<(u64, u32), String> {
+    if text.trim().starts_with('-') {
+        return Err(format!("{text} must be positive (e.g. 100M)"));
+    }
     let (rate, burst) = match text.split_once('/') {
         Some((r, b)) => (
             r,
@@ -24,6 +27,9 @@ pub fn parse_rate(text: &str) -> Result<(u64, u32), String> {
 
 /// Parses an iperf3 size: `50M`, `128K`, `1G` (binary units, K = 1024).
 pub fn parse_size(text: &str) -> Result<u64, String> {
+    if text.trim().starts_with('-') {
+        return Err(format!("{text} must be positive (e.g. 128K)"));
+    }
     parse_scaled(text, 1024.0).ok_or_else(|| format!("bad size {text:?}: use e.g. 128K or 50M"))
 }
 
@@ -44,13 +50,15 @@ fn parse_scaled(text: &str, base: f64) -> Option<u64> {
 #[derive(Debug, Args, Clone)]
 pub struct TestOpts {
     /// Seconds to transmit.
-    #[arg(short = 't', long = "time", default_value_t = 10)]
+    #[arg(short = 't', long = "time", default_value_t = 10, allow_negative_numbers = true,
+          value_parser = non_negative_u32)]
     pub time: u32,
     /// Bytes to transmit instead of a time (e.g. 50M).
-    #[arg(short = 'n', long = "bytes", value_parser = parse_size)]
+    #[arg(allow_hyphen_values = true, short = 'n', long = "bytes", value_parser = parse_size)]
     pub bytes: Option<u64>,
     /// Blocks to transmit instead of a time.
-    #[arg(short = 'k', long = "blockcount")]
+    #[arg(short = 'k', long = "blockcount", allow_negative_numbers = true,
+          value_parser = non_negative_u64)]
     pub blockcount: Option<u64>,
     /// Parallel streams (1..128).
     #[arg(short = 'P', long = "parallel", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=128))]
@@ -65,13 +73,13 @@ pub struct TestOpts {
     #[arg(short = 'u', long = "udp")]
     pub udp: bool,
     /// Target bitrate per stream, bit/s (e.g. 100M; `/N` for a burst). UDP default 1M.
-    #[arg(short = 'b', long = "bitrate", value_parser = parse_rate)]
+    #[arg(allow_hyphen_values = true, short = 'b', long = "bitrate", value_parser = parse_rate)]
     pub bitrate: Option<(u64, u32)>,
     /// Block size (TCP default 128K; UDP default the path MSS).
-    #[arg(short = 'l', long = "length", value_parser = parse_size)]
+    #[arg(allow_hyphen_values = true, short = 'l', long = "length", value_parser = parse_size)]
     pub length: Option<u64>,
     /// Socket buffer size (window), e.g. 512K.
-    #[arg(short = 'w', long = "window", value_parser = parse_size)]
+    #[arg(allow_hyphen_values = true, short = 'w', long = "window", value_parser = parse_size)]
     pub window: Option<u64>,
     /// TCP congestion control algorithm (e.g. bbr, cubic, reno).
     #[arg(short = 'C', long = "congestion")]
@@ -83,10 +91,16 @@ pub struct TestOpts {
     #[arg(long = "dscp", conflicts_with = "tos")]
     pub dscp: Option<String>,
     /// Seconds to omit at the start (TCP slow start).
-    #[arg(short = 'O', long = "omit", default_value_t = 0)]
+    #[arg(short = 'O', long = "omit", default_value_t = 0, allow_negative_numbers = true,
+          value_parser = non_negative_u32)]
     pub omit: u32,
     /// Seconds between interval reports (0 = none).
-    #[arg(short = 'i', long = "interval", default_value_t = 1.0)]
+    #[arg(
+        short = 'i',
+        long = "interval",
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
     pub interval: f64,
     /// Print iperf3's -J JSON instead of text.
     #[arg(short = 'J', long = "json")]
@@ -95,6 +109,24 @@ pub struct TestOpts {
     /// CPU m.
     #[arg(short = 'A', long = "affinity", value_parser = parse_affinity, value_name = "N[,M]")]
     pub affinity: Option<(usize, Option<usize>)>,
+}
+
+/// A count of seconds: `-5` says "must be positive", not "unexpected argument".
+pub fn non_negative_u32(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<i64>() {
+        Ok(v) if v < 0 => Err(format!("{v} must be positive")),
+        Ok(v) => u32::try_from(v).map_err(|_| format!("{v} is too large")),
+        Err(_) => Err(format!("{s:?} is not a whole number of seconds")),
+    }
+}
+
+/// A count: `-5` says "must be positive".
+pub fn non_negative_u64(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<i128>() {
+        Ok(v) if v < 0 => Err(format!("{v} must be positive")),
+        Ok(v) => u64::try_from(v).map_err(|_| format!("{v} is too large")),
+        Err(_) => Err(format!("{s:?} is not a whole number")),
+    }
 }
 
 /// `-A n[,m]`.
@@ -130,12 +162,71 @@ impl TestOpts {
     }
 }
 
+/// iperf3's output options, shared by `client` and `server`.
+#[derive(Debug, Args, Clone)]
+pub struct OutputOpts {
+    /// Bitrate unit: k, m, g (Kbits, Mbits, Gbits/sec) or K, M, G (KBytes, MBytes, GBytes/sec).
+    #[arg(short = 'f', long = "format", value_parser = parse_format, value_name = "k|m|g|K|M|G")]
+    pub format: Option<char>,
+    /// More output: CPU utilisation and congestion control (client), log lines (server).
+    #[arg(short = 'V', short_alias = 'v', long = "verbose")]
+    pub verbose: bool,
+    /// Write the output to FILE (appended) instead of stdout and stderr.
+    #[arg(long = "logfile", value_name = "FILE")]
+    pub logfile: Option<std::path::PathBuf>,
+    /// Flush the output after every line (with --logfile: lines reach the file at once).
+    #[arg(long = "forceflush")]
+    pub forceflush: bool,
+    /// Prefix every output line with the time; FORMAT is strftime(3)'s (default "%c ").
+    #[arg(long = "timestamps", value_name = "FORMAT", num_args = 0..=1,
+          default_missing_value = crate::server::log::DEFAULT_TIMESTAMP_FORMAT,
+          require_equals = true)]
+    pub timestamps: Option<String>,
+}
+
+/// `-f k|m|g|K|M|G` (also `a`, adaptive).
+pub fn parse_format(s: &str) -> Result<char, String> {
+    let mut chars = s.chars();
+    match (chars.next(), chars.next()) {
+        (Some(c), None) if "kmgKMGa".contains(c) => Ok(c),
+        _ => Err(format!(
+            "bad format {s:?}: use k, m, g (Kbits, Mbits, Gbits/sec) or K, M, G (KBytes, \
+             MBytes, GBytes/sec)"
+        )),
+    }
+}
+
+impl OutputOpts {
+    /// Applies `-f` and opens the sink (stdout, or the log file) for a client.
+    pub fn client_sink(&self) -> anyhow::Result<crate::server::log::LogSink> {
+        if let Some(f) = self.format {
+            crate::report::iperf3::set_format(f).map_err(|e| anyhow::anyhow!("-f: {e}"))?;
+        }
+        crate::server::log::LogSink::for_client(
+            self.logfile.as_deref(),
+            self.timestamps.clone(),
+            self.forceflush,
+            self.verbose,
+        )
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct ClientArgs {
-    /// Server host name or address.
-    pub host: String,
+    /// Server host name or address (or give it with -c, as iperf3 does).
+    #[arg(required_unless_present = "client", conflicts_with = "client")]
+    pub host: Option<String>,
+    /// Server host name or address (iperf3's `-c HOST`).
+    #[arg(short = 'c', long = "client", value_name = "HOST")]
+    pub client: Option<String>,
+    #[command(flatten)]
+    pub output: OutputOpts,
+    /// Bind the data streams to this local port (stream i to port + i), iperf3's --cport.
+    #[arg(long = "cport", value_parser = clap::value_parser!(u16).range(1..))]
+    pub cport: Option<u16>,
     /// Server port.
-    #[arg(short = 'p', long = "port", default_value_t = crate::wire::iperf3::DEFAULT_PORT)]
+    #[arg(short = 'p', long = "port", default_value_t = crate::wire::iperf3::DEFAULT_PORT,
+          value_parser = clap::value_parser!(u16).range(1..))]
     pub port: u16,
     #[command(flatten)]
     pub test: TestOpts,
@@ -219,34 +310,53 @@ fn auth_token(args: &ClientArgs) -> anyhow::Result<Option<String>> {
         .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-/// Prints intervals as they come (text mode).
-pub struct TextIntervals {
-    pub header_printed: std::sync::atomic::AtomicBool,
+/// Prints intervals as they come (text mode), in iperf3's layout.
+pub struct TextIntervals<'a> {
+    out: &'a crate::server::log::LogSink,
+    first: std::sync::atomic::AtomicBool,
+    /// Streams per direction (iperf3 separates interval blocks only with several).
+    parallel: usize,
 }
 
-impl IntervalSink for TextIntervals {
+impl<'a> TextIntervals<'a> {
+    pub fn new(out: &'a crate::server::log::LogSink, parallel: usize) -> Self {
+        TextIntervals {
+            out,
+            first: true.into(),
+            parallel,
+        }
+    }
+}
+
+impl IntervalSink for TextIntervals<'_> {
     fn started(&self, connected: &[Connected]) {
-        print!("{}", crate::report::iperf3::render_connected(connected));
+        self.out
+            .output(&crate::report::iperf3::render_connected(connected));
     }
     fn interval(&self, iv: &Interval) {
         use std::sync::atomic::Ordering;
-        if !self.header_printed.swap(true, Ordering::Relaxed) {
-            let udp = iv.streams.iter().any(|s| s.packets.is_some());
-            let proto = if udp { Protocol::Udp } else { Protocol::Tcp };
-            let tcp_sender = iv.streams.iter().any(|s| s.retransmits.is_some());
-            println!(
-                "{}",
-                crate::report::iperf3::interval_header(proto, tcp_sender, iv.sum.sender)
-            );
-        }
-        print!("{}", crate::report::iperf3::render_interval(iv));
+        let first = self.first.swap(false, Ordering::Relaxed);
+        self.out
+            .output(&crate::report::iperf3::render_interval_block(
+                iv,
+                first,
+                self.parallel,
+                false,
+            ));
     }
 }
 
 pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
     crate::server::signals::install();
     let t = &args.test;
-    let mut cfg = ClientConfig::new(&args.host, args.port);
+    let host =
+        args.client.clone().or(args.host.clone()).ok_or_else(|| {
+            anyhow::anyhow!("no server given: routerbench client HOST (or -c HOST)")
+        })?;
+    check_test_opts(t)?;
+    let out = args.output.client_sink()?;
+    let mut cfg = ClientConfig::new(&host, args.port);
+    cfg.cport = args.cport;
     cfg.family = match (args.ipv4, args.ipv6) {
         (true, _) => Family::V4,
         (_, true) => Family::V6,
@@ -283,11 +393,12 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
     p.repeating_payload = args.repeating_payload;
     p.fqrate = args.fq_rate.map(|r| r.0).unwrap_or(0);
     p.authtoken = auth_token(&args)?;
-    let sink = TextIntervals {
-        header_printed: false.into(),
-    };
+    let sink = TextIntervals::new(&out, t.parallel as usize);
     if !t.json {
-        println!("Connecting to host {}, port {}", args.host, args.port);
+        out.output(&format!("Connecting to host {host}, port {}\n", args.port));
+        if t.reverse {
+            out.output(&format!("Reverse mode, remote host {host} is sending\n"));
+        }
     }
     let quiet = crate::iperf3::NoIntervals;
     let live: &dyn IntervalSink = if t.json { &quiet } else { &sink };
@@ -301,18 +412,23 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
     let rc = match &outcome {
         Ok(result) => {
             if t.json {
-                println!("{}", crate::iperf3::json::render(result));
+                out.output(&format!("{}\n", crate::iperf3::json::render(result)));
             } else {
-                print!("{}", crate::report::iperf3::render_final(result));
+                out.output(&if args.output.verbose {
+                    crate::report::iperf3::render_final_verbose(result)
+                } else {
+                    crate::report::iperf3::render_final(result)
+                });
                 if let Some(text) = &result.server_output_text {
-                    println!("\nServer output:\n{text}");
+                    out.output(&format!("\nServer output:\n{text}\n"));
                 }
                 if !result.interrupted {
-                    println!("\niperf Done.");
+                    out.output("\niperf Done.\n");
                 }
             }
+            out.flush();
             if result.interrupted {
-                eprintln!("routerbench: interrupted: the summary above is this side's only");
+                crate::errln!("routerbench: interrupted: the summary above is this side's only");
                 1
             } else {
                 0
@@ -320,12 +436,13 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
         }
         Err(e) => {
             if t.json {
-                println!(
-                    "{}",
+                out.output(&format!(
+                    "{}\n",
                     serde_json::json!({"start": {}, "intervals": [], "end": {}, "error": e.to_string()})
-                );
+                ));
             }
-            eprintln!("routerbench: error - {e}{}", hint(e));
+            out.error(&format!("routerbench: error - {e}{}", hint(e)));
+            out.flush();
             1
         }
     };
@@ -349,6 +466,33 @@ fn hint(e: &Iperf3Error) -> &'static str {
         Iperf3Error::Io { .. } => "",
         _ => "",
     }
+}
+
+/// Checks the test options before anything connects: sizes, rates and times that would
+/// make a meaningless test.
+pub fn check_test_opts(t: &TestOpts) -> anyhow::Result<()> {
+    if t.time == 0 && t.bytes.is_none() && t.blockcount.is_none() {
+        anyhow::bail!("-t must be positive (seconds to transmit), or give -n/-k");
+    }
+    if t.bytes == Some(0) {
+        anyhow::bail!("-n must be positive (bytes to transmit, e.g. 50M)");
+    }
+    if t.blockcount == Some(0) {
+        anyhow::bail!("-k must be positive (blocks to transmit)");
+    }
+    if t.length == Some(0) {
+        anyhow::bail!("-l must be positive (block size, e.g. 128K)");
+    }
+    if t.window == Some(0) {
+        anyhow::bail!("-w must be positive (socket buffer, e.g. 512K)");
+    }
+    if !(t.interval == 0.0 || (0.1..=60.0).contains(&t.interval)) {
+        anyhow::bail!(
+            "-i must be 0 (no intervals) or between 0.1 and 60 seconds, got {}",
+            t.interval
+        );
+    }
+    Ok(())
 }
 
 /// A stop flag that follows SIGINT/SIGTERM (polled by a small watcher thread).

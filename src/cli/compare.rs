@@ -77,9 +77,12 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     }
     if a.inputs.iter().any(|i| i == "ref:list") {
         for r in reference::builtin().map_err(anyhow::Error::msg)? {
-            println!(
+            crate::outln!(
                 "ref:{:<20} {} [{}] — {}",
-                r.id, r.row.label, r.row.engine, r.row.source
+                r.id,
+                r.row.label,
+                r.row.engine,
+                r.row.source
             );
         }
         return Ok(0);
@@ -90,7 +93,7 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
     }
     let refs = a.reference.as_deref().map(references).transpose()?;
     if rows.len() >= 2 {
-        print!("{}", compare::render(&rows, a.format));
+        crate::out!("{}", compare::render(&rows, a.format));
     } else if refs.is_none() {
         anyhow::bail!(
             "compare needs two rows (files or ref:ID), or one with --reference; got {}",
@@ -101,8 +104,8 @@ pub fn run(a: CompareArgs) -> anyhow::Result<i32> {
         for row in &rows {
             // A row is not ranked against itself when it comes from the same set.
             let others: Vec<Reference> = refs.iter().filter(|r| r.row != *row).cloned().collect();
-            println!();
-            print!(
+            crate::outln!();
+            crate::out!(
                 "{}",
                 reference::render_standing(row, &reference::standing(row, &others))
             );

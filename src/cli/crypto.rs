@@ -1,7 +1,7 @@
 //! `routerbench crypto`: the `openssl speed` suite behind the OpenWrt benchmark table, measured
 //! here (`--engine auto|openssl|rustcrypto`) or imported from saved `openssl speed` output (`--import`).
 
-use std::io::{Read, Write};
+use std::io::Read;
 
 use clap::{Args, ValueEnum};
 
@@ -79,19 +79,27 @@ pub struct CryptoArgs {
 
 pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
     let started = crate::util::time::now_rfc3339();
+    if let Some(path) = args.json.as_deref().filter(|p| *p != "-") {
+        super::check_output_file(std::path::Path::new(path), "--json")?;
+    }
+    // Ctrl-C stops after the algorithm being measured; the rest of the row stays empty.
+    crate::server::signals::install();
+    let signal = super::client::SignalFlag::default();
     let result = match &args.import {
         Some(file) => import(file)?,
-        None => measure(&args)?,
+        None => measure(&args, &signal.0)?,
     };
+    let interrupted = signal.0.load(std::sync::atomic::Ordering::Relaxed);
     let device = crate::device::detect();
     let identity = identity_for(&args, &device);
+    let labels = crate::report::device::row_identity_labels(&device, &identity);
     if args.import.is_some()
         && !args.no_identity
         && args.revision.is_none()
         && args.cpu_fields.is_empty()
         && !args.quiet
     {
-        eprintln!(
+        crate::errln!(
             "routerbench: note: the row's identity cells are this machine's; if the file comes \
              from another device use --revision/--cpu-field or --no-identity"
         );
@@ -108,7 +116,7 @@ pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
     }
     if !json_to_stdout && args.format != OutputFormat::Table && !args.quiet {
         for note in &result.notes {
-            eprintln!("routerbench: note: {note}");
+            crate::errln!("routerbench: note: {note}");
         }
     }
     if args.import.is_none() && !args.quiet {
@@ -119,11 +127,13 @@ pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
     let text = if json_to_stdout {
         serde_json::to_string_pretty(&envelope)? + "\n"
     } else {
-        render_output(&result, &identity, args.format, args.cipher_block)
+        render_output(&result, &identity, &labels, args.format, args.cipher_block)
     };
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(text.as_bytes())?;
-    stdout.flush()?;
+    crate::out!("{text}");
+    if interrupted {
+        crate::errln!("routerbench: interrupted: the row is partial");
+        return Ok(1);
+    }
     Ok(0)
 }
 
@@ -131,6 +141,7 @@ pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
 pub fn render_output(
     result: &CryptoResult,
     identity: &[String],
+    labels: &[String],
     format: OutputFormat,
     cipher_block: u32,
 ) -> String {
@@ -141,7 +152,7 @@ pub fn render_output(
             "{}\nOpenWrt table row (hashes at 1024 B, ciphers at {cipher_block} B, bytes/s; \
              RSA/DSA per s):\n{}\n{}\n",
             render::render_table(result),
-            render::openwrt_header(identity.len()),
+            render::openwrt_header(labels),
             render::openwrt_row(result, identity, cipher_block)
         ),
     }
@@ -169,7 +180,10 @@ fn identity_for(args: &CryptoArgs, device: &DeviceInfo) -> Vec<String> {
     render::identity_cells(&info)
 }
 
-fn measure(args: &CryptoArgs) -> anyhow::Result<CryptoResult> {
+fn measure(
+    args: &CryptoArgs,
+    interrupt: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> anyhow::Result<CryptoResult> {
     let algorithms = match &args.algorithms {
         Some(list) => crypto::parse_algorithms(list)?,
         None => crate::results::crypto::Algorithm::ALL.to_vec(),
@@ -186,6 +200,7 @@ fn measure(args: &CryptoArgs) -> anyhow::Result<CryptoResult> {
         },
         threads: args.multi,
         elapsed: args.elapsed,
+        interrupt: Some(interrupt.clone()),
         ..SuiteConfig::default()
     };
     if let Some(s) = args.seconds {

@@ -12,9 +12,9 @@ pub struct DeviceArgs {
 pub fn run(args: DeviceArgs) -> anyhow::Result<i32> {
     let info = crate::device::detect();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&info)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&info)?);
     } else {
-        print!("{}", crate::report::device::render_text(&info));
+        crate::out!("{}", crate::report::device::render_text(&info));
     }
     Ok(0)
 }

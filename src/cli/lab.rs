@@ -53,16 +53,16 @@ pub struct RunArgs {
     #[command(flatten)]
     pub name: NameArg,
     /// Load length in seconds.
-    #[arg(short, long, default_value_t = 30.0)]
+    #[arg(allow_negative_numbers = true, short, long, default_value_t = 30.0)]
     pub length: f64,
     /// Idle time before and after the load, seconds.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 2.0)]
     pub delay: f64,
     /// Sampling step, seconds.
-    #[arg(short, long, default_value_t = 0.1)]
+    #[arg(allow_negative_numbers = true, short, long, default_value_t = 0.1)]
     pub step: f64,
     /// Probe interval, seconds (default: the step).
-    #[arg(long)]
+    #[arg(allow_negative_numbers = true, long)]
     pub interval: Option<f64>,
     /// Flows for tcp_nup / tcp_ndown.
     #[arg(short = 'n', long, default_value_t = 4)]
@@ -71,7 +71,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub cc: Option<String>,
     /// Seconds of load skipped before queue delays are compared with theory.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 2.0)]
     pub warmup: f64,
     /// Write the result (routerbench JSON: latency, lab, monitor) to FILE.
     #[arg(long, value_name = "FILE")]
@@ -111,16 +111,16 @@ pub struct UpArgs {
     #[command(flatten)]
     pub name: NameArg,
     /// Upload bottleneck (router -> WAN), e.g. 20mbit, 50M, 1gbit; none = unshaped.
-    #[arg(long, default_value = "50mbit")]
+    #[arg(long, allow_hyphen_values = true, default_value = "50mbit")]
     pub rate: String,
     /// Download bottleneck (router -> LAN); default: same as --rate.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub down_rate: Option<String>,
     /// Queue limit of each bottleneck in bytes (k = 1000, m = 1000000).
-    #[arg(long, default_value = "300000")]
+    #[arg(long, allow_hyphen_values = true, default_value = "300000")]
     pub buffer: String,
     /// Token bucket depth in bytes.
-    #[arg(long, default_value = "15360")]
+    #[arg(long, allow_hyphen_values = true, default_value = "15360")]
     pub burst: String,
     #[arg(long, value_enum, default_value = "tbf")]
     pub shaper: ShaperArg,
@@ -210,7 +210,8 @@ pub struct MeasureArgs {
 
 #[derive(Debug, Args)]
 pub struct CapacityArgs {
-    /// Lab name to build for the measurement (deleted afterwards unless --keep).
+    /// Lab name to build for the measurement (deleted afterwards unless --keep); an existing
+    /// lab of that name is refused, never rebuilt.
     #[arg(long, default_value = "rbcap")]
     pub name: String,
     #[arg(long, value_enum, default_value = "off")]
@@ -278,17 +279,37 @@ fn spec_from(a: &UpArgs) -> anyhow::Result<LabSpec> {
     })
 }
 
+/// Seconds of queueing a full buffer adds at `rate_bps` above which a lab is surely a typo.
+const SLOW_QUEUE_S: f64 = 10.0;
+
 fn cmd_up(a: UpArgs) -> anyhow::Result<i32> {
     let spec = spec_from(&a)?;
+    for (dir, rate) in [
+        ("upload", spec.up_rate_bps),
+        ("download", spec.down_rate_bps),
+    ] {
+        if let Some(bps) = rate {
+            let queue_s = spec.buffer_bytes as f64 * 8.0 / bps as f64;
+            if queue_s > SLOW_QUEUE_S {
+                crate::errln!(
+                    "routerbench lab: warning: a full {} B buffer at the {dir} rate {} adds \
+                     {queue_s:.0} s of delay (over {SLOW_QUEUE_S:.0} s): is the rate or \
+                     --buffer a typo?",
+                    spec.buffer_bytes,
+                    shape::fmt_rate(bps as f64)
+                );
+            }
+        }
+    }
     let cfg = lab::up(&spec)?;
     let th = lab::theory::theory(&cfg);
     let aqm = apply_aqm(&cfg, a.qdisc, a.aqm)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&(cfg, th, aqm))?);
+        crate::outln!("{}", serde_json::to_string_pretty(&(cfg, th, aqm))?);
     } else {
-        print!("{}", crate::report::lab::config(&cfg, &th));
+        crate::out!("{}", crate::report::lab::config(&cfg, &th));
         if let Some(q) = &aqm {
-            println!("{}", crate::report::lab::aqm_line(q));
+            crate::outln!("{}", crate::report::lab::aqm_line(q));
         }
     }
     Ok(0)
@@ -320,9 +341,9 @@ fn apply_aqm(
 fn cmd_down(a: NameArg) -> anyhow::Result<i32> {
     let r = lab::down(&a.name)?;
     if r.removed.is_empty() {
-        println!("lab {}: nothing to remove (already down)", a.name);
+        crate::outln!("lab {}: nothing to remove (already down)", a.name);
     } else {
-        println!(
+        crate::outln!(
             "lab {}: removed {} (veth pairs go with them){}",
             a.name,
             r.removed.join(", "),
@@ -339,9 +360,9 @@ fn cmd_down(a: NameArg) -> anyhow::Result<i32> {
 fn cmd_status(a: StatusArgs) -> anyhow::Result<i32> {
     let st = lab::status(&a.name.name)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&st)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&st)?);
     } else {
-        print!("{}", crate::report::lab::status(&st));
+        crate::out!("{}", crate::report::lab::status(&st));
     }
     Ok(if st.up && st.reachable == Some(true) {
         0
@@ -374,9 +395,9 @@ fn cmd_measure(a: MeasureArgs) -> anyhow::Result<i32> {
     };
     let point = lab::accuracy::measure(&cfg, &plan, generator(a.load))?;
     if a.row {
-        print!("{}", crate::report::lab::accuracy_row(&point));
+        crate::out!("{}", crate::report::lab::accuracy_row(&point));
     } else if !a.json {
-        print!(
+        crate::out!(
             "{}",
             crate::report::lab::accuracy(std::slice::from_ref(&point))
         );
@@ -390,7 +411,7 @@ fn cmd_measure(a: MeasureArgs) -> anyhow::Result<i32> {
             test: None,
             checks: Vec::new(),
         };
-        println!("{}", serde_json::to_string_pretty(&envelope(lab, started))?);
+        crate::outln!("{}", serde_json::to_string_pretty(&envelope(lab, started))?);
     }
     Ok(0)
 }
@@ -414,16 +435,16 @@ fn cmd_sqm_capacity(a: &CapacityArgs, q: crate::cli::shape::QdiscArg) -> anyhow:
     let quiet = a.json;
     let sqm = lab::sqm_capacity::search(&plan, generator(a.load), &mut |p| {
         if !quiet {
-            eprint!("{}", crate::report::lab::sqm_point(p));
+            crate::err!("{}", crate::report::lab::sqm_point(p));
         }
     })?;
     drop(guard);
     if a.json {
         let mut r = RunResult::new(crate::util::time::now_rfc3339());
         r.sqm_capacity = Some(sqm);
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        print!("{}", crate::report::lab::sqm_capacity(&sqm));
+        crate::out!("{}", crate::report::lab::sqm_capacity(&sqm));
     }
     Ok(0)
 }
@@ -437,6 +458,10 @@ fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
     if a.flows.is_empty() || a.flows.iter().any(|&f| f == 0 || f > 64) {
         anyhow::bail!("--flows takes 1-64 per point, e.g. --flows 1,4");
     }
+    if a.length == 0 {
+        anyhow::bail!("--length must be positive (seconds per point)");
+    }
+    lab::capacity::check_lab_is_free(&a.name)?;
     let guard = (!a.keep).then(|| LabGuard::new(&a.name));
     let plan = lab::capacity::CapacityPlan {
         name: a.name.clone(),
@@ -457,14 +482,17 @@ fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
             test: None,
             checks: Vec::new(),
         };
-        println!("{}", serde_json::to_string_pretty(&envelope(lab, started))?);
+        crate::outln!("{}", serde_json::to_string_pretty(&envelope(lab, started))?);
     } else {
-        print!("{}", crate::report::lab::capacity(&cap));
+        crate::out!("{}", crate::report::lab::capacity(&cap));
     }
     Ok(0)
 }
 
 fn secs(what: &str, v: f64, lo: f64, hi: f64) -> anyhow::Result<Duration> {
+    if v < 0.0 || (v == 0.0 && lo > 0.0) {
+        anyhow::bail!("--{what} must be positive ({lo}-{hi} s), got {v}");
+    }
     if !(lo..=hi).contains(&v) {
         anyhow::bail!("--{what} must be {lo}-{hi} s, got {v}");
     }
@@ -475,6 +503,14 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
     use crate::latency::{TestConfig, TestKind};
     lab::sys::require_root()?;
     let started = crate::util::time::now_rfc3339();
+    // Inputs first: a typo is reported before the lab is even looked at.
+    let step = secs("step", a.step, 0.01, 10.0)?;
+    let length = secs("length", a.length, 1.0, 3600.0)?;
+    let delay = secs("delay", a.delay, 0.0, 60.0)?;
+    let probe_interval = match a.interval {
+        Some(i) => secs("interval", i, 0.005, 10.0)?,
+        None => step,
+    };
     let cfg = lab::load_config(&a.name.name)?;
     let kind = match a.test {
         TestArg::Rrul => TestKind::Rrul,
@@ -485,21 +521,28 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         TestArg::RrulIcmp => TestKind::RrulIcmp,
         TestArg::TcpBidirectional => TestKind::TcpBidirectional,
     };
-    let step = secs("step", a.step, 0.01, 10.0)?;
     let test = TestConfig {
         kind,
         streams: a.streams.max(1),
-        length: secs("length", a.length, 1.0, 3600.0)?,
-        delay: secs("delay", a.delay, 0.0, 60.0)?,
+        length,
+        delay,
         step,
-        probe_interval: match a.interval {
-            Some(i) => secs("interval", i, 0.005, 10.0)?,
-            None => step,
-        },
+        probe_interval,
         cc: Some(a.cc.clone().unwrap_or_else(|| cfg.cc.clone())),
         ..TestConfig::default()
     };
     let warmup = secs("warmup", a.warmup, 0.0, a.length)?;
+    if let Some(p) = &a.flent {
+        super::check_output_file(p, "--flent")?;
+    }
+    if let Some(p) = &a.json {
+        super::check_output_file(p, "--json")?;
+    }
+    // Ctrl-C ends the test early; what was measured is still printed and saved.
+    crate::server::signals::install();
+    let signal = super::client::SignalFlag::default();
+    let mut test = test;
+    test.interrupt = Some(signal.0.clone());
     let progress: Box<dyn crate::util::progress::Progress> = if a.quiet {
         Box::new(crate::util::progress::NoProgress)
     } else {
@@ -509,24 +552,30 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
     let th = lab::theory::theory(&cfg);
     let name = kind.flent_name();
     if a.rows {
-        print!(
+        crate::out!(
             "{}",
             crate::report::lab::checks_rows(name, cfg.nat, &run.checks)
         );
     } else {
-        print!("{}", crate::report::latency::render_text(&run.latency));
-        println!();
-        print!("{}", crate::report::lab::config(&cfg, &th));
+        crate::out!("{}", crate::report::latency::render_text(&run.latency));
+        crate::outln!();
+        crate::out!("{}", crate::report::lab::config(&cfg, &th));
         match lab::shape_fwd::load_state(&cfg.name) {
-            Some(q) => println!("{}", crate::report::lab::aqm_line(&q)),
-            None => println!("aqm: fifo in the kernel (the shaper's FIFO)"),
+            Some(q) => crate::outln!("{}", crate::report::lab::aqm_line(&q)),
+            None => crate::outln!("aqm: fifo in the kernel (the shaper's FIFO)"),
         }
-        println!();
-        print!("{}", crate::report::lab::checks(name, cfg.nat, &run.checks));
+        crate::outln!();
+        crate::out!("{}", crate::report::lab::checks(name, cfg.nat, &run.checks));
     }
+    let interrupted = run.latency.interrupted;
     if let Some(path) = &a.flent {
-        crate::results::flent::write(&run.latency, &format!("lab {}", cfg.name), path)?;
-        println!("saved {}", path.display());
+        let title = if interrupted {
+            format!("lab {} (interrupted)", cfg.name)
+        } else {
+            format!("lab {}", cfg.name)
+        };
+        crate::results::flent::write(&run.latency, &title, path)?;
+        crate::outln!("saved {}", path.display());
     }
     if let Some(path) = &a.json {
         let lab = LabResult {
@@ -542,7 +591,11 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         env.monitor = run.monitor;
         crate::results::save(&env, path)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-        println!("saved {}", path.display());
+        crate::outln!("saved {}", path.display());
+    }
+    if interrupted {
+        crate::errln!("routerbench lab: interrupted: the result above and the files are partial");
+        return Ok(1);
     }
     Ok(0)
 }

@@ -42,14 +42,14 @@ pub fn config(args: &LoopbackArgs) -> anyhow::Result<LoopbackConfig> {
 
 pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
     crate::server::signals::install();
+    super::client::check_test_opts(&args.test)?;
     let cfg = config(&args)?;
-    let text = TextIntervals {
-        header_printed: false.into(),
-    };
+    let out = crate::server::log::LogSink::for_client(None, None, false, false)?;
+    let text = TextIntervals::new(&out, cfg.parallel as usize);
     let quiet = crate::iperf3::NoIntervals;
     let sink: &dyn crate::iperf3::IntervalSink = if args.test.json { &quiet } else { &text };
     if !args.test.json {
-        println!(
+        crate::outln!(
             "Loopback test over {}, {} s, {} stream(s)",
             if args.ipv6 { "::1" } else { "127.0.0.1" },
             cfg.time,
@@ -68,19 +68,19 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
     let rc = match &outcome {
         Ok(r) => {
             if args.test.json {
-                println!("{}", crate::iperf3::json::render(r));
+                crate::outln!("{}", crate::iperf3::json::render(r));
             } else {
-                print!("{}", crate::report::iperf3::render_final(r));
+                crate::out!("{}", crate::report::iperf3::render_final_verbose(r));
             }
             if r.interrupted {
-                eprintln!("routerbench: loopback interrupted: partial result");
+                crate::errln!("routerbench: loopback interrupted: partial result");
                 1
             } else {
                 0
             }
         }
         Err(e) => {
-            eprintln!("routerbench: loopback failed: {e}");
+            crate::errln!("routerbench: loopback failed: {e}");
             1
         }
     };

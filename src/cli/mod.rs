@@ -84,6 +84,41 @@ pub enum Command {
     Compare(compare::CompareArgs),
 }
 
+/// Checks before any measuring that `path` can be written: its directory exists (it is
+/// created, as saving would) and takes a new file (`what` names the option in the error).
+pub fn check_output_file(path: &std::path::Path, what: &str) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    check_output_dir(&dir, what).map_err(|e| anyhow::anyhow!("{e} (for {})", path.display()))
+}
+
+/// Checks that `dir` exists (creating it) and that a file can be created in it.
+pub fn check_output_dir(dir: &std::path::Path, what: &str) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        anyhow::anyhow!(
+            "{what} {}: cannot create the directory: {e} (pick a writable place)",
+            dir.display()
+        )
+    })?;
+    check_writable_dir(dir).map_err(|e| anyhow::anyhow!("{what} {}: {e}", dir.display()))
+}
+
+fn check_writable_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    let probe = dir.join(format!(".routerbench-write-check-{}", std::process::id()));
+    match std::fs::File::create(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => anyhow::bail!(
+            "cannot write in {}: {e} (pick a writable directory)",
+            dir.display()
+        ),
+    }
+}
+
 /// Runs one command; returns the process exit code.
 pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {

@@ -6,7 +6,6 @@
 use crate::monitor::remote::{RemoteConfig, RemoteMonitor};
 use crate::results::monitor::{MonitorResult, MonitorSample};
 use clap::Args;
-use std::io::Write;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Args)]
@@ -77,12 +76,12 @@ pub fn finish_throughput(
         )
     });
     match (text, json) {
-        (Some(t), false) => print!("{t}"),
-        (Some(t), true) => eprint!("{t}"),
+        (Some(t), false) => crate::out!("{t}"),
+        (Some(t), true) => crate::err!("{t}"),
         (None, _) => {}
     }
     for n in &notes {
-        eprintln!("routerbench: {n}");
+        crate::errln!("routerbench: {n}");
     }
     if let Some(path) = &a.monitor_save {
         let start = crate::util::time::rfc3339_utc(t0_unix as i64);
@@ -148,10 +147,14 @@ fn check(args: &MonitorArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Prints each sample as it arrives until `until`, returns when the channel closes or time is up.
-fn print_live(rx: &std::sync::mpsc::Receiver<MonitorSample>, until: Instant, quiet: bool) {
+/// Prints each sample as it arrives until `until`, returns when the channel closes or time is
+/// up; true if SIGINT/SIGTERM ended it early.
+fn print_live(rx: &std::sync::mpsc::Receiver<MonitorSample>, until: Instant, quiet: bool) -> bool {
     let mut top = None;
     while Instant::now() < until {
+        if crate::server::signals::signalled() {
+            return true;
+        }
         let left = until.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left.min(Duration::from_millis(200))) {
             Ok(s) => {
@@ -159,22 +162,24 @@ fn print_live(rx: &std::sync::mpsc::Receiver<MonitorSample>, until: Instant, qui
                     top = s.top_process.clone();
                 }
                 if !quiet {
-                    println!("{}", crate::report::monitor::render_live(&s, top.as_ref()));
-                    let _ = std::io::stdout().flush();
+                    crate::outln!("{}", crate::report::monitor::render_live(&s, top.as_ref()));
                 }
             }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
+    false
 }
 
 pub fn run(args: MonitorArgs) -> anyhow::Result<i32> {
     check(&args)?;
+    // Ctrl-C ends the sampling early; what was sampled is still printed.
+    crate::server::signals::install();
     let (tx, rx) = std::sync::mpsc::sync_channel(256);
     let quiet = args.quiet || args.json;
     let until = Instant::now() + Duration::from_secs_f64(args.duration);
-    let result = if let Some(addr) = &args.remote {
+    let (mut result, interrupted) = if let Some(addr) = &args.remote {
         let cfg = RemoteConfig::new(
             addr,
             args.monitor_token.clone(),
@@ -182,8 +187,8 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<i32> {
             Duration::from_secs_f64(args.duration + 1.0),
         );
         let remote = RemoteMonitor::start(&cfg, Some(tx))?;
-        print_live(&rx, until, quiet);
-        remote.stop()?
+        let interrupted = print_live(&rx, until, quiet);
+        (remote.stop()?, interrupted)
     } else {
         let sampler = crate::monitor::Sampler::start(crate::monitor::SamplerConfig {
             interval: Duration::from_secs_f64(args.interval),
@@ -192,13 +197,18 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<i32> {
             live: Some(tx),
             ..Default::default()
         })?;
-        print_live(&rx, until, quiet);
-        sampler.stop()
+        let interrupted = print_live(&rx, until, quiet);
+        (sampler.stop(), interrupted)
     };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
-    } else {
-        print!("{}", crate::report::monitor::render_text(&result));
+    if interrupted {
+        result
+            .notes
+            .push("interrupted (SIGINT/SIGTERM): sampled for less than --duration".into());
     }
-    Ok(0)
+    if args.json {
+        crate::outln!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        crate::out!("{}", crate::report::monitor::render_text(&result));
+    }
+    Ok(if interrupted { 1 } else { 0 })
 }

@@ -67,7 +67,7 @@ pub fn run_report(a: ReportArgs) -> anyhow::Result<i32> {
     }
     let runs = load_all(&results)?;
     write_report(&runs, &rows, &a.output)?;
-    println!("wrote {}", a.output.display());
+    crate::outln!("wrote {}", a.output.display());
     Ok(0)
 }
 
@@ -78,6 +78,6 @@ pub fn run_plot(a: PlotArgs) -> anyhow::Result<i32> {
     let svg = plot::to_svg(&fig, plot::WIDTH)?;
     std::fs::write(&a.output, svg)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", a.output.display()))?;
-    println!("wrote {}", a.output.display());
+    crate::outln!("wrote {}", a.output.display());
     Ok(0)
 }

@@ -12,19 +12,19 @@ pub struct LatencyArgs {
     /// Server running `routerbench latency-server` (or the shared server).
     pub host: String,
     /// Server port.
-    #[arg(short, long, default_value_t = 5201)]
+    #[arg(short, long, default_value_t = 5201, value_parser = clap::value_parser!(u16).range(1..))]
     pub port: u16,
     /// Load length in seconds (flent -l).
-    #[arg(short, long, default_value_t = 60.0)]
+    #[arg(allow_negative_numbers = true, short, long, default_value_t = 60.0)]
     pub length: f64,
     /// Sampling step in seconds (flent -s).
-    #[arg(short, long, default_value_t = 0.2)]
+    #[arg(allow_negative_numbers = true, short, long, default_value_t = 0.2)]
     pub step: f64,
     /// Idle time before and after the load, seconds (flent --delay).
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 5.0)]
     pub delay: f64,
     /// Probe interval in seconds (default: the step, as flent; down to 0.005).
-    #[arg(long)]
+    #[arg(allow_negative_numbers = true, long)]
     pub interval: Option<f64>,
     /// UDP probe size in bytes (56–1200).
     #[arg(long, default_value_t = 64)]
@@ -80,9 +80,10 @@ pub struct ServerArgs {
     /// TCP port.
     #[arg(short, long, default_value_t = 5201)]
     pub port: u16,
-    /// UDP port of the probe reflector (0 = ephemeral; never share it with iperf3).
-    #[arg(long, default_value_t = 0)]
-    pub udp_port: u16,
+    /// UDP port of the probe reflector (default: the TCP port's number, so a firewall opens
+    /// one number; 0 = ephemeral).
+    #[arg(long, value_name = "PORT")]
+    pub udp_port: Option<u16>,
     /// Concurrent sessions.
     #[arg(long, default_value_t = 16)]
     pub max_sessions: usize,
@@ -109,23 +110,35 @@ pub fn token_arg(arg: &Option<String>) -> anyhow::Result<Option<String>> {
 }
 
 fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
+    if v < 0.0 {
+        anyhow::bail!("{what} must be positive (seconds), got {v}");
+    }
     Duration::try_from_secs_f64(v)
-        .map_err(|_| anyhow::anyhow!("{what} must be a non-negative number of seconds, got {v}"))
+        .map_err(|_| anyhow::anyhow!("{what} must be a number of seconds, got {v}"))
+}
+
+/// Seconds that must be more than zero.
+fn positive_secs(v: f64, what: &str) -> anyhow::Result<Duration> {
+    let d = secs(v, what)?;
+    if d.is_zero() {
+        anyhow::bail!("{what} must be positive (seconds), got {v}");
+    }
+    Ok(d)
 }
 
 fn config(kind: TestKind, streams: u8, a: &LatencyArgs) -> anyhow::Result<TestConfig> {
-    let step = secs(a.step, "--step")?;
+    let step = positive_secs(a.step, "--step")?;
     Ok(TestConfig {
         kind,
         host: a.host.clone(),
         port: a.port,
         streams,
-        length: secs(a.length, "--length")?,
+        length: positive_secs(a.length, "--length")?,
         delay: secs(a.delay, "--delay")?,
         step,
         probe_interval: a
             .interval
-            .map(|i| secs(i, "--interval"))
+            .map(|i| positive_secs(i, "--interval"))
             .transpose()?
             .unwrap_or(step),
         probe_size: a.probe_size,
@@ -142,9 +155,19 @@ fn config(kind: TestKind, streams: u8, a: &LatencyArgs) -> anyhow::Result<TestCo
     })
 }
 
-/// Runs one latency test and writes its outputs.
+/// Runs one latency test and writes its outputs. SIGINT/SIGTERM ends it early: what was
+/// measured is printed and saved, marked interrupted, and the exit status is 1.
 pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
-    let cfg = config(kind, streams, &a)?;
+    let mut cfg = config(kind, streams, &a)?;
+    if let Some(p) = &a.json {
+        super::check_output_file(p, "--json")?;
+    }
+    if let Some(p) = &a.flent {
+        super::check_output_file(p, "--flent")?;
+    }
+    crate::server::signals::install();
+    let signal = super::client::SignalFlag::default();
+    cfg.interrupt = Some(signal.0.clone());
     let progress: Box<dyn crate::util::progress::Progress> = if a.quiet {
         Box::new(crate::util::progress::NoProgress)
     } else {
@@ -156,16 +179,16 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
     let load =
         (cfg.kind != TestKind::Ping).then_some((result.delay_s, result.delay_s + result.length_s));
     let router = super::monitor::finish_router(remote, result.t0_unix, load, &mut notes);
-    print!("{}", crate::report::latency::render_text(&result));
+    crate::out!("{}", crate::report::latency::render_text(&result));
     if let Some(r) = &router {
-        println!(
+        crate::outln!(
             "\nRouter (agent {}):",
             a.router.monitor.as_deref().unwrap_or("?")
         );
-        print!("{}", crate::report::monitor::render_text(r));
+        crate::out!("{}", crate::report::monitor::render_text(r));
     }
     for n in &notes {
-        eprintln!("routerbench: {n}");
+        crate::errln!("routerbench: {n}");
     }
     let mut run = crate::results::RunResult::new(result.started_at.clone());
     run.finished_at = crate::util::time::now_rfc3339();
@@ -176,7 +199,7 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
     if let Some(path) = &a.json {
         crate::results::save(&run, path)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-        println!("saved {}", path.display());
+        crate::outln!("saved {}", path.display());
     }
     #[cfg(feature = "plots")]
     if let Some(path) = &a.report {
@@ -185,16 +208,27 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
             |p| p.display().to_string(),
         );
         crate::cli::report::write_report(&[(run, name)], &[], path)?;
-        println!("saved {}", path.display());
+        crate::outln!("saved {}", path.display());
     }
     if let Some(path) = &a.flent {
-        crate::results::flent::write(&result, &a.title, path)?;
-        println!(
+        let title = if result.interrupted {
+            format!("{} (interrupted)", a.title)
+                .trim_start()
+                .to_string()
+        } else {
+            a.title.clone()
+        };
+        crate::results::flent::write(&result, &title, path)?;
+        crate::outln!(
             "saved {} (plot: flent -i {} -p {} -o plot.png)",
             path.display(),
             path.display(),
             kind.flent_default_plot()
         );
+    }
+    if result.interrupted {
+        crate::errln!("routerbench: interrupted: the result above and the files are partial");
+        return Ok(1);
     }
     Ok(0)
 }
@@ -204,7 +238,7 @@ pub fn serve(a: ServerArgs) -> anyhow::Result<i32> {
     let bounds = crate::latency::server::Bounds {
         max_sessions: a.max_sessions,
         max_duration: Duration::from_secs(a.max_duration),
-        udp_port: a.udp_port,
+        udp_port: a.udp_port.unwrap_or(a.port),
         udp_bind: Some(a.bind),
         token: token_arg(&a.token)?,
         ..Default::default()
@@ -213,7 +247,10 @@ pub fn serve(a: ServerArgs) -> anyhow::Result<i32> {
     let listener = std::net::TcpListener::bind(addr)
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e} (port in use? try -p)"))?;
     let service = crate::latency::server::Service::new(bounds)?;
-    eprintln!(
+    service.set_log(std::sync::Arc::new(|m: &str| {
+        crate::errln!("routerbench latency-server: {m}")
+    }));
+    crate::errln!(
         "routerbench latency-server: listening on {addr}, UDP reflector on port {}",
         service.udp_port(a.bind.is_ipv6()).unwrap_or(0)
     );

@@ -50,6 +50,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     if !(0.01..=60.0).contains(&args.crypto_seconds) {
         anyhow::bail!("--crypto-seconds must be between 0.01 and 60");
     }
+    if args.loopback_seconds == 0 {
+        anyhow::bail!("--loopback-seconds must be positive");
+    }
+    // Before any measuring: a run that cannot be saved is a run lost.
+    super::check_output_dir(&args.out_dir, "--out-dir")?;
+    // Ctrl-C ends the current test early; what was measured is printed and saved.
+    crate::server::signals::install();
+    let signal = super::client::SignalFlag::default();
+    let stopped = || signal.0.load(std::sync::atomic::Ordering::Relaxed);
     let progress: Box<dyn Progress> = if args.quiet || !std::io::stderr().is_terminal() {
         Box::new(NoProgress)
     } else {
@@ -61,7 +70,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
 
     if !args.skip.contains(&Part::Crypto) {
         let seconds = if args.quick { 0.2 } else { args.crypto_seconds };
-        let cfg = SuiteConfig::row_only(args.engine, seconds);
+        let mut cfg = SuiteConfig::row_only(args.engine, seconds);
+        cfg.interrupt = Some(signal.0.clone());
         match crypto::run_suite(&cfg, progress.as_ref()) {
             Ok(c) => result.crypto = Some(c),
             Err(e) => result.notes.push(format!("crypto skipped: {e}")),
@@ -82,13 +92,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     } else {
         None
     };
-    if want_tp {
+    if want_tp && !stopped() {
         let cfg = crate::iperf3::loopback::LoopbackConfig {
             time: if args.quick { 3 } else { args.loopback_seconds },
             ..Default::default()
         };
         progress.phase("loopback", u64::from(cfg.time));
-        match crate::iperf3::loopback::run(&cfg, progress.as_ref()) {
+        match crate::iperf3::loopback::run_with_sink(
+            &cfg,
+            progress.as_ref(),
+            &crate::iperf3::NoIntervals,
+            &signal.0,
+        ) {
             Ok(t) => result.throughput = Some(t),
             Err(e) => result
                 .notes
@@ -96,8 +111,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         }
         progress.finish();
     }
-    if want_lat {
-        match loopback_rrul(args.quick, progress.as_ref()) {
+    if want_lat && !stopped() {
+        match loopback_rrul(args.quick, progress.as_ref(), &signal.0) {
             Ok(l) => result.latency = Some(l),
             Err(e) => result.notes.push(format!("loopback RRUL failed: {e:#}")),
         }
@@ -126,8 +141,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     }
 
     result.finished_at = crate::util::time::now_rfc3339();
+    result.interrupted = stopped();
+    if result.interrupted {
+        result.notes.push(
+            "interrupted (SIGINT/SIGTERM): the parts above are what was measured until then".into(),
+        );
+    }
     progress.finish();
-    print!("{}", crate::report::summary::render_run(&result));
+    crate::out!("{}", crate::report::summary::render_run(&result));
     if let Some(w) = result
         .crypto
         .as_ref()
@@ -137,7 +158,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     }
     #[cfg(feature = "lab")]
     if let Some(c) = &result.sqm_capacity {
-        print!("{}", crate::report::lab::sqm_capacity(c));
+        crate::out!("{}", crate::report::lab::sqm_capacity(c));
     }
 
     let stamp = crate::util::time::file_stamp(started_unix);
@@ -151,12 +172,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     crate::results::save(&result, &args.out_dir.join("latest.json")).map_err(|e| {
         anyhow::anyhow!("cannot save latest.json in {}: {e}", args.out_dir.display())
     })?;
-    println!("\nsaved {}", path.display());
+    crate::outln!("\nsaved {}", path.display());
     if let Some(lat) = &result.latency {
         let flent = args.out_dir.join(format!("rrul-{stamp}.flent.gz"));
         match crate::results::flent::write(lat, "routerbench run", &flent) {
-            Ok(()) => println!("saved {} (flent -i FILE -p all_scaled)", flent.display()),
-            Err(e) => eprintln!("routerbench: cannot write {}: {e:#}", flent.display()),
+            Ok(()) => crate::outln!("saved {} (flent -i FILE -p all_scaled)", flent.display()),
+            Err(e) => crate::errln!("routerbench: cannot write {}: {e:#}", flent.display()),
         }
     }
     #[cfg(feature = "plots")]
@@ -165,6 +186,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         &path,
         &args.out_dir.join(format!("report-{stamp}.html")),
     );
+    if result.interrupted {
+        crate::errln!("routerbench: interrupted: the summary and the files are partial");
+        return Ok(1);
+    }
     Ok(0)
 }
 
@@ -173,11 +198,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
 fn extras(result: &RunResult, json: &std::path::Path, html: &std::path::Path) {
     let runs = [(result.clone(), json.display().to_string())];
     match crate::cli::report::write_report(&runs, &[], html) {
-        Ok(()) => println!(
+        Ok(()) => crate::outln!(
             "saved {} (the report: open it in a browser)",
             html.display()
         ),
-        Err(e) => eprintln!("routerbench: {e:#}"),
+        Err(e) => crate::errln!("routerbench: {e:#}"),
     }
     let row = crate::report::rows::Row::from_result(
         result,
@@ -186,8 +211,8 @@ fn extras(result: &RunResult, json: &std::path::Path, html: &std::path::Path) {
     );
     if let (Some(row), Ok(refs)) = (row, crate::report::reference::builtin()) {
         let st = crate::report::reference::standing(&row, &refs);
-        println!();
-        print!("{}", crate::report::reference::render_standing(&row, &st));
+        crate::outln!();
+        crate::out!("{}", crate::report::reference::render_standing(&row, &st));
     }
 }
 
@@ -233,6 +258,7 @@ fn sqm_capacity(quick: bool) -> anyhow::Result<crate::results::lab::SqmCapacity>
 fn loopback_rrul(
     quick: bool,
     progress: &dyn Progress,
+    interrupt: &std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> anyhow::Result<crate::results::latency::LatencyResult> {
     use crate::server::{Quiet, Server, ServerConfig};
     use std::sync::Arc;
@@ -258,6 +284,7 @@ fn loopback_rrul(
     if !quick {
         cfg.length = std::time::Duration::from_secs(10);
     }
+    cfg.interrupt = Some(interrupt.clone());
     let outcome = crate::latency::run_test(&cfg, progress);
     stop.store(true, Ordering::SeqCst);
     service.shutdown();

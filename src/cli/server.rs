@@ -1,14 +1,37 @@
 //! `routerbench server`: serves iperf3 3.x clients (and routerbench's own protocol) on one
-//! port, several tests at once, with limits; logs to stderr, test summaries to stdout.
+//! port, several tests at once, with limits; iperf3's output on stdout (or `--logfile`), log
+//! lines with `-V`; `-D`, `-I` and SIGHUP as iperf3 users expect.
 
-use crate::server::{Quiet, Server, ServerConfig, ServerEvent, ServerObserver};
+use super::client::OutputOpts;
+use crate::server::log::LogSink;
+use crate::server::{Server, ServerConfig, ServerEvent, ServerObserver};
 use clap::Args;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 #[derive(Debug, Args)]
 pub struct ServerArgs {
+    /// Server mode (iperf3's `-s`; `routerbench server` always serves, so this is optional).
+    #[arg(short = 's', long = "server")]
+    pub server_mode: bool,
+    /// Run in the background (iperf3's -D): detach after the port is bound.
+    #[arg(short = 'D', long = "daemon")]
+    pub daemon: bool,
+    /// Write the server's process id to FILE (removed on exit), iperf3's -I.
+    #[arg(short = 'I', long = "pidfile", value_name = "FILE")]
+    pub pidfile: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub output: OutputOpts,
+    /// Seconds between the server's interval lines (0 = none).
+    #[arg(
+        short = 'i',
+        long = "interval",
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
+    pub interval: f64,
     /// Port to listen on (TCP, and UDP for UDP tests).
     #[arg(short = 'p', long = "port", default_value_t = crate::wire::iperf3::DEFAULT_PORT)]
     pub port: u16,
@@ -108,9 +131,10 @@ pub struct ServerArgs {
     /// Seconds a new connection may take to send its cookie (or routerbench magic).
     #[arg(long = "handshake-timeout", default_value_t = 10)]
     pub handshake_timeout: u64,
-    /// UDP port of the latency probe reflector (0 = ephemeral; never the iperf3 port).
-    #[arg(long = "latency-udp-port", default_value_t = 0)]
-    pub latency_udp_port: u16,
+    /// UDP port of the latency probe reflector (default: the server's port, shared with
+    /// iperf3's UDP tests, so a firewall opens one number for TCP and UDP; 0 = ephemeral).
+    #[arg(long = "latency-udp-port", value_name = "PORT")]
+    pub latency_udp_port: Option<u16>,
     /// Pin every test's stream threads to this CPU (iperf3's server `-A n`); a client's
     /// `-A n,m` overrides it for its test.
     #[arg(short = 'A', long = "affinity", value_name = "N")]
@@ -122,8 +146,8 @@ pub struct ServerArgs {
     /// Print each finished test as iperf3 -J JSON on stdout.
     #[arg(short = 'J', long = "json")]
     pub json: bool,
-    /// No log lines on stderr.
-    #[arg(short = 'q', long = "quiet")]
+    /// No output at all, only errors.
+    #[arg(short = 'q', long = "quiet", conflicts_with = "verbose")]
     pub quiet: bool,
     /// Also serve this machine's monitor samples (the agent) to `--monitor` clients on the
     /// same port.
@@ -177,54 +201,120 @@ pub fn agent(args: &ServerArgs) -> anyhow::Result<Option<crate::monitor::agent::
     )))
 }
 
-/// Prints server events: log lines to stderr, results to stdout.
+/// Renders server events the way iperf3's server does: the banner, the accepted connection,
+/// interval lines and the test's summary as output (stdout or `--logfile`); refusals, protocol
+/// sessions and shutdown as log lines (stderr with `-V`, or the log file).
 pub struct Log {
     pub json: bool,
+    pub verbose: bool,
+    /// No output at all (`-q`), only errors.
+    pub quiet: bool,
+    pub sink: Arc<LogSink>,
+    /// The port shown in the banner (the bound one, also with `-p 0`).
+    pub port: std::sync::atomic::AtomicU16,
+    /// Tests started so far (the banner's "test #N").
+    pub tests: AtomicU64,
+    /// `-1` / `--max-tests`: no banner after the last test.
+    pub max_tests: Option<u64>,
+}
+
+impl Log {
+    fn banner(&self) {
+        let n = self.tests.load(Ordering::Relaxed) + 1;
+        if self.max_tests.is_some_and(|m| n > m) {
+            return;
+        }
+        self.output(&format!(
+            "-----------------------------------------------------------\n\
+             Server listening on {} (test #{n})\n\
+             -----------------------------------------------------------\n",
+            self.port.load(Ordering::Relaxed)
+        ));
+    }
+
+    fn output(&self, text: &str) {
+        if !self.quiet {
+            self.sink.output(text);
+        }
+    }
+
+    /// Text output is iperf3's shape; with -J only the JSON.
+    fn text(&self, text: &str) {
+        if !self.json {
+            self.output(text);
+        }
+    }
 }
 
 impl ServerObserver for Log {
     fn event(&self, e: &ServerEvent<'_>) {
         match e {
-            ServerEvent::Listening(a) => {
-                eprintln!("-----------------------------------------------------------");
-                eprintln!("Server listening on {a} (iperf3 and routerbench protocols)");
-                eprintln!("-----------------------------------------------------------");
-            }
+            // The banner (with the test number) is printed by `run` and after each test.
+            ServerEvent::Listening(_) => {}
             ServerEvent::TestStarted { peer } => {
-                eprintln!(
-                    "Accepted connection from {}, port {}",
+                self.tests.fetch_add(1, Ordering::Relaxed);
+                self.text(&format!(
+                    "Accepted connection from {}, port {}\n",
                     crate::net::sockopt::display_ip(peer.ip()),
                     peer.port()
-                )
+                ))
             }
+            ServerEvent::StreamsConnected { connected, .. } => {
+                self.text(&crate::report::iperf3::render_connected(connected))
+            }
+            ServerEvent::Interval {
+                interval,
+                first,
+                parallel,
+                ..
+            } => self.text(&crate::report::iperf3::render_interval_block(
+                interval, *first, *parallel, true,
+            )),
             ServerEvent::TestDone { peer, result } => {
                 if self.json {
-                    println!("{}", crate::iperf3::json::render(result));
+                    self.output(&format!("{}\n", crate::iperf3::json::render(result)));
+                } else if self.verbose {
+                    self.output(&crate::report::iperf3::render_final_verbose(result));
                 } else {
-                    println!(
-                        "Test from {} (client version {}):",
+                    self.output(&crate::report::iperf3::render_final(result));
+                }
+                if self.sink.verbose() {
+                    self.sink.log(&format!(
+                        "test from {} done (client version {})",
                         show(peer),
                         result.peer_version.as_deref().unwrap_or("unknown")
-                    );
-                    print!(
-                        "{}",
-                        crate::report::iperf3::render_connected(&result.connected)
-                    );
-                    print!("{}", crate::report::iperf3::render_final(result));
+                    ));
                 }
+                if !self.json {
+                    self.banner();
+                }
+                self.sink.flush();
             }
             ServerEvent::TestFailed { peer, error } => {
-                eprintln!("test from {} failed: {error}", show(peer))
+                self.sink.error(&format!(
+                    "routerbench: test from {} failed: {error}",
+                    show(peer)
+                ));
+                if !self.json {
+                    self.banner();
+                }
+                self.sink.flush();
             }
-            ServerEvent::Refused { peer, reason } => eprintln!("refused {}: {reason}", show(peer)),
-            ServerEvent::Handoff { peer, error: None } => {
-                eprintln!("routerbench session from {peer} done")
+            ServerEvent::Refused { peer, reason } => {
+                self.sink.log(&format!("refused {}: {reason}", show(peer)))
             }
+            // A routerbench-protocol connection (an RRUL opens nine): its session logs one
+            // line when it ends; a connection only logs its error.
+            ServerEvent::Handoff { error: None, .. } => {}
             ServerEvent::Handoff {
                 peer,
                 error: Some(e),
-            } => eprintln!("routerbench session from {peer}: {e}"),
-            ServerEvent::Stopping { reason } => eprintln!("server stopping: {reason}"),
+            } => self
+                .sink
+                .log(&format!("routerbench connection from {}: {e}", show(peer))),
+            ServerEvent::Stopping { reason } => {
+                self.sink.log(&format!("server stopping: {reason}"))
+            }
         }
     }
 }
@@ -253,8 +343,11 @@ pub fn config(args: &ServerArgs) -> ServerConfig {
     cfg.session.max_streams = args.max_streams.clamp(1, 128);
     cfg.session.max_buffer_bytes = args.max_buffer_mib.max(1) << 20;
     cfg.session.idle_timeout = Duration::from_secs(args.rcv_timeout.max(1));
-    // Intervals are only shown in -J output; without it the server keeps none.
-    cfg.session.interval = if args.json { 1.0 } else { 0.0 };
+    cfg.session.interval = if args.quiet && !args.json {
+        0.0
+    } else {
+        args.interval
+    };
     cfg.session.control_timeout = Duration::from_secs(args.control_timeout.max(1));
     cfg.first_bytes_timeout = Duration::from_secs(args.handshake_timeout.max(1));
     cfg.max_connections = args.max_connections.max(1);
@@ -302,12 +395,57 @@ fn loopback_only(ip: IpAddr) -> bool {
         || matches!(ip, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()))
 }
 
-pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
-    let agent = agent(&args)?;
+/// Checks the options before anything is bound or detached.
+fn check(args: &ServerArgs) -> anyhow::Result<()> {
     if let Some(c) = args.affinity {
         crate::util::affinity::check_cpu(c).map_err(|e| anyhow::anyhow!("-A: {e}"))?;
     }
+    if !(args.interval == 0.0 || (0.1..=60.0).contains(&args.interval)) {
+        anyhow::bail!(
+            "-i must be 0 (no intervals) or between 0.1 and 60 seconds, got {}",
+            args.interval
+        );
+    }
+    for (v, name) in [
+        (args.max_concurrent as u64, "--max-concurrent"),
+        (args.max_duration as u64, "--max-duration"),
+        (args.max_streams as u64, "--max-streams"),
+        (args.max_buffer_mib, "--max-buffer-mib"),
+        (args.rcv_timeout, "--rcv-timeout"),
+        (args.control_timeout, "--control-timeout"),
+        (args.handshake_timeout, "--handshake-timeout"),
+    ] {
+        if v == 0 {
+            anyhow::bail!("{name} must be positive");
+        }
+    }
+    Ok(())
+}
+
+pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
+    check(&args)?;
+    let agent = agent(&args)?;
+    if let Some(f) = args.output.format {
+        crate::report::iperf3::set_format(f).map_err(|e| anyhow::anyhow!("-f: {e}"))?;
+    }
+    let pidfile = args
+        .pidfile
+        .as_deref()
+        .map(crate::server::daemon::PidFile::check)
+        .transpose()?;
+    // A relative --logfile stays where the user meant after -D changes to /.
+    let logfile = match &args.output.logfile {
+        Some(p) if p.is_relative() => Some(std::env::current_dir()?.join(p)),
+        other => other.clone(),
+    };
+    let sink = Arc::new(LogSink::open(
+        logfile.as_deref(),
+        args.output.timestamps.clone(),
+        args.output.forceflush,
+        args.output.verbose,
+    )?);
     crate::server::signals::install();
+    crate::server::signals::install_hangup();
     // glibc gives each busy thread its own malloc arena (up to 8 per core) and keeps their
     // memory after the threads end: the soak saw RSS creep wave after wave. Two arenas keep a
     // long-running server's RSS flat. (musl, OpenWrt's libc, has a single heap.)
@@ -327,20 +465,40 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
     let latency_token = token.is_some();
     if let Some(w) = open_warning(cfg.bind, cfg.auth.is_some(), token.is_some()) {
         // One line, also with -q: the operator should know who can use the server.
-        eprintln!("{w}");
+        sink.error(&w);
     }
-    let observer: Arc<dyn ServerObserver> = if args.quiet && !args.json {
-        Arc::new(Quiet)
-    } else {
-        Arc::new(Log { json: args.json })
-    };
-    // routerbench's own protocol (RRUL and friends) on the same port; its UDP reflector binds
-    // a port of its own (never the iperf3 UDP port), which clients learn in the handshake.
-    // Where kernel timestamps are missing (qemu-user has no SO_TIMESTAMPNS) the latency tests
-    // cannot run, but iperf3 can: serve it and say why latency clients will be refused.
+    let observer = Arc::new(Log {
+        json: args.json,
+        verbose: args.output.verbose,
+        quiet: args.quiet && !args.json,
+        sink: sink.clone(),
+        port: args.port.into(),
+        tests: AtomicU64::new(0),
+        max_tests: if args.one_off {
+            Some(1)
+        } else {
+            args.max_tests
+        },
+    });
+    // Bound before detaching, so "port in use" reaches the terminal; no thread runs yet.
+    let mut server = Server::bind(cfg, observer.clone())?;
+    let port = server.local_addr()?.port();
+    observer.port.store(port, Ordering::Relaxed);
+    if args.daemon {
+        crate::server::daemon::detach()?;
+    }
+    let _pid = pidfile
+        .map(crate::server::daemon::PidFile::write)
+        .transpose()?;
+    // routerbench's own protocol (RRUL and friends) on the same port; its UDP probe reflector
+    // listens on the same UDP port number too (clients learn it in the handshake) and hands
+    // iperf3's UDP hellos to the iperf3 tests. Where kernel timestamps are missing (qemu-user
+    // has no SO_TIMESTAMPNS) the latency tests cannot run, but iperf3 can: serve it and say why
+    // latency clients will be refused.
+    let udp_port = args.latency_udp_port.unwrap_or(port);
     let latency = match crate::latency::server::Service::new(crate::latency::server::Bounds {
         udp_bind: args.bind,
-        udp_port: args.latency_udp_port,
+        udp_port,
         max_sessions: args.max_rb_sessions.max(1),
         max_flows: args.max_rb_flows.max(1),
         max_duration: Duration::from_secs(args.max_rb_duration.max(1)),
@@ -349,40 +507,46 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         token,
         ..Default::default()
     }) {
-        Ok(service) => Some(service),
+        Ok(latency) => {
+            if udp_port == port {
+                if let Some(tx) = server.share_udp_port() {
+                    latency.set_foreign(Arc::new(move |from| tx.try_send(from).is_ok()));
+                }
+            }
+            let log_sink = sink.clone();
+            latency.set_log(Arc::new(move |m: &str| log_sink.log(m)));
+            sink.log(&format!(
+                "UDP probe reflector (routerbench protocol) on port {}; iperf3 UDP tests on port {port}",
+                latency
+                    .udp_port(args.bind.is_some_and(|b| b.is_ipv6()))
+                    .or(latency.udp_port(false))
+                    .unwrap_or(0)
+            ));
+            Some(latency)
+        }
         Err(e) => {
-            eprintln!(
-                "routerbench: warning: latency tests unavailable ({e:#}); serving iperf3 only"
-            );
+            sink.error(&format!(
+                "routerbench: warning: latency tests unavailable ({e:#}; UDP port {udp_port} in \
+                 use by another program? pick one with --latency-udp-port); serving iperf3 only"
+            ));
             None
         }
     };
-    if let (Some(latency), false) = (&latency, args.quiet) {
-        eprintln!(
-            "routerbench protocol: UDP probe reflector on port {}",
-            latency
-                .udp_port(args.bind.is_some_and(|b| b.is_ipv6()))
-                .or(latency.udp_port(false))
-                .unwrap_or(0)
-        );
-    }
-    // The latency service, or (without kernel timestamps) a refusal naming why.
+    // The latency service, or (without it) a refusal naming why.
     let routerbench_protocol: Arc<dyn crate::server::ProtocolHandler> = match &latency {
         Some(latency) => Arc::new(latency.clone()),
         None => Arc::new(LatencyUnavailable),
     };
     let handler: Arc<dyn crate::server::ProtocolHandler> = match agent {
         Some(agent) => {
-            if !args.quiet {
-                eprintln!(
-                    "monitor agent: on (token {})",
-                    if args.monitor_token.is_some() || latency_token {
-                        "required"
-                    } else {
-                        "not required: loopback only"
-                    }
-                );
-            }
+            sink.log(&format!(
+                "monitor agent: on (token {})",
+                if args.monitor_token.is_some() || latency_token {
+                    "required"
+                } else {
+                    "not required: loopback only"
+                }
+            ));
             Arc::new(crate::monitor::agent::Dispatch {
                 agent,
                 inner: routerbench_protocol,
@@ -390,18 +554,22 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         }
         None => routerbench_protocol,
     };
-    let server = Server::bind(cfg, observer)?.with_handler(handler);
+    if !args.json {
+        observer.banner();
+    }
+    let hup = spawn_reopen_on_hangup(sink.clone());
+    let server = server.with_handler(handler);
     let summary = server.run();
     if let Some(latency) = &latency {
         latency.shutdown();
     }
+    hup.store(true, Ordering::Relaxed);
     let summary = summary?;
-    if !args.quiet {
-        eprintln!(
-            "server done: {} tests, {} failed, {} connections refused",
-            summary.tests_done, summary.tests_failed, summary.refused
-        );
-    }
+    sink.log(&format!(
+        "server done: {} tests, {} failed, {} connections refused",
+        summary.tests_done, summary.tests_failed, summary.refused
+    ));
+    sink.flush();
     Ok(0)
 }
 
@@ -411,10 +579,34 @@ struct LatencyUnavailable;
 impl crate::server::ProtocolHandler for LatencyUnavailable {
     fn handle(&self, _stream: std::net::TcpStream, _prefix: &[u8]) -> anyhow::Result<()> {
         anyhow::bail!(
-            "latency tests are unavailable on this server: kernel receive timestamps \
-             (SO_TIMESTAMPNS) are missing (qemu-user?)"
+            "latency tests are unavailable on this server: its latency service did not start \
+             (see the server's log; no kernel receive timestamps under qemu-user)"
         )
     }
+}
+
+/// Reopens the log file on SIGHUP (logrotate's habit) and says so in the new file; a
+/// failed reopen keeps the old file and says why on it. Returns the thread's stop flag.
+fn spawn_reopen_on_hangup(sink: Arc<LogSink>) -> Arc<std::sync::atomic::AtomicBool> {
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let _ = std::thread::Builder::new()
+        .name("rb-sighup".into())
+        .spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                if !crate::server::signals::take_hangup() {
+                    continue;
+                }
+                let line = match (sink.logfile(), sink.reopen()) {
+                    (None, _) => "SIGHUP: no --logfile to reopen; still serving".to_string(),
+                    (Some(p), Ok(())) => format!("SIGHUP: reopened log {}", p.display()),
+                    (Some(_), Err(e)) => format!("SIGHUP: {e:#}; still writing the old file"),
+                };
+                sink.error(&format!("routerbench server: {line}"));
+            }
+        });
+    stop
 }
 
 #[cfg(test)]

@@ -50,6 +50,9 @@ pub struct SuiteConfig {
     pub threads: u32,
     /// Divide by wall-clock time instead of the thread's user CPU time.
     pub elapsed: bool,
+    /// Set (by SIGINT/SIGTERM) to stop after the algorithm being measured; the result keeps
+    /// the algorithms done so far and says so in its notes.
+    pub interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Default for SuiteConfig {
@@ -62,6 +65,7 @@ impl Default for SuiteConfig {
             sizes: SizePlan::All,
             threads: 1,
             elapsed: false,
+            interrupt: None,
         }
     }
 }
@@ -196,6 +200,16 @@ pub fn run_suite(cfg: &SuiteConfig, progress: &dyn Progress) -> Result<CryptoRes
     progress.phase("crypto", total);
     let mut coarse_clock = false;
     for (i, &alg) in algorithms.iter().enumerate() {
+        if cfg
+            .interrupt
+            .as_ref()
+            .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+        {
+            result.notes.push(format!(
+                "interrupted (SIGINT/SIGTERM) after {i} of {total} algorithms: the rest are missing"
+            ));
+            break;
+        }
         progress.step(i as u64, alg.cli_name());
         match alg.kind() {
             AlgorithmKind::Hash | AlgorithmKind::Cipher => {

@@ -21,6 +21,10 @@ pub struct UdpAcceptor {
     pub bind: SocketAddr,
     queue: Mutex<Tickets>,
     turn: Condvar,
+    /// When the latency probe reflector owns the UDP port (it shares the iperf3 port), it
+    /// hands over the source address of every datagram that is not a probe: an iperf3 UDP
+    /// stream's hello. `None`: the test binds its own unconnected socket on the port.
+    pub hellos: Option<Mutex<std::sync::mpsc::Receiver<SocketAddr>>>,
 }
 
 #[derive(Debug, Default)]
@@ -57,6 +61,7 @@ impl UdpAcceptor {
             bind,
             queue: Mutex::new(Tickets::default()),
             turn: Condvar::new(),
+            hellos: None,
         }
     }
 
@@ -132,6 +137,9 @@ pub(crate) fn accept_udp(
             "UDP port busy with other tests' set-up".into(),
         ));
     };
+    if let Some(hellos) = &env.udp.hellos {
+        return accept_udp_handed_over(ctl, env, hellos, peer_ip, total);
+    }
     let mut listener =
         bind_udp(env.udp.bind).map_err(|e| refuse(ctl, errors::IESTREAMLISTEN, e.to_string()))?;
     ctl.send_state(State::CreateStreams)?;
@@ -167,6 +175,67 @@ pub(crate) fn accept_udp(
         let next = bind_udp(env.udp.bind)
             .map_err(|e| refuse(ctl, errors::IESTREAMLISTEN, e.to_string()))?;
         let stream = std::mem::replace(&mut listener, next);
+        stream
+            .send(&wire::UDP_CONNECT_REPLY)
+            .map_err(|e| Iperf3Error::io("UDP hello reply", e))?;
+        socks.push(DataSock::Udp(stream));
+    }
+    Ok(socks)
+}
+
+/// UDP streams whose hellos the probe reflector received on the shared port: each gets a
+/// socket on the port connected to the client (a connected socket wins the kernel's lookup
+/// over the reflector's unconnected one, so the stream's data comes here).
+fn accept_udp_handed_over(
+    ctl: &mut Control,
+    env: &SessionEnv<'_>,
+    hellos: &Mutex<std::sync::mpsc::Receiver<SocketAddr>>,
+    peer_ip: IpAddr,
+    total: usize,
+) -> Result<Vec<DataSock>> {
+    let refuse = super::session::refuse;
+    let rx = hellos.lock().unwrap_or_else(|p| p.into_inner());
+    // Hellos that arrived while no test was setting up belong to nobody.
+    while rx.try_recv().is_ok() {}
+    ctl.send_state(State::CreateStreams)?;
+    let deadline = Instant::now() + env.cfg.udp_hello_timeout;
+    let mut socks = Vec::with_capacity(total);
+    let mut seen: Vec<SocketAddr> = Vec::with_capacity(total);
+    while socks.len() < total {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(refuse(
+                ctl,
+                errors::IESTREAMACCEPT,
+                format!(
+                    "only {} of {total} UDP streams said hello within {:?}",
+                    socks.len(),
+                    env.cfg.udp_hello_timeout
+                ),
+            ));
+        }
+        let from = match rx.recv_timeout(left.min(Duration::from_millis(200))) {
+            Ok(from) => from,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(refuse(
+                    ctl,
+                    errors::IESTREAMLISTEN,
+                    "the UDP port's reader (probe reflector) stopped".into(),
+                ));
+            }
+        };
+        let same_host =
+            crate::net::sockopt::display_ip(from.ip()) == crate::net::sockopt::display_ip(peer_ip);
+        if !same_host || seen.contains(&from) {
+            continue; // another host's datagram, or a repeated hello
+        }
+        seen.push(from);
+        let stream = bind_udp(env.udp.bind)
+            .map_err(|e| refuse(ctl, errors::IESTREAMLISTEN, e.to_string()))?;
+        stream
+            .connect(from)
+            .map_err(|e| Iperf3Error::io("UDP connect to client", e))?;
         stream
             .send(&wire::UDP_CONNECT_REPLY)
             .map_err(|e| Iperf3Error::io("UDP hello reply", e))?;

@@ -40,6 +40,8 @@ pub struct ClientConfig {
     /// Pin this end's stream threads to this CPU (`-A n`; the server's CPU travels in
     /// `params.server_affinity`).
     pub cpu: Option<usize>,
+    /// Local port of the first data stream (iperf3's `--cport`); stream i uses port + i.
+    pub cport: Option<u16>,
 }
 
 impl ClientConfig {
@@ -57,6 +59,7 @@ impl ClientConfig {
             connect_timeout: Duration::from_secs(10),
             control_timeout: super::CONTROL_TIMEOUT,
             cpu: None,
+            cport: None,
         }
     }
 }
@@ -181,11 +184,24 @@ fn run_test(
     }
     let mut socks = Vec::with_capacity(roles.len());
     let mut notes = Vec::new();
-    for _ in &roles {
+    for i in 0..roles.len() {
+        let local_port = match cfg.cport {
+            Some(p) => Some(p.checked_add(i as u16).ok_or_else(|| {
+                Iperf3Error::Protocol(format!("--cport {p} + {i} streams passes port 65535"))
+            })?),
+            None => None,
+        };
         let s = if udp {
-            connect_udp(addr, &params, cfg.control_timeout, &mut notes)?
+            connect_udp(addr, local_port, &params, cfg.control_timeout, &mut notes)?
         } else {
-            connect_tcp(addr, cookie, &params, cfg.connect_timeout, &mut notes)?
+            connect_tcp(
+                addr,
+                local_port,
+                cookie,
+                &params,
+                cfg.connect_timeout,
+                &mut notes,
+            )?
         };
         socks.push(s);
     }
@@ -373,15 +389,39 @@ fn run_test(
     Ok(result)
 }
 
+/// The wildcard address of `addr`'s family with `port`.
+fn local_any(addr: SocketAddr, port: u16) -> SocketAddr {
+    if addr.is_ipv6() {
+        (std::net::Ipv6Addr::UNSPECIFIED, port).into()
+    } else {
+        (std::net::Ipv4Addr::UNSPECIFIED, port).into()
+    }
+}
+
 fn connect_tcp(
     addr: SocketAddr,
+    local_port: Option<u16>,
     cookie: &Cookie,
     p: &TestParams,
     timeout: Duration,
     notes: &mut Vec<String>,
 ) -> Result<DataSock> {
-    let mut s = TcpStream::connect_timeout(&addr, timeout)
-        .map_err(|e| Iperf3Error::io(format!("data connection to {addr}"), e))?;
+    let mut s = match local_port {
+        None => TcpStream::connect_timeout(&addr, timeout)
+            .map_err(|e| Iperf3Error::io(format!("data connection to {addr}"), e))?,
+        Some(port) => {
+            use socket2::{Domain, Socket, Type};
+            let local = local_any(addr, port);
+            let bound = Socket::new(Domain::for_address(addr), Type::STREAM, None)
+                .and_then(|sk| sk.set_reuse_address(true).map(|()| sk))
+                .and_then(|sk| sk.bind(&local.into()).map(|()| sk))
+                .map_err(|e| Iperf3Error::io(format!("--cport: cannot bind {local}"), e))?;
+            bound
+                .connect_timeout(&addr.into(), timeout)
+                .map_err(|e| Iperf3Error::io(format!("data connection to {addr}"), e))?;
+            bound.into()
+        }
+    };
     if let Some(mss) = p.mss {
         let _ = crate::net::sockopt::set_mss(&s, mss);
     }
@@ -394,16 +434,13 @@ fn connect_tcp(
 
 fn connect_udp(
     addr: SocketAddr,
+    local_port: Option<u16>,
     p: &TestParams,
     timeout: Duration,
     notes: &mut Vec<String>,
 ) -> Result<DataSock> {
-    let bind: SocketAddr = if addr.is_ipv6() {
-        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-    } else {
-        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
-    };
-    let s = UdpSocket::bind(bind).map_err(|e| Iperf3Error::io("UDP bind", e))?;
+    let bind = local_any(addr, local_port.unwrap_or(0));
+    let s = UdpSocket::bind(bind).map_err(|e| Iperf3Error::io(format!("UDP bind {bind}"), e))?;
     s.connect(addr)
         .map_err(|e| Iperf3Error::io(format!("UDP connect {addr}"), e))?;
     // Options go on before the hello (a dup of the fd is the same socket).

@@ -3,7 +3,7 @@
 //! Differences: `socket` holds the stream id (iperf3: the fd), `version` names routerbench.
 
 use crate::results::throughput::{
-    Connected, EndSide, Interval, Protocol, StreamEnd, ThroughputResult,
+    Connected, EndSide, Interval, IntervalStream, Protocol, StreamEnd, ThroughputResult,
 };
 use serde::Serialize;
 
@@ -66,29 +66,164 @@ struct CpuPercent {
     remote_system: f64,
 }
 
+/// iperf3's `end` object of one side, with iperf3's bare names (`start`, `max_rtt`); the
+/// result model's JSON carries units (`start_s`, `max_rtt_us`).
 #[derive(Serialize)]
-#[serde(untagged)]
-enum EndStream<'a> {
-    Tcp {
-        sender: &'a EndSide,
-        receiver: &'a EndSide,
-    },
-    Udp {
-        udp: &'a EndSide,
-    },
+struct Side {
+    socket: i32,
+    start: f64,
+    end: f64,
+    seconds: f64,
+    bytes: u64,
+    bits_per_second: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retransmits: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_snd_cwnd: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_snd_wnd: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_rtt: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_rtt: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mean_rtt: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    jitter_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lost_packets: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    packets: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lost_percent: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    out_of_order: Option<i64>,
+    sender: bool,
+}
+
+impl From<&EndSide> for Side {
+    fn from(e: &EndSide) -> Self {
+        Side {
+            socket: e.socket,
+            start: e.start,
+            end: e.end,
+            seconds: e.seconds,
+            bytes: e.bytes,
+            bits_per_second: e.bits_per_second,
+            retransmits: e.retransmits,
+            max_snd_cwnd: e.max_snd_cwnd,
+            max_snd_wnd: e.max_snd_wnd,
+            max_rtt: e.max_rtt,
+            min_rtt: e.min_rtt,
+            mean_rtt: e.mean_rtt,
+            jitter_ms: e.jitter_ms,
+            lost_packets: e.lost_packets,
+            packets: e.packets,
+            lost_percent: e.lost_percent,
+            out_of_order: e.out_of_order,
+            sender: e.sender,
+        }
+    }
+}
+
+/// iperf3's `intervals[].streams[]` / `sum` with iperf3's bare names (`start`, `rtt`).
+#[derive(Serialize)]
+struct IntervalLine {
+    socket: i32,
+    start: f64,
+    end: f64,
+    seconds: f64,
+    bytes: u64,
+    bits_per_second: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retransmits: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    snd_cwnd: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    snd_wnd: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rtt: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rttvar: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pmtu: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    jitter_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lost_packets: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    packets: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lost_percent: Option<f64>,
+    omitted: bool,
+    sender: bool,
+}
+
+impl From<&IntervalStream> for IntervalLine {
+    fn from(s: &IntervalStream) -> Self {
+        IntervalLine {
+            socket: s.socket,
+            start: s.start,
+            end: s.end,
+            seconds: s.seconds,
+            bytes: s.bytes,
+            bits_per_second: s.bits_per_second,
+            retransmits: s.retransmits,
+            snd_cwnd: s.snd_cwnd,
+            snd_wnd: s.snd_wnd,
+            rtt: s.rtt,
+            rttvar: s.rttvar,
+            pmtu: s.pmtu,
+            jitter_ms: s.jitter_ms,
+            lost_packets: s.lost_packets,
+            packets: s.packets,
+            lost_percent: s.lost_percent,
+            omitted: s.omitted,
+            sender: s.sender,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct IntervalJson {
+    streams: Vec<IntervalLine>,
+    sum: IntervalLine,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sum_bidir_reverse: Option<IntervalLine>,
+}
+
+impl From<&Interval> for IntervalJson {
+    fn from(iv: &Interval) -> Self {
+        IntervalJson {
+            streams: iv.streams.iter().map(IntervalLine::from).collect(),
+            sum: (&iv.sum).into(),
+            sum_bidir_reverse: iv.sum_bidir_reverse.as_ref().map(IntervalLine::from),
+        }
+    }
+}
+
+/// One stream of `end.streams`: `sender` and `receiver` (TCP) or `udp`.
+#[derive(Serialize)]
+struct EndStream {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sender: Option<Side>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    receiver: Option<Side>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    udp: Option<Side>,
 }
 
 #[derive(Serialize)]
 struct End<'a> {
-    streams: Vec<EndStream<'a>>,
+    streams: Vec<EndStream>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    sum: Option<&'a EndSide>,
-    sum_sent: &'a EndSide,
-    sum_received: &'a EndSide,
+    sum: Option<Side>,
+    sum_sent: Side,
+    sum_received: Side,
     #[serde(skip_serializing_if = "Option::is_none")]
-    sum_sent_bidir_reverse: Option<&'a EndSide>,
+    sum_sent_bidir_reverse: Option<Side>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    sum_received_bidir_reverse: Option<&'a EndSide>,
+    sum_received_bidir_reverse: Option<Side>,
     cpu_utilization_percent: CpuPercent,
     #[serde(skip_serializing_if = "Option::is_none")]
     sender_tcp_congestion: Option<&'a str>,
@@ -99,7 +234,7 @@ struct End<'a> {
 #[derive(Serialize)]
 struct Doc<'a> {
     start: Start<'a>,
-    intervals: &'a [Interval],
+    intervals: Vec<IntervalJson>,
     end: End<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     server_output_text: Option<&'a str>,
@@ -156,10 +291,15 @@ pub fn render(r: &ThroughputResult) -> String {
         .streams
         .iter()
         .map(|s: &StreamEnd| match (&s.udp, udp) {
-            (Some(u), true) => EndStream::Udp { udp: u },
-            _ => EndStream::Tcp {
-                sender: &s.sender,
-                receiver: &s.receiver,
+            (Some(u), true) => EndStream {
+                sender: None,
+                receiver: None,
+                udp: Some(u.into()),
+            },
+            _ => EndStream {
+                sender: Some((&s.sender).into()),
+                receiver: Some((&s.receiver).into()),
+                udp: None,
             },
         })
         .collect();
@@ -200,14 +340,14 @@ pub fn render(r: &ThroughputResult) -> String {
                 target_bitrate: r.setup.target_bitrate,
             },
         },
-        intervals: &r.intervals,
+        intervals: r.intervals.iter().map(IntervalJson::from).collect(),
         end: End {
             streams,
-            sum: udp.then_some(&r.sum_received),
-            sum_sent: &r.sum_sent,
-            sum_received: &r.sum_received,
-            sum_sent_bidir_reverse: r.sum_sent_bidir_reverse.as_ref(),
-            sum_received_bidir_reverse: r.sum_received_bidir_reverse.as_ref(),
+            sum: udp.then(|| (&r.sum_received).into()),
+            sum_sent: (&r.sum_sent).into(),
+            sum_received: (&r.sum_received).into(),
+            sum_sent_bidir_reverse: r.sum_sent_bidir_reverse.as_ref().map(Side::from),
+            sum_received_bidir_reverse: r.sum_received_bidir_reverse.as_ref().map(Side::from),
             cpu_utilization_percent: CpuPercent {
                 host_total: r.cpu_local.total,
                 host_user: r.cpu_local.user,

@@ -264,6 +264,7 @@ fn serve_inner(
     }
     let main_sends = params.reverse && !params.bidirectional;
     let mut meter = Meter::new(metered, params.omit, cfg.interval, main_sends);
+    env.sink.started(&connected);
     gate.open();
     let limit = if params.time > 0 {
         params.time + params.omit

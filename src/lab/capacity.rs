@@ -17,6 +17,31 @@ pub struct CapacityPlan {
     pub cc: String,
 }
 
+/// Refuses to measure with a lab that already exists: capacity rebuilds its lab unshaped and
+/// deletes it afterwards, which would destroy a lab the user built with `lab up`.
+pub fn check_lab_is_free(name: &str) -> Result<()> {
+    super::netns::check_name(name)?;
+    let taken: Vec<String> = ["lan", "rtr", "wan"]
+        .iter()
+        .map(|part| format!("{name}-{part}"))
+        .filter(|ns| super::netns::exists(ns))
+        .collect();
+    let config = super::topology::config_path(name);
+    if !taken.is_empty() || config.exists() {
+        let what = if taken.is_empty() {
+            format!("its configuration {} exists", config.display())
+        } else {
+            format!("namespaces {} exist", taken.join(", "))
+        };
+        anyhow::bail!(
+            "lab {name} already exists ({what}); `lab capacity` builds its own unshaped lab and \
+             deletes it afterwards, so it will not touch this one: give another --name \
+             (default rbcap), or remove it first with `routerbench lab down --name {name}`"
+        );
+    }
+    Ok(())
+}
+
 /// Runs the matrix NAT off/on × flows, reconfiguring lab `plan.name` unshaped for each NAT state.
 pub fn run(plan: &CapacityPlan, generator: &dyn LoadGenerator) -> Result<CapacityResult> {
     let mut points = Vec::new();

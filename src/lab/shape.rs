@@ -8,8 +8,11 @@ use anyhow::{Result, bail};
 /// or with SI suffixes (`20M`, `1.5G`); `none`/`0` = unshaped (`None`).
 pub fn parse_rate(s: &str) -> Result<Option<u64>> {
     let t = s.trim().to_ascii_lowercase();
-    if t == "none" || t == "0" || t == "off" {
+    if t == "none" || t == "off" {
         return Ok(None);
+    }
+    if t.starts_with('-') {
+        bail!("rate {s:?}: must be positive (e.g. 20mbit), or none for unshaped");
     }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -18,6 +21,9 @@ pub fn parse_rate(s: &str) -> Result<Option<u64>> {
     let n: f64 = num.parse().map_err(|_| {
         anyhow::anyhow!("bad rate {s:?}: expected e.g. 20mbit, 500kbit, 1gbit, 20M or none")
     })?;
+    if n <= 0.0 {
+        bail!("rate {s:?}: must be positive (e.g. 20mbit), or none for unshaped");
+    }
     let mult = match unit {
         "" | "bit" => 1.0,
         "kbit" | "k" => 1e3,
@@ -42,6 +48,9 @@ pub fn parse_rate(s: &str) -> Result<Option<u64>> {
 /// not follow tc's 1024 for `k`, to keep `--buffer 64k` = 64000 bytes as written in the spec).
 pub fn parse_bytes(s: &str) -> Result<u64> {
     let t = s.trim().to_ascii_lowercase();
+    if t.starts_with('-') {
+        bail!("byte count {s:?}: must be positive (e.g. 64000, 64k or 1m)");
+    }
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let n: u64 = num
@@ -123,7 +132,12 @@ mod tests {
         assert_eq!(parse_rate("64000").unwrap(), Some(64_000));
         assert_eq!(parse_rate("10mbps").unwrap(), Some(80_000_000));
         assert_eq!(parse_rate("none").unwrap(), None);
-        assert_eq!(parse_rate("0").unwrap(), None);
+        for zero in ["0", "0.0", "-5mbit", "0mbit"] {
+            let e = parse_rate(zero).unwrap_err().to_string();
+            assert!(e.contains("must be positive"), "{zero}: {e}");
+        }
+        let e = parse_bytes("-1").unwrap_err().to_string();
+        assert!(e.contains("must be positive"), "{e}");
         assert!(parse_rate("fast").is_err());
         assert!(parse_rate("20xbit").is_err());
         assert!(parse_rate("1bit").is_err());

@@ -495,7 +495,7 @@ impl LabGuard {
 impl Drop for LabGuard {
     fn drop(&mut self) {
         if let Err(e) = down(&self.name) {
-            eprintln!("routerbench lab: cleanup of {} failed: {e:#}", self.name);
+            crate::errln!("routerbench lab: cleanup of {} failed: {e:#}", self.name);
         }
     }
 }

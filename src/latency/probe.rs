@@ -65,7 +65,8 @@ pub struct ProbeConfig {
 /// Live readout for the progress line.
 #[derive(Default)]
 pub struct Live {
-    /// Last kernel-timestamped RTT in µs (0 = none yet).
+    /// Last kernel-timestamped RTT in µs, the reflector's hold time excluded as in the
+    /// summary (0 = none yet).
     pub last_rtt_us: AtomicU64,
 }
 
@@ -325,8 +326,17 @@ fn drain(s: &mut Stream, cfg: &ProbeConfig, buf: &mut [u8], live: &Live) {
             p.recv_kernel_ns = r.kernel_ns;
             let send = p.send_kernel_ns.unwrap_or(p.send_user_ns);
             if let Some(k) = r.kernel_ns {
-                live.last_rtt_us
-                    .store(k.saturating_sub(send) / 1000, Ordering::Relaxed);
+                // The summary's RTT: the round trip minus the time the reflector held the
+                // probe (its kernel send stamp only comes with the next reply, so the live
+                // line uses the user-space one).
+                let held = match (p.server_rx_ns, p.server_tx_user_ns) {
+                    (Some(rx), Some(tx)) => tx.saturating_sub(rx),
+                    _ => 0,
+                };
+                live.last_rtt_us.store(
+                    k.saturating_sub(send).saturating_sub(held) / 1000,
+                    Ordering::Relaxed,
+                );
             }
         }
     }

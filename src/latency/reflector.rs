@@ -78,6 +78,8 @@ fn bind(addr: SocketAddr, v6: bool) -> std::io::Result<UdpSocket> {
     if v6 {
         s.set_only_v6(true)?;
     }
+    // The iperf3 server's UDP stream sockets share the port (they set it too, as iperf3 does).
+    s.set_reuse_address(true)?;
     s.bind(&addr.into())?;
     let s: UdpSocket = s.into();
     s.set_read_timeout(Some(Duration::from_millis(200)))?;
@@ -91,6 +93,14 @@ fn spawn(inner: Arc<Inner>, sock: UdpSocket, v6: bool) -> anyhow::Result<()> {
         .name(format!("rb-reflector{}", if v6 { "6" } else { "4" }))
         .spawn(move || run(inner, sock, v6))?;
     Ok(())
+}
+
+/// Longest datagram handed to the port's other user (iperf3's UDP hello is 4 bytes).
+const MAX_FOREIGN_LEN: usize = 64;
+
+fn hand_over(inner: &Inner, from: SocketAddr) -> bool {
+    let hook = inner.foreign.lock().ok().and_then(|h| h.clone());
+    hook.is_some_and(|h| h(from))
 }
 
 /// Why a datagram was not answered (counted, and logged on the 1st, 2nd, 4th, 8th… time).
@@ -128,6 +138,12 @@ fn run(inner: Arc<Inner>, sock: UdpSocket, v6: bool) {
         let verdict = check(&inner, &buf, r.len, r.truncated, from);
         let (session, stream, seq) = match verdict {
             Ok(v) => v,
+            // iperf3's UDP hello (4 bytes) on a shared port: the iperf3 server takes it.
+            Err(Drop::NotProbe | Drop::Truncated)
+                if r.len <= MAX_FOREIGN_LEN && hand_over(&inner, from) =>
+            {
+                continue;
+            }
             Err(d) => {
                 let n = drops.entry(d).or_insert(0);
                 *n += 1;

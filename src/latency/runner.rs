@@ -49,6 +49,9 @@ pub struct TestConfig {
     pub cc: Option<String>,
     pub ip: IpPref,
     pub connect_timeout: Duration,
+    /// Set (by SIGINT/SIGTERM) to end the test early: what was measured is kept and the
+    /// result is marked `interrupted`.
+    pub interrupt: Option<Arc<AtomicBool>>,
     /// Shared secret for a server started with `--token` (empty: none).
     pub token: String,
 }
@@ -68,6 +71,7 @@ impl Default for TestConfig {
             cc: None,
             ip: IpPref::Any,
             connect_timeout: Duration::from_secs(5),
+            interrupt: None,
             token: String::new(),
         }
     }
@@ -367,7 +371,17 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
     let mut start_sent = !has_load;
     let (mut last_down, mut k) = (0u64, 0u64);
     let mut failure = None;
+    let interrupted = || {
+        cfg.interrupt
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+    };
+    let mut was_interrupted = false;
     while k < steps_total {
+        if interrupted() {
+            was_interrupted = true;
+            break;
+        }
         let now = Instant::now();
         if !start_sent && now + lead >= load_start {
             let start_in = load_start
@@ -423,9 +437,17 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
             break;
         }
     }
-    if failure.is_some() {
+    if failure.is_some() || was_interrupted {
         stop.store(true, Ordering::SeqCst);
     }
+    // The load measured before an interruption, in whole steps.
+    let measured_load = if was_interrupted {
+        let load = t0.elapsed().saturating_sub(delay).min(cfg.length);
+        let whole = (load.as_secs_f64() / cfg.step.as_secs_f64()).floor();
+        cfg.step.mul_f64(whole)
+    } else {
+        cfg.length
+    };
     let streams = probes
         .join()
         .map_err(|_| anyhow::anyhow!("probe thread panicked"))??;
@@ -452,14 +474,17 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
             .lock()
             .map_err(|_| anyhow::anyhow!("control data poisoned"))?,
     );
-    if let Some(f) = failure.or(data.error.clone()) {
-        return Err(LatencyError::Other(anyhow::anyhow!("test aborted: {f}")));
+    match failure.or(data.error.clone()) {
+        // Ending early can make the server complain; the measurement still stands.
+        Some(f) if was_interrupted => notes.push(format!("server after the interruption: {f}")),
+        Some(f) => return Err(LatencyError::Other(anyhow::anyhow!("test aborted: {f}"))),
+        None => {}
     }
     let counts = data.finished.clone().unwrap_or_else(|| {
         notes.push("server sent no probe counts: loss is not split by direction".into());
         Vec::new()
     });
-    let steps = (cfg.length.as_secs_f64() / cfg.step.as_secs_f64())
+    let steps = (measured_load.as_secs_f64() / cfg.step.as_secs_f64())
         .round()
         .max(1.0) as usize;
     let flows = raw_flows
@@ -507,7 +532,7 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
         ip_version: if addr.is_ipv6() { 6 } else { 4 },
         started_at,
         t0_ns,
-        length_s: cfg.length.as_secs_f64(),
+        length_s: measured_load.as_secs_f64(),
         delay_s: cfg.delay.as_secs_f64(),
         step_s: cfg.step.as_secs_f64(),
         has_load,
@@ -519,7 +544,18 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
         reflector_counts,
         notes,
     };
-    Ok(raw.summarise())
+    let mut result = raw.summarise();
+    if was_interrupted {
+        result.interrupted = true;
+        result.notes.push(format!(
+            "interrupted after {:.1} s: {:.1} s of the {:.1} s load were measured; this is a \
+             partial result",
+            t0.elapsed().as_secs_f64(),
+            measured_load.as_secs_f64(),
+            cfg.length.as_secs_f64()
+        ));
+    }
+    Ok(result)
 }
 
 /// Runs `cfg` against a server started in this process on loopback (`routerbench run`).

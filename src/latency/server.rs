@@ -106,22 +106,41 @@ pub(crate) struct Inner {
     pub bounds: Bounds,
     pub sessions: Mutex<HashMap<u64, Arc<Session>>>,
     events: Mutex<VecDeque<String>>,
+    /// Where log lines go (the server command's sink); none: kept in `events` only, so an
+    /// in-process server (`run`, `lab run`) never writes into its command's report.
+    log_to: Mutex<Option<LogFn>>,
+    /// Takes the source of a datagram on the reflector's port that is not a probe (an iperf3
+    /// UDP hello when the reflector shares the iperf3 port); true if it was taken.
+    pub(crate) foreign: Mutex<Option<ForeignFn>>,
     /// At most 20 stderr lines a second: a flood of bad connections must not fill the log.
     logcap: crate::server::logcap::LogCap,
     pub shutdown: AtomicBool,
 }
 
+/// Receives the source address of a datagram that is not a probe.
+pub type ForeignFn = Arc<dyn Fn(std::net::SocketAddr) -> bool + Send + Sync>;
+
+/// Receives the service's log lines.
+pub type LogFn = Arc<dyn Fn(&str) + Send + Sync>;
+
 impl Inner {
-    /// Logs a server event on stderr and keeps the last 256 for inspection.
+    /// Logs a server event to the log hook (if any) and keeps the last 256 for inspection.
     pub fn log(&self, msg: String) {
-        if let Some(n) = self.logcap.flush() {
-            eprintln!(
-                "routerbench latency-server: {n} more lines not logged (at most 20 a second)"
-            );
+        let hook = self.log_to.lock().ok().and_then(|h| h.clone());
+        if let Some(hook) = hook {
+            // At most 20 lines a second: a flood of bad connections must not fill the log.
+            if let Some(n) = self.logcap.flush() {
+                hook(&format!("{n} more lines not logged (at most 20 a second)"));
+            }
+            if self.logcap.admit() {
+                hook(&msg);
+            }
         }
-        if self.logcap.admit() {
-            eprintln!("routerbench latency-server: {msg}");
-        }
+        self.note(msg);
+    }
+
+    /// Keeps an event for inspection without logging it.
+    pub fn note(&self, msg: String) {
         if let Ok(mut ev) = self.events.lock() {
             if ev.len() >= 256 {
                 ev.pop_front();
@@ -158,6 +177,8 @@ impl Service {
             bounds,
             sessions: Mutex::new(HashMap::new()),
             events: Mutex::new(VecDeque::new()),
+            log_to: Mutex::new(None),
+            foreign: Mutex::new(None),
             logcap: crate::server::logcap::LogCap::new(20),
             shutdown: AtomicBool::new(false),
         });
@@ -173,6 +194,21 @@ impl Service {
     /// The reflector's UDP port for clients of the given family (None if not bound).
     pub fn udp_port(&self, v6: bool) -> Option<u16> {
         self.reflector.port(v6)
+    }
+
+    /// Sends log lines (one per session, and refusals) to `hook`.
+    pub fn set_log(&self, hook: LogFn) {
+        if let Ok(mut h) = self.inner.log_to.lock() {
+            *h = Some(hook);
+        }
+    }
+
+    /// Hands datagrams that are not probes to `hook` (the iperf3 server's UDP hellos when
+    /// the reflector listens on the iperf3 port).
+    pub fn set_foreign(&self, hook: ForeignFn) {
+        if let Ok(mut h) = self.inner.foreign.lock() {
+            *h = Some(hook);
+        }
     }
 
     /// Live sessions.
@@ -296,8 +332,9 @@ impl Service {
             map.insert(id, s.clone());
             s
         };
+        let opened = Instant::now();
         self.inner
-            .log(format!("{peer}: session {:016x} opened", session.id));
+            .note(format!("{peer}: session {:016x} opened", session.id));
         let outcome = self.run_session(&mut stream, &session, udp_port);
         session.abort.store(true, Ordering::SeqCst);
         session.start_cv.notify_all();
@@ -305,12 +342,15 @@ impl Service {
             map.remove(&session.id);
         }
         match &outcome {
-            Ok(()) => self
-                .inner
-                .log(format!("{peer}: session {:016x} finished", session.id)),
+            Ok(()) => self.inner.log(format!(
+                "{peer}: session {:016x} finished after {:.1} s",
+                session.id,
+                opened.elapsed().as_secs_f64()
+            )),
             Err(e) => self.inner.log(format!(
-                "{peer}: session {:016x} ended: {e}; slot freed",
-                session.id
+                "{peer}: session {:016x} ended after {:.1} s: {e}; slot freed",
+                session.id,
+                opened.elapsed().as_secs_f64()
             )),
         }
         let _ = stream.shutdown(Shutdown::Both);

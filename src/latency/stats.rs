@@ -1,5 +1,5 @@
-//! Summary statistics, the bufferbloat grade, RPM, and the clock offset between client and
-//! server. Pure functions over numbers; no I/O.
+//! Summary statistics, the bufferbloat grade, round trips per minute, and the clock offset
+//! between client and server. Pure functions over numbers; no I/O.
 
 use crate::results::latency::SeriesStats;
 

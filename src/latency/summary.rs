@@ -1,6 +1,6 @@
 //! Turns what the runner collected (raw probe timestamps, per-step byte counts) into the result
 //! model: RTTs from kernel timestamps, one-way delays through the clock offset, loss per
-//! direction, per-series statistics, idle vs loaded latency, grade and RPM. No I/O.
+//! direction, per-series statistics, idle vs loaded latency, grade and round trips per minute. No I/O.
 
 use super::plan::{FlowPlan, ProbeKind, dir_word};
 use super::probe::{RawProbe, StreamData};
@@ -337,6 +337,7 @@ impl RawRun {
             clock: clock.map(|c| c.0),
             summary,
             notes: self.notes,
+            interrupted: false,
         }
     }
 }

@@ -84,13 +84,10 @@ pub fn openwrt_row(result: &CryptoResult, identity: &[String], cipher_block: u32
     format!("| {} |", cells.join(" | "))
 }
 
-/// The header line matching [`openwrt_row`] for `identity_len` identity cells.
-pub fn openwrt_header(identity_len: usize) -> String {
-    let mut cells: Vec<&str> = Vec::new();
-    if identity_len > 0 {
-        cells.push("Revision");
-        cells.extend(std::iter::repeat_n("CPU", identity_len - 1));
-    }
+/// The header line matching [`openwrt_row`]: `labels` name the identity cells (see
+/// [`crate::report::device::row_identity_labels`]).
+pub fn openwrt_header(labels: &[String]) -> String {
+    let mut cells: Vec<&str> = labels.iter().map(String::as_str).collect();
     cells.push("Engine");
     cells.extend(ROW_TITLES);
     format!("| {} |", cells.join(" | "))

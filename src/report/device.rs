@@ -47,6 +47,31 @@ pub fn row_identity_cells(info: &DeviceInfo) -> Vec<String> {
     cells
 }
 
+/// Column titles for [`row_identity_cells`], named after the /proc/cpuinfo line each value
+/// came from as the wiki's table names them: `Revision`, `SoC`, `Board`, `CPU`, `BogoMIPS`.
+/// `--cpu-field` values that match none of them are `CPU`.
+pub fn row_identity_labels(info: &DeviceInfo, cells: &[String]) -> Vec<String> {
+    cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let is = |v: &Option<String>| v.as_deref() == Some(c.as_str());
+            if i == 0 {
+                "Revision"
+            } else if is(&info.bogomips) {
+                "BogoMIPS"
+            } else if is(&info.soc) {
+                "SoC"
+            } else if is(&info.model) {
+                "Board"
+            } else {
+                "CPU"
+            }
+            .to_string()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,6 +106,22 @@ mod tests {
         assert_eq!(
             row_identity_cells(&x86),
             ["unknown", "Intel(R) Xeon(R) Processor", "4200.00"]
+        );
+        assert_eq!(
+            row_identity_labels(&x86, &row_identity_cells(&x86)),
+            ["Revision", "CPU", "BogoMIPS"]
+        );
+        let mips = DeviceInfo {
+            soc: Some("MediaTek MT7621 ver:1 eco:3".into()),
+            model: Some("Linksys EA7500 v2".into()),
+            cpu_model: Some("MIPS 1004Kc V2.15".into()),
+            bogomips: Some("586.13".into()),
+            ..mips
+        };
+        assert_eq!(
+            row_identity_labels(&mips, &row_identity_cells(&mips)),
+            ["Revision", "SoC", "Board", "CPU", "BogoMIPS"],
+            "the BogoMIPS column is not a second CPU column"
         );
     }
 

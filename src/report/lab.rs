@@ -54,9 +54,18 @@ pub fn config(cfg: &LabConfig, th: &LabTheory) -> String {
         cfg.cc,
         cfg.ns_cc
     );
+    // Seconds once a queue holds more than one: "120.0 s", not "120000.0 ms".
+    let delay = |ms: f64| {
+        if ms >= 1000.0 {
+            format!("{:.1} s", ms / 1000.0)
+        } else {
+            format!("{ms:.1} ms")
+        }
+    };
     let line = |dir: &str, d: Option<f64>, g: Option<f64>| match (d, g) {
         (Some(d), Some(g)) => format!(
-            "  theory {dir}: full queue adds {d:.1} ms; TCP goodput {} ({:.3} x rate)\n",
+            "  theory {dir}: full queue adds {}; TCP goodput {} ({:.3} x rate)\n",
+            delay(d),
             fmt_rate(g),
             th.goodput_ratio
         ),

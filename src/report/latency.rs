@@ -1,5 +1,5 @@
 //! Text rendering of a latency test: the headline (idle vs loaded latency, increase, grade,
-//! RPM, throughput), then one table row per series. Nothing here measures.
+//! round trips per minute, throughput), then one table row per series. Nothing here measures.
 
 use crate::results::latency::{LatencyResult, SeriesStats};
 use std::fmt::Write;
@@ -72,7 +72,7 @@ pub fn render_text(r: &LatencyResult) -> String {
         );
         let _ = writeln!(
             out,
-            "  increase        {} ms   grade {}   RPM {} loaded ({} idle)",
+            "  increase        {} ms   grade {}   round trips/min {} loaded ({} idle)",
             f(s.increase_ms, 3),
             s.grade.as_deref().unwrap_or("-"),
             f(s.rpm_loaded, 0),
@@ -243,10 +243,14 @@ mod tests {
                 ..Default::default()
             },
             notes: vec!["a note".into()],
+            interrupted: false,
         };
         let text = render_text(&r);
         assert!(text.contains("grade B"), "{text}");
-        assert!(text.contains("RPM 1333 loaded (6000 idle)"), "{text}");
+        assert!(
+            text.contains("round trips/min 1333 loaded (6000 idle)"),
+            "{text}"
+        );
         assert!(text.contains("up 9.5 Mbit/s, down 95.0 Mbit/s"), "{text}");
         assert!(text.contains("lost 1 up / 2 down"), "{text}");
         assert!(text.contains("congestion control: cubic"), "{text}");

@@ -21,14 +21,18 @@ pub fn render_run(r: &RunResult) -> String {
             .unwrap_or_else(|| vec!["unknown".into()]);
         let block = crate::crypto::ROW_CIPHER_BLOCK;
         out.push_str("\nOpenWrt table row:\n");
-        out.push_str(&super::crypto::openwrt_header(identity.len()));
+        let labels = match &r.device {
+            Some(d) => super::device::row_identity_labels(d, &identity),
+            None => vec!["Revision".into()],
+        };
+        out.push_str(&super::crypto::openwrt_header(&labels));
         out.push('\n');
         out.push_str(&super::crypto::openwrt_row(c, &identity, block));
         out.push('\n');
     }
     if let Some(t) = &r.throughput {
         out.push_str("\n== Loopback throughput (the seed's iperf3 -s -D && iperf3 -c 127.0.0.1)\n");
-        out.push_str(&super::iperf3::render_final(t));
+        out.push_str(&super::iperf3::render_final_verbose(t));
     }
     if let Some(lab) = &r.lab {
         out.push_str("\n== Netns lab\n");

@@ -224,6 +224,8 @@ pub fn to_flent_json(r: &LatencyResult, title: &str) -> Value {
         "GENERATED_BY": format!("routerbench {}", env!("CARGO_PKG_VERSION")),
         "TEST_PARAMETERS": test_parameters,
         "FAILED_RUNNERS": 0,
+        // Ended by SIGINT/SIGTERM: LENGTH is what was measured (NOTE says so too).
+        "INTERRUPTED": r.interrupted,
         "SERIES_META": meta,
         "DATA_FILENAME": Value::Null,
     });
@@ -334,6 +336,7 @@ mod tests {
             clock: None,
             summary: LatencySummary::default(),
             notes: vec![],
+            interrupted: false,
         }
     }
 

@@ -1,6 +1,6 @@
 //! The result of a latency-under-load test (rrul, rrul_be, tcp_nup, tcp_ndown, ping): per-flow
 //! throughput, per-probe latency samples with kernel and user-space figures, clock sync, and the
-//! summary (idle vs loaded latency, grade, RPM). Times `t` are seconds since the test's T0.
+//! summary (idle vs loaded latency, grade, round trips per minute). Times `t` are seconds since the test's T0.
 
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +20,7 @@ pub struct SeriesStats {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThroughputSample {
     /// End of the step, seconds since T0.
+    #[serde(rename = "t_s", alias = "t")]
     pub t: f64,
     /// Goodput in this step, Mbit/s (10⁶ bit/s).
     pub mbps: f64,
@@ -60,6 +61,7 @@ pub struct FlowResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProbePoint {
     /// Send time, seconds since T0.
+    #[serde(rename = "t_s", alias = "t")]
     pub t: f64,
     pub seq: u32,
     /// Round trip from kernel timestamps, minus the reflector's time (None = lost).
@@ -133,9 +135,13 @@ pub struct LatencySummary {
     pub increase_ms: Option<f64>,
     /// A+ < 5 ms, A < 30, B < 60, C < 200, D < 400, F (spec/latency.md §5).
     pub grade: Option<String>,
-    /// 60000 / mean loaded RTT in ms.
+    /// Round trips per minute under load: 60000 / mean loaded probe RTT in ms. Not the IETF
+    /// responsiveness draft's "RPM" (that one times TCP, TLS and HTTP exchanges on new and on
+    /// loaded connections), hence the JSON name.
+    #[serde(rename = "round_trips_per_minute_loaded", alias = "rpm_loaded")]
     pub rpm_loaded: Option<f64>,
-    /// 60000 / mean idle RTT in ms.
+    /// The same for the idle lead-in.
+    #[serde(rename = "round_trips_per_minute_idle", alias = "rpm_idle")]
     pub rpm_idle: Option<f64>,
     /// Mean goodput per direction over the load phase, Mbit/s.
     pub upload_mbps: Option<f64>,
@@ -160,6 +166,7 @@ pub struct LatencyResult {
     /// RFC 3339 UTC.
     pub started_at: String,
     /// T0 as Unix seconds (flent's T0).
+    #[serde(rename = "t0_unix_s", alias = "t0_unix")]
     pub t0_unix: f64,
     /// Load length (flent LENGTH), s.
     pub length_s: f64,
@@ -179,4 +186,7 @@ pub struct LatencyResult {
     pub summary: LatencySummary,
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Ended early by SIGINT/SIGTERM: the fields above hold what was measured until then.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }

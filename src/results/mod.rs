@@ -15,7 +15,8 @@ pub mod monitor;
 pub mod throughput;
 
 /// Bumped on any incompatible change of the JSON layout; readers refuse a newer major.
-pub const SCHEMA: &str = "routerbench.run/1";
+/// `/2` put units into field names (`start_s`, `rtt_us`, `*_pct`, `t_s`, …).
+pub const SCHEMA: &str = "routerbench.run/2";
 
 /// Who wrote a result file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -36,7 +37,8 @@ impl ToolInfo {
 /// One `routerbench run` (or a single command's `--json`): the envelope of all sections.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
-    /// Always [`SCHEMA`] when written by this version.
+    /// Always [`SCHEMA`] when written by this version; older ones load (renamed fields are
+    /// serde aliases).
     pub schema: String,
     pub tool: ToolInfo,
     /// RFC 3339 UTC time the run started.
@@ -68,6 +70,9 @@ pub struct RunResult {
     /// Things a reader must know to trust the numbers (missing sources, skipped parts).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Ended early by SIGINT/SIGTERM: the sections hold what was measured until then.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 impl RunResult {
@@ -86,6 +91,7 @@ impl RunResult {
             throughput: None,
             sqm_capacity: None,
             notes: Vec::new(),
+            interrupted: false,
         }
     }
 }

@@ -18,12 +18,16 @@ pub enum Role {
     Loopback,
 }
 
-/// CPU utilisation of one end during the test, in percent of **one** core (may exceed 100
+/// CPU utilisation of one end during the test, in percent of **one** core (JSON `total_pct`,
+/// `user_pct`, `system_pct`) (may exceed 100
 /// with several streams, as in iperf3 3.16+): `getrusage` deltas divided by wall time.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct CpuUtil {
+    #[serde(rename = "total_pct", alias = "total")]
     pub total: f64,
+    #[serde(rename = "user_pct", alias = "user")]
     pub user: f64,
+    #[serde(rename = "system_pct", alias = "system")]
     pub system: f64,
 }
 
@@ -33,7 +37,9 @@ pub struct IntervalStream {
     /// Stream id (1, 3, 4, …); iperf3 shows the socket fd here, we show the id in `socket` too.
     pub socket: i32,
     /// Seconds since the test start.
+    #[serde(rename = "start_s", alias = "start")]
     pub start: f64,
+    #[serde(rename = "end_s", alias = "end")]
     pub end: f64,
     pub seconds: f64,
     pub bytes: u64,
@@ -49,8 +55,10 @@ pub struct IntervalStream {
     pub snd_wnd: Option<u64>,
     /// TCP sender only: smoothed RTT in µs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "rtt_us", alias = "rtt")]
     pub rtt: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "rttvar_us", alias = "rttvar")]
     pub rttvar: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pmtu: Option<u64>,
@@ -88,7 +96,9 @@ pub struct Interval {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct EndSide {
     pub socket: i32,
+    #[serde(rename = "start_s", alias = "start")]
     pub start: f64,
+    #[serde(rename = "end_s", alias = "end")]
     pub end: f64,
     pub seconds: f64,
     pub bytes: u64,
@@ -100,10 +110,13 @@ pub struct EndSide {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_snd_wnd: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "max_rtt_us", alias = "max_rtt")]
     pub max_rtt: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "min_rtt_us", alias = "min_rtt")]
     pub min_rtt: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "mean_rtt_us", alias = "mean_rtt")]
     pub mean_rtt: Option<u64>,
     /// UDP: the receiver's jitter in ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -151,7 +164,9 @@ pub struct TestSetup {
     pub protocol: Protocol,
     pub num_streams: u32,
     pub blksize: u32,
+    #[serde(rename = "omit_s", alias = "omit")]
     pub omit: u32,
+    #[serde(rename = "duration_s", alias = "duration")]
     pub duration: u32,
     pub bytes: u64,
     pub blocks: u64,
@@ -159,6 +174,7 @@ pub struct TestSetup {
     pub bidir: bool,
     pub tos: u8,
     /// bit/s per stream, 0 = unlimited.
+    #[serde(rename = "target_bitrate_bps", alias = "target_bitrate")]
     pub target_bitrate: u64,
     /// Socket buffer size asked for with `-w` (0 = kernel default).
     #[serde(default)]

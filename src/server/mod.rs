@@ -6,13 +6,15 @@
 //! connection that sends nothing is dropped after `first_bytes_timeout`.
 
 pub mod broker;
+pub mod daemon;
 pub mod limits;
+pub mod log;
 pub mod logcap;
 pub mod signals;
 
+use crate::iperf3::Iperf3Error;
 use crate::iperf3::auth::ServerAuth;
 use crate::iperf3::session::{self, SessionConfig, SessionEnv, StreamBroker, UdpAcceptor};
-use crate::iperf3::{Iperf3Error, NoIntervals};
 use crate::results::throughput::ThroughputResult;
 use crate::wire::iperf3::{COOKIE_SIZE, Cookie, State};
 use broker::{Broker, Route};
@@ -91,6 +93,18 @@ pub enum ServerEvent<'a> {
     Listening(SocketAddr),
     TestStarted {
         peer: SocketAddr,
+    },
+    /// A test's data streams are connected (iperf3's `[  5] local … connected to …` lines).
+    StreamsConnected {
+        peer: SocketAddr,
+        connected: &'a [crate::results::throughput::Connected],
+    },
+    /// One interval of a running test, as the server measured it.
+    Interval {
+        peer: SocketAddr,
+        interval: &'a crate::results::throughput::Interval,
+        first: bool,
+        parallel: usize,
     },
     TestDone {
         peer: SocketAddr,
@@ -212,6 +226,16 @@ impl Server {
             s.handler = Some(handler);
         }
         self
+    }
+
+    /// Lets another reader of the UDP port (the latency probe reflector on the same port
+    /// number) hand iperf3 UDP hellos to the tests: send each non-probe datagram's source
+    /// address to the returned sender. Call before `run`; `None` if already running.
+    pub fn share_udp_port(&mut self) -> Option<std::sync::mpsc::SyncSender<SocketAddr>> {
+        let s = Arc::get_mut(&mut self.shared)?;
+        let (tx, rx) = std::sync::mpsc::sync_channel(256);
+        s.udp.hellos = Some(Mutex::new(rx));
+        Some(tx)
     }
 
     /// Keeps every finished test's result (loopback reads them back).
@@ -457,6 +481,35 @@ fn handle_connection(
     }
 }
 
+/// Hands a test's streams and intervals to the observer (the server's interval lines).
+struct ObserverIntervals<'a> {
+    observer: &'a dyn ServerObserver,
+    peer: SocketAddr,
+    first: AtomicBool,
+    parallel: AtomicUsize,
+}
+
+impl crate::iperf3::IntervalSink for ObserverIntervals<'_> {
+    fn started(&self, connected: &[crate::results::throughput::Connected]) {
+        // Bidir connects 2·P streams; `interval` halves it.
+        self.parallel.store(connected.len(), Ordering::Relaxed);
+        self.observer.event(&ServerEvent::StreamsConnected {
+            peer: self.peer,
+            connected,
+        });
+    }
+    fn interval(&self, interval: &crate::results::throughput::Interval) {
+        let bidir = interval.sum_bidir_reverse.is_some();
+        let n = self.parallel.load(Ordering::Relaxed);
+        self.observer.event(&ServerEvent::Interval {
+            peer: self.peer,
+            interval,
+            first: self.first.swap(false, Ordering::Relaxed),
+            parallel: if bidir { n / 2 } else { n },
+        });
+    }
+}
+
 fn run_test(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, cookie: Cookie) {
     let started = sh.started_tests.load(Ordering::Relaxed);
     if sh.cfg.max_tests.is_some_and(|m| started >= m) || sh.stop.load(Ordering::Relaxed) {
@@ -491,12 +544,18 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, cookie: Cooki
     sh.started_tests.fetch_add(1, Ordering::Relaxed);
     sh.observer.event(&ServerEvent::TestStarted { peer });
     let render = |r: &ThroughputResult| crate::report::iperf3::render_final(r);
+    let sink = ObserverIntervals {
+        observer: sh.observer.as_ref(),
+        peer,
+        first: AtomicBool::new(true),
+        parallel: AtomicUsize::new(1),
+    };
     let env = SessionEnv {
         cfg: &sh.cfg.session,
         broker: &sh.broker,
         udp: &sh.udp,
         stop: &sh.stop,
-        sink: &NoIntervals,
+        sink: &sink,
         render_text: &render,
         ledger: &sh.ledger,
         auth: sh.cfg.auth.as_deref(),

@@ -1,6 +1,7 @@
-//! Small helpers shared by every module: wall-clock timestamps, progress display.
+//! Small helpers shared by every module: wall-clock timestamps, progress display, pipe-safe output.
 
 pub mod affinity;
+pub mod out;
 pub mod progress;
 pub mod time;
 pub mod tool;

@@ -17,7 +17,8 @@ pub const ATTACKER: &str = "127.0.0.2";
 /// A routerbench server on 127.0.0.1:`port` with `extra` options, once it listens.
 pub fn server(port: u16, extra: &[&str], tag: &str) -> Proc {
     let p = port.to_string();
-    let mut args = vec!["server", "-p", &p, "-B", "127.0.0.1"];
+    // -V: the attack tests read the server's log lines (refusals, cuts) on stderr.
+    let mut args = vec!["server", "-V", "-p", &p, "-B", "127.0.0.1"];
     args.extend_from_slice(extra);
     let s = Proc::start(std::path::Path::new(ROUTERBENCH), &args, tag);
     wait_listening(port);

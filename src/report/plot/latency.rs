@@ -266,6 +266,7 @@ pub(crate) mod tests {
             clock: None,
             summary: Default::default(),
             notes: vec![],
+            interrupted: false,
         }
     }
 

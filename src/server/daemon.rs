@@ -1,0 +1,94 @@
+//! iperf3's `-D` (run in the background) and `-I FILE` (pid file) for the server.
+//!
+//! The listener is bound *before* detaching, so "port in use" reaches the user's terminal;
+//! the fork happens before any thread starts.
+
+use std::path::{Path, PathBuf};
+
+/// Detaches from the terminal: fork, new session, cwd `/`, stdin/stdout/stderr to /dev/null
+/// (what iperf3's `-D` does through daemon(3)). Only the child returns.
+pub fn detach() -> anyhow::Result<()> {
+    // SAFETY: called before this process started any thread; daemon(3) forks and the parent
+    // exits inside it.
+    let r = unsafe { libc::daemon(0, 0) };
+    if r != 0 {
+        anyhow::bail!(
+            "cannot run in the background (-D): {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// A written pid file, removed when dropped (the server's normal exit).
+pub struct PidFile {
+    path: PathBuf,
+}
+
+impl PidFile {
+    /// Refuses when `path` names a live process (another server), else writes our pid.
+    pub fn check(path: &Path) -> anyhow::Result<PathBuf> {
+        let abs = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            std::env::current_dir()?.join(path)
+        };
+        let running = std::fs::read_to_string(&abs)
+            .ok()
+            .and_then(|text| text.trim().parse::<i32>().ok())
+            .filter(|&pid| {
+                pid > 0
+                    && pid != std::process::id() as i32
+                    && Path::new(&format!("/proc/{pid}")).exists()
+            });
+        if let Some(pid) = running {
+            anyhow::bail!(
+                "pid file {} names a running process ({pid}): another server? stop it or use \
+                 another -I file",
+                abs.display()
+            );
+        }
+        if let Some(dir) = abs.parent().filter(|d| !d.is_dir()) {
+            anyhow::bail!(
+                "pid file {}: directory {} does not exist",
+                abs.display(),
+                dir.display()
+            );
+        }
+        Ok(abs)
+    }
+
+    /// Writes this process's pid to `path` (made absolute by [`PidFile::check`]).
+    pub fn write(path: PathBuf) -> anyhow::Result<PidFile> {
+        std::fs::write(&path, format!("{}\n", std::process::id()))
+            .map_err(|e| anyhow::anyhow!("cannot write pid file {}: {e}", path.display()))?;
+        Ok(PidFile { path })
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pid_file_written_refused_when_live_and_removed() {
+        let path = std::env::temp_dir().join(format!("rb-pid-{}", std::process::id()));
+        let abs = PidFile::check(&path).unwrap();
+        let pf = PidFile::write(abs.clone()).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.trim(), std::process::id().to_string());
+        // pid 1 is always alive: a file naming it is refused.
+        std::fs::write(&path, "1\n").unwrap();
+        let err = PidFile::check(&path).unwrap_err().to_string();
+        assert!(err.contains("running process (1)"), "{err}");
+        drop(pf);
+        assert!(!path.exists(), "removed on drop");
+        assert!(PidFile::check(Path::new("/nonexistent-dir/x.pid")).is_err());
+    }
+}
