@@ -132,10 +132,7 @@ pub fn sqm_capacity(c: &crate::results::lab::SqmCapacity) -> String {
         "SQM capacity ({} in {}): {}\n  criteria: {}\n  method: {}\n",
         c.qdisc,
         c.place,
-        c.capacity_bps
-            .map_or("below the lowest rate tried".to_string(), |r| {
-                crate::lab::shape::fmt_rate(r as f64)
-            }),
+        capacity_words(c),
         c.criteria,
         c.method
     );
@@ -143,6 +140,19 @@ pub fn sqm_capacity(c: &crate::results::lab::SqmCapacity) -> String {
         s.push_str(&sqm_point(p));
     }
     s
+}
+
+/// The capacity in words: a search in which no rate failed only found a lower bound (it stopped
+/// at its ceiling), so it reads "at least".
+fn capacity_words(c: &crate::results::lab::SqmCapacity) -> String {
+    match c.capacity_bps {
+        None => "below the lowest rate tried".to_string(),
+        Some(r) if !c.points.is_empty() && c.points.iter().all(|p| p.pass) => format!(
+            "at least {} (no rate tried failed: the search stopped at its ceiling)",
+            crate::lab::shape::fmt_rate(r as f64)
+        ),
+        Some(r) => crate::lab::shape::fmt_rate(r as f64),
+    }
 }
 
 /// One line on the lab's AQM: which qdisc, kernel or userspace, and the forwarder's state.
@@ -397,7 +407,31 @@ pub fn accuracy(points: &[AccuracyPoint]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::lab::{CapacityPoint, Shaper};
+    use crate::results::lab::{CapacityPoint, Shaper, SqmCapacity, SqmPoint};
+
+    #[test]
+    fn sqm_capacity_is_a_lower_bound_when_no_rate_failed() {
+        let point = |rate_bps, pass| SqmPoint {
+            rate_bps,
+            pass,
+            ..Default::default()
+        };
+        let mut c = SqmCapacity {
+            qdisc: "cake".into(),
+            place: "userspace".into(),
+            capacity_bps: Some(800_000_000),
+            points: vec![point(400_000_000, true), point(800_000_000, true)],
+            ..Default::default()
+        };
+        let text = sqm_capacity(&c);
+        assert!(text.contains("at least 800.0 Mbit/s"), "{text}");
+        c.points.push(point(1_600_000_000, false));
+        let text = sqm_capacity(&c);
+        assert!(!text.contains("at least"), "{text}");
+        assert!(text.contains("): 800.0 Mbit/s"), "{text}");
+        c.capacity_bps = None;
+        assert!(sqm_capacity(&c).contains("below the lowest rate tried"));
+    }
 
     fn cfg() -> LabConfig {
         LabConfig {

@@ -230,7 +230,7 @@ pub struct LabStatus {
 }
 
 /// One rate tried by the SQM capacity search.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct SqmPoint {
     pub rate_bps: u64,
     pub goodput_bps: f64,
