@@ -194,8 +194,7 @@ impl Qdisc for Codel {
         self.stats.ecn_marks += c.marks;
         match p {
             Some(p) => {
-                self.stats.sent_packets += 1;
-                self.stats.sent_bytes += u64::from(p.meta.wire_len);
+                self.stats.count_sent(p.meta.wire_len);
                 Dequeued::Packet(p)
             }
             None => Dequeued::Empty,

@@ -34,8 +34,7 @@ impl Qdisc for Fifo {
     fn dequeue(&mut self, _now_ns: u64) -> Dequeued {
         match self.q.pop() {
             Some(p) => {
-                self.stats.sent_packets += 1;
-                self.stats.sent_bytes += u64::from(p.meta.wire_len);
+                self.stats.count_sent(p.meta.wire_len);
                 Dequeued::Packet(p)
             }
             None => Dequeued::Empty,

@@ -204,8 +204,7 @@ impl Qdisc for FqCodel {
                 }
                 Some(p) => {
                     self.flows[i].deficit -= p.meta.wire_len as i32;
-                    self.stats.sent_packets += 1;
-                    self.stats.sent_bytes += u64::from(p.meta.wire_len);
+                    self.stats.count_sent(p.meta.wire_len);
                     return Dequeued::Packet(p);
                 }
             }

@@ -32,6 +32,12 @@ impl QdiscStats {
     pub fn drops(&self) -> u64 {
         self.aqm_drops + self.overlimit_drops
     }
+
+    /// Counts one packet handed to the link (`wire_len` bytes on the wire).
+    pub fn count_sent(&mut self, wire_len: u32) {
+        self.sent_packets += 1;
+        self.sent_bytes += u64::from(wire_len);
+    }
 }
 
 /// Which discipline.

@@ -660,8 +660,7 @@ impl Qdisc for Cake {
             t.tin_deficit -= adj as i32;
             t.stats.sent_packets += 1;
             t.stats.sent_bytes += u64::from(p.meta.wire_len);
-            self.stats.sent_packets += 1;
-            self.stats.sent_bytes += u64::from(p.meta.wire_len);
+            self.stats.count_sent(p.meta.wire_len);
             return Dequeued::Packet(p);
         }
         Dequeued::Empty
