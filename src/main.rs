@@ -1,6 +1,11 @@
 //! routerbench: the command-line entry point. Parses the arguments, runs one command, maps errors
 //! to exit codes (0 ok, 1 failure, 2 usage).
 
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 use clap::Parser;
 
 fn main() {
