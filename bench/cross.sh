@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
 # cross.sh: static builds of routerbench for router CPUs (armv7 = IPQ8064-class, aarch64 =
-# filogic-class) with Debian's rustc-web 1.85 and the target std taken out of Debian's
-# libstd-rust-web-dev:armhf/:arm64 packages (spec/cross-build.md), then a smoke test of each
-# binary under qemu-user: `device`, `crypto --seconds 0.2 --format openwrt`, `loopback -t 2`, and
-# a `server` under qemu serving a native `iperf3 -c 127.0.0.1 -t 2` client.
+# filogic-class) with Debian's rustc-web 1.85, then a smoke test of each binary under qemu-user:
+# `device`, `crypto --seconds 0.2 --format openwrt`, `loopback -t 2`, a `server` under qemu
+# (RUST_BACKTRACE=1, through the latency reflector's error path: qemu-user has no SO_TIMESTAMPNS)
+# serving a native `iperf3 -c 127.0.0.1 -t 2` client, and a command that fails (exit 1, no crash).
+#
+# Two recipes, both from Debian packages alone (README "On the router"):
+#   BUILD_STD=1 (default): the router build. musl libc (Debian's musl-dev:armhf/:arm64) instead of
+#     glibc, and std compiled from Debian's rust-web-src 1.85 with `-Z build-std` (panic_immediate_abort,
+#     optimize_for_size); RUSTC_BOOTSTRAP=1 lets the stable 1.85 compiler accept those unstable
+#     flags. armv7 code is Thumb-2. Triples *-linux-musleabihf / *-linux-musl.
+#   BUILD_STD=0: the plain recipe. glibc, and the target std copied out of Debian's
+#     libstd-rust-web-dev:armhf/:arm64 (spec/cross-build.md). ~2x bigger (static glibc, a
+#     precompiled std with its backtrace code).
 #
 #   bench/cross.sh                     # both targets, full feature set
 #   TARGETS=armv7 bench/cross.sh       # CI: the armv7 smoke test only
@@ -12,6 +21,7 @@
 #   FAST=1 bench/cross.sh              # CI: thin LTO, 16 codegen units (same code, ~3x quicker
 #                                      # to build, a little bigger: sizes are not the shipped ones)
 #   FEATURES=minimal bench/cross.sh    # --no-default-features (the router's minimal build)
+#   BUILD_STD=0 bench/cross.sh         # the plain glibc recipe (Debian's precompiled std)
 #
 # Figures under qemu are emulated: never quote them as the device's. Needs root for apt-get.
 set -euo pipefail
@@ -22,44 +32,71 @@ SETUP=${SETUP:-1}
 SMOKE=${SMOKE:-1}
 FAST=${FAST:-0}
 FEATURES=${FEATURES:-full}
+BUILD_STD=${BUILD_STD:-1}
 PORT=${PORT:-27011}
 RUST_DEB_VERSION=1.85.0+dfsg3-1~deb12u3
 RUSTC=${RUSTC_CROSS:-/usr/bin/rustc}
 # Own target dir: the cross builds must not fight the native build's cache.
 TARGET_DIR=${CROSS_TARGET_DIR:-target/cross}
+[ "$BUILD_STD" = 1 ] && [ -z "${CROSS_TARGET_DIR:-}" ] && TARGET_DIR=target/cross-std
 
 triple() {
-  case "$1" in
-    armv7) echo armv7-unknown-linux-gnueabihf ;;
-    aarch64) echo aarch64-unknown-linux-gnu ;;
+  case "$1:$BUILD_STD" in
+    armv7:1) echo armv7-unknown-linux-musleabihf ;;
+    aarch64:1) echo aarch64-unknown-linux-musl ;;
+    armv7:*) echo armv7-unknown-linux-gnueabihf ;;
+    aarch64:*) echo aarch64-unknown-linux-gnu ;;
     *) echo "unknown target $1 (armv7 or aarch64)" >&2; exit 2 ;;
   esac
 }
 debarch() { case "$1" in armv7) echo armhf ;; aarch64) echo arm64 ;; esac; }
-linker() { case "$1" in armv7) echo arm-linux-gnueabihf-gcc ;; aarch64) echo aarch64-linux-gnu-gcc ;; esac; }
+# The glibc cross gcc; musl-dev:ARCH's <triplet>-gcc wraps it with musl's specs (crt files, libc.a).
+gcc_linker() { case "$1" in armv7) echo arm-linux-gnueabihf-gcc ;; aarch64) echo aarch64-linux-gnu-gcc ;; esac; }
+linker() {
+  if [ "$BUILD_STD" = 1 ]; then
+    case "$1" in armv7) echo arm-linux-musleabihf-gcc ;; aarch64) echo aarch64-linux-musl-gcc ;; esac
+  else
+    gcc_linker "$1"
+  fi
+}
 qemu() { case "$1" in armv7) echo qemu-arm-static ;; aarch64) echo qemu-aarch64-static ;; esac; }
 gccpkg() { case "$1" in armv7) echo gcc-arm-linux-gnueabihf ;; aarch64) echo gcc-aarch64-linux-gnu ;; esac; }
 
-# The toolchain: Debian's rustc 1.85 (host), the cross linker, qemu-user, and the target's std
-# copied out of the Debian package (an `apt-get install` of libstd-rust-web-dev:armhf fails on
-# libllvm19/libzstd1 version skew, so the .deb is downloaded and unpacked instead).
+# The toolchain: Debian's rustc 1.85 (host), the cross linker, qemu-user, and either (BUILD_STD=1)
+# std's source (rust-web-src, pinned to the compiler's version: a newer one does not build with
+# it) and musl for the target, or (BUILD_STD=0) the target's std copied out of the Debian package
+# (an `apt-get install` of libstd-rust-web-dev:armhf fails on libllvm19/libzstd1 version skew, so
+# the .deb is downloaded and unpacked instead).
+add_arch() {
+  if ! dpkg --print-foreign-architectures | grep -qx "$1"; then
+    dpkg --add-architecture "$1"
+    apt-get update -qq || echo "apt-get update reported errors; going on" >&2
+  fi
+}
 setup() {
   local t=$1 tr arch
   tr=$(triple "$t")
   arch=$(debarch "$t")
   export DEBIAN_FRONTEND=noninteractive
-  if ! command -v "$(linker "$t")" >/dev/null || ! command -v "$(qemu "$t")" >/dev/null \
+  if ! command -v "$(gcc_linker "$t")" >/dev/null || ! command -v "$(qemu "$t")" >/dev/null \
      || ! command -v iperf3 >/dev/null || [ ! -x "$RUSTC" ]; then
     apt-get update -qq || echo "apt-get update reported errors (bookworm-security index for a foreign arch fails here); going on" >&2
     apt-get install -y -qq "$(gccpkg "$t")" qemu-user-static iperf3 \
       "rustc-web=$RUST_DEB_VERSION" "libstd-rust-web-dev=$RUST_DEB_VERSION" \
       "libstd-rust-web-1.85=$RUST_DEB_VERSION" >/dev/null
   fi
-  if [ ! -d "/usr/lib/rustlib/$tr/lib" ]; then
-    if ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
-      dpkg --add-architecture "$arch"
-      apt-get update -qq || echo "apt-get update reported errors; going on" >&2
+  if [ "$BUILD_STD" = 1 ]; then
+    if [ ! -d "$("$RUSTC" --print sysroot)/lib/rustlib/src/rust/library/std" ]; then
+      apt-get install -y -qq "rust-web-src=$RUST_DEB_VERSION" >/dev/null
     fi
+    if ! command -v "$(linker "$t")" >/dev/null; then
+      add_arch "$arch"
+      apt-get install -y -qq "musl-dev:$arch" >/dev/null
+    fi
+    return
+  fi
+  if [ ! -d "/usr/lib/rustlib/$tr/lib" ]; then
+    add_arch "$arch"
     local dl
     dl=$(mktemp -d)
     (cd "$dl" && apt-get download -qq "libstd-rust-web-dev:$arch=$RUST_DEB_VERSION")
@@ -76,13 +113,27 @@ build() {
   [ "$FEATURES" = minimal ] && feat=(--no-default-features)
   echo "== build $tr ($FEATURES) with $("$RUSTC" --version)" >&2
   local t0=$SECONDS
-  local fast=()
+  local fast=() rustflags="-C target-feature=+crt-static" std=()
   [ "$FAST" = 1 ] && fast=(CARGO_PROFILE_ROUTER_LTO=thin CARGO_PROFILE_ROUTER_CODEGEN_UNITS=16)
-  # Not +thumb-mode for armv7: 25 % smaller, but that server hung at start under qemu-arm
-  # (the feature is unstable in rustc 1.85).
-  env RUSTC="$RUSTC" "$var=$(linker "$t")" RUSTFLAGS="-C target-feature=+crt-static" "${fast[@]}" \
+  if [ "$BUILD_STD" = 1 ]; then
+    # std from source, without its backtrace code and panic messages (a panic aborts at once).
+    std=(-Z build-std=std,panic_abort
+      -Z build-std-features=panic_immediate_abort,optimize_for_size)
+    # musl's std links -lunwind statically (rustup ships LLVM's libunwind.a for it); GCC's
+    # libgcc_eh.a is the same unwinder. No rustup self-contained crt files here: musl-gcc's.
+    mkdir -p "$TARGET_DIR/unwind-$t"
+    cp "$("$(gcc_linker "$t")" -print-file-name=libgcc_eh.a)" "$TARGET_DIR/unwind-$t/libunwind.a"
+    rustflags+=" -C link-self-contained=no -L $PWD/$TARGET_DIR/unwind-$t"
+    # Thumb-2: ~20 % smaller code; every ARMv7-A core runs it (the feature is unstable-marked
+    # in rustc 1.85, which prints a warning).
+    [ "$t" = armv7 ] && rustflags+=" -C target-feature=+thumb-mode"
+  fi
+  # RUSTC_BOOTSTRAP=1: a stable compiler accepts -Z flags (what OpenWrt's rust-package.mk and
+  # distribution builds of Rust's own std rely on too).
+  [ "$BUILD_STD" = 1 ] && fast+=(RUSTC_BOOTSTRAP=1)
+  env RUSTC="$RUSTC" "$var=$(linker "$t")" RUSTFLAGS="$rustflags" "${fast[@]}" \
     CARGO_TARGET_DIR="$TARGET_DIR" \
-    cargo build --profile router --target "$tr" "${feat[@]}" >&2
+    cargo build --profile router --target "$tr" "${feat[@]}" "${std[@]}" >&2
   echo "   built in $((SECONDS - t0)) s" >&2
 }
 
@@ -110,7 +161,18 @@ smoke() {
   out=$("$q" "$bin" loopback -t 2 2>&1) || fail "$t" "loopback failed: $out"
   echo "   loopback: $(echo "$out" | grep -m1 -i 'receiver' || echo "$out" | tail -n1)" >&2
 
-  "$q" "$bin" server -p "$PORT" --bind 127.0.0.1 >/dev/null 2>&1 &
+  # An error with RUST_BACKTRACE=1: anyhow captures a backtrace, which walks the stack up through
+  # main (on ARM a noreturn main once made that walk loop: segfault with opt-level "z", a hang
+  # with Thumb-2). Nothing listens on PORT+1, so the client must fail cleanly with exit 1.
+  local rc=0
+  out=$(RUST_BACKTRACE=1 timeout 60 "$q" "$bin" client 127.0.0.1 -p "$((PORT + 1))" -t 1 2>&1) || rc=$?
+  [ "$rc" = 1 ] && echo "$out" | grep -q 'routerbench: error' \
+    || fail "$t" "a failing client with RUST_BACKTRACE=1 exited $rc (want 1 and an error line): $out"
+  echo "   error path with RUST_BACKTRACE=1: exit 1, $(echo "$out" | grep -m1 'routerbench: error' | cut -c1-80)" >&2
+
+  # The server's latency reflector cannot start under qemu-user (no SO_TIMESTAMPNS): that error
+  # path, with a backtrace captured, must still end in a serving iperf3 server.
+  RUST_BACKTRACE=1 "$q" "$bin" server -p "$PORT" --bind 127.0.0.1 >/dev/null 2>&1 &
   srv_pid=$!
   local ok=0 i
   for i in $(seq 1 100); do

@@ -4,8 +4,10 @@
 # 1. Sizes of `--profile router` builds: this host's (dynamic), and the static armv7/aarch64
 #    builds of bench/cross.sh when its toolchain is installed, each with every default feature
 #    ("full") and with --no-default-features ("minimal": server, client, loopback, latency
-#    tests, crypto, monitor; no lab). Targets (issue 8): static armv7 full < 2.0 MB, minimal
-#    < 1.2 MB.
+#    tests, crypto, monitor; no lab, no plots), in both of its recipes: the router build
+#    (BUILD_STD=1: musl, Thumb-2, std built for size) and the plain one (BUILD_STD=0: glibc,
+#    Debian's precompiled std). Targets (issue 8), on the router build: static armv7 full
+#    < 2.0 MB, minimal < 1.2 MB. RECIPES="1" measures the router build only.
 # 2. Peak RSS (VmHWM of /proc/PID/status) of `routerbench server` (this host's minimal router
 #    build) while it serves one RRUL test (routerbench's own client) and one `iperf3 -P 4`
 #    (Debian's iperf3) at the same time, against its own VmHWM when idle. Target: < 16 MB.
@@ -37,16 +39,24 @@ sizes=()
 [ -n "${NATIVE_BIN:-}" ] || sizes+=("$(uname -m)-linux-gnu (dynamic) minimal $(stat -c %s "$native_min")")
 if [ "$CROSS" = 1 ]; then
   for t in ${CROSS_TARGETS:-armv7}; do
-    if [ ! -d "/usr/lib/rustlib/$( [ $t = armv7 ] && echo armv7-unknown-linux-gnueabihf || echo aarch64-unknown-linux-gnu)" ]; then
-      echo "no $t std installed: run bench/cross.sh once (or CROSS=0)" >&2
-      continue
-    fi
-    for f in full minimal; do
-      # The same target dirs as bench/cross.sh, so its builds are reused.
-      dir=target/cross; [ "$f" = minimal ] && dir=target/cross-minimal
-      out=$(CROSS_TARGET_DIR="$dir" FEATURES=$f TARGETS=$t SETUP=0 SMOKE=0 bench/cross.sh 2>&1 | awk '$1 ~ /-linux-/ && $2 != "features" { print $1, $3 }')
-      tr=${out% *}
-      sizes+=("$tr (static) $f ${out##* }")
+    for std in ${RECIPES:-1 0}; do
+      if [ "$std" = 0 ] && [ ! -d "/usr/lib/rustlib/$( [ $t = armv7 ] && echo armv7-unknown-linux-gnueabihf || echo aarch64-unknown-linux-gnu)" ]; then
+        echo "no $t std installed for the plain recipe: run BUILD_STD=0 bench/cross.sh once" >&2
+        continue
+      fi
+      if [ "$std" = 1 ] && ! command -v "$( [ $t = armv7 ] && echo arm-linux-musleabihf-gcc || echo aarch64-linux-musl-gcc)" >/dev/null; then
+        echo "no musl for $t: run bench/cross.sh once (or CROSS=0)" >&2
+        continue
+      fi
+      for f in full minimal; do
+        # The same target dirs as bench/cross.sh, so its builds are reused.
+        dir=target/cross; [ "$std" = 1 ] && dir=target/cross-std
+        [ "$f" = minimal ] && dir=$dir-minimal
+        out=$(BUILD_STD=$std CROSS_TARGET_DIR="$dir" FEATURES=$f TARGETS=$t SETUP=0 SMOKE=0 bench/cross.sh 2>&1 | awk '$1 ~ /-linux-/ && $2 != "features" { print $1, $3 }')
+        [ -n "$out" ] || { echo "bench/cross.sh BUILD_STD=$std FEATURES=$f TARGETS=$t failed" >&2; exit 1; }
+        tr=${out% *}
+        sizes+=("$tr (static) $f ${out##* }")
+      done
     done
   done
 fi
@@ -86,15 +96,15 @@ rss_kb=$(awk '/^VmRSS/ { print $2 }' "/proc/$srv/status")
 threads=$(awk '/^Threads/ { print $2 }' "/proc/$srv/status")
 gbps=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.2f" % (d["end"]["sum_received"]["bits_per_second"]/1e9))' "$work/iperf3.json" 2>/dev/null || echo "?")
 
-printf '\n%-40s %-8s %12s %8s %8s\n' build features bytes MB target
+printf '\n%-48s %-8s %12s %8s %8s\n' build features bytes MB target
 for s in "${sizes[@]}"; do
   read -r name link feat bytes <<<"$s"
   target="-"
   case "$name $feat" in
-    armv7*" full") target="< 2.0 $( [ "$bytes" -lt 2000000 ] && echo ok || echo MISSED)" ;;
-    armv7*" minimal") target="< 1.2 $( [ "$bytes" -lt 1200000 ] && echo ok || echo MISSED)" ;;
+    armv7*musl*" full") target="< 2.0 $( [ "$bytes" -lt 2000000 ] && echo ok || echo MISSED)" ;;
+    armv7*musl*" minimal") target="< 1.2 $( [ "$bytes" -lt 1200000 ] && echo ok || echo MISSED)" ;;
   esac
-  printf '%-40s %-8s %12s %8s %s\n' "$name $link" "$feat" "$bytes" "$(mb "$bytes")" "$target"
+  printf '%-48s %-8s %12s %8s %s\n' "$name $link" "$feat" "$bytes" "$(mb "$bytes")" "$target"
 done
 printf '\nserver peak RSS (VmHWM): idle %.1f MB, under rrul + iperf3 -P 4: %.1f MB (target < 16 MB: %s)\n' \
   "$(awk -v k="$idle_kb" 'BEGIN { print k / 1024 }')" "$(awk -v k="$peak_kb" 'BEGIN { print k / 1024 }')" \
