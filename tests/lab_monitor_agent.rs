@@ -64,7 +64,7 @@ fn wait_reachable(ns_lan: &str, addr: SocketAddr) {
 fn p95(mut v: Vec<f64>) -> f64 {
     assert!(!v.is_empty());
     v.sort_by(f64::total_cmp);
-    routerbench::latency::stats::percentile(&v, 95.0)
+    routerbench::stats::percentile(&v, 95.0).unwrap()
 }
 
 /// One rrul with `--monitor`; returns failures (empty = pass).

@@ -6,6 +6,7 @@
 //! Server: `server` (sessions, limits, standalone accept loop) + `reflector` (UDP).
 
 pub mod conn;
+pub mod figures;
 pub mod flows;
 pub mod icmp;
 pub mod plan;
@@ -15,7 +16,6 @@ pub mod runner;
 pub mod server;
 mod server_load;
 pub mod standalone;
-pub mod stats;
 pub mod summary;
 
 pub use plan::TestKind;

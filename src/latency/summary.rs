@@ -4,7 +4,8 @@
 
 use super::plan::{FlowPlan, ProbeKind, dir_word};
 use super::probe::{RawProbe, StreamData};
-use super::stats::{self, Exchange};
+use super::figures as stats;
+use crate::stats::{Exchange, clock_offset};
 use crate::results::latency::*;
 use crate::wire::rb::Direction;
 
@@ -101,9 +102,9 @@ impl RawRun {
                 }
             }
         }
-        let (start, used, at_head) = stats::clock_offset(&head)?;
+        let (start, used, at_head) = clock_offset(&head)?;
         let t_head = self.t_of(at_head);
-        let tail_est = stats::clock_offset(&tail);
+        let tail_est = clock_offset(&tail);
         let end = tail_est.map(|(o, _, _)| o);
         let t_tail = tail_est.map(|(_, _, at)| self.t_of(at)).unwrap_or(t_head);
         let drift_ppm = end

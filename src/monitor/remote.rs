@@ -4,7 +4,7 @@
 //! time axis (one t0).
 
 use super::agent::read_frame;
-use crate::latency::stats::{Exchange, clock_offset};
+use crate::stats::{Exchange, clock_offset};
 use crate::net::latency_sockopts::realtime_ns;
 use crate::results::monitor::{AgentClock, MonitorResult, MonitorSample};
 use crate::wire::rb_agent::{self, AgentMessage, ChunkKind};

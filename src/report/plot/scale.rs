@@ -15,22 +15,7 @@ impl AxisRange {
     }
 }
 
-/// The `p`-th percentile (0–100) of sorted values by nearest rank (`ceil(p/100·n)`): an actual
-/// sample, never an interpolation towards a spike. Under 100 samples the 99th is the maximum.
-pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = (p.clamp(0.0, 100.0) / 100.0 * sorted.len() as f64).ceil() as usize;
-    sorted.get(rank.clamp(1, sorted.len()) - 1).copied()
-}
-
-/// Sorted copy of the finite values.
-pub fn sorted_finite(values: impl IntoIterator<Item = f64>) -> Vec<f64> {
-    let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
-    v.sort_by(|a, b| a.total_cmp(b));
-    v
-}
+use crate::stats::{percentile, sorted_finite};
 
 /// The axis for `values`: 1st–99th percentile, widened by 8 % on top (and below when not
 /// `zero_based`); from 0 when `zero_based` and all values are ≥ 0. `None` for no values.
@@ -99,21 +84,6 @@ mod tests {
         let r = robust_range([5.0], false).unwrap();
         assert!(r.lo < 5.0 && r.hi > 5.0);
         assert!(robust_range([f64::NAN], true).is_none());
-    }
-
-    #[test]
-    fn percentile_is_a_nearest_rank_sample() {
-        let s = [1.0, 2.0, 3.0, 4.0, 1000.0];
-        assert_eq!(
-            percentile(&s, 99.0),
-            Some(1000.0),
-            "under 100 samples: the maximum"
-        );
-        assert_eq!(percentile(&s, 1.0), Some(1.0));
-        assert_eq!(percentile(&s, 50.0), Some(3.0));
-        let mut many: Vec<f64> = (0..150).map(|i| i as f64).collect();
-        many.push(1e6);
-        assert_eq!(percentile(&many, 99.0), Some(149.0));
     }
 
     #[test]
