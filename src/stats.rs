@@ -21,10 +21,7 @@ pub fn sorted_finite(values: impl IntoIterator<Item = f64>) -> Vec<f64> {
 /// [`sorted_finite`]) by linear interpolation between the closest ranks (numpy's default; see
 /// the module doc). `None` when `sorted` is empty or `p` is NaN.
 pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() || p.is_nan() {
-        return None;
-    }
-    let pos = (p / 100.0).clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
+    let pos = percentile_position(sorted.len(), p)?;
     let lo = pos.floor() as usize;
     let hi = pos.ceil() as usize;
     let (a, b) = (*sorted.get(lo)?, *sorted.get(hi)?);
@@ -33,6 +30,17 @@ pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     } else {
         a + (b - a) * (pos - lo as f64)
     })
+}
+
+/// Where the `p`-th percentile (0–100, clamped) lies among `n` sorted values: the 0-based
+/// position `p/100 · (n − 1)` that [`percentile`] interpolates at. `None` when `n` is 0 or `p`
+/// is NaN. A caller that needs a measured value rather than an interpolated one (a plot axis
+/// ending on a sample) takes the sample at the rounded position.
+pub fn percentile_position(n: usize, p: f64) -> Option<f64> {
+    if n == 0 || p.is_nan() {
+        return None;
+    }
+    Some((p / 100.0).clamp(0.0, 1.0) * (n - 1) as f64)
 }
 
 /// The `p`-th percentile of any values: [`sorted_finite`] then [`percentile`].
@@ -135,6 +143,9 @@ mod tests {
         assert_eq!(percentile(&v, -5.0), Some(1.0), "clamped");
         assert_eq!(percentile(&v, 250.0), Some(4.0), "clamped");
         assert_eq!(percentile(&v, f64::NAN), None);
+        assert_eq!(percentile_position(0, 50.0), None);
+        assert_eq!(percentile_position(101, 99.0), Some(99.0));
+        assert_eq!(percentile_position(3, 50.0), Some(1.0));
         // NaN and infinities are left out (numpy.nanpercentile).
         let s = sorted_finite([3.0, f64::NAN, 1.0, f64::INFINITY, 2.0, f64::NEG_INFINITY]);
         assert_eq!(s, vec![1.0, 2.0, 3.0]);
@@ -148,7 +159,11 @@ mod tests {
         assert_eq!(mean(&[1.0, 2.0, 6.0]), Some(3.0));
         assert_eq!(median(&[]), None);
         assert_eq!(median(&[1.0, 2.0, 3.0]), Some(2.0));
-        assert_eq!(median(&[1.0, 2.0, 3.0, 10.0]), Some(2.5), "even count: mean of the middle");
+        assert_eq!(
+            median(&[1.0, 2.0, 3.0, 10.0]),
+            Some(2.5),
+            "even count: mean of the middle"
+        );
     }
 
     #[test]

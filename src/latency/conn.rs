@@ -1,6 +1,7 @@
 //! Frame I/O for the routerbench protocol over a TCP stream, and the random payload of load
 //! flows. The byte format lives in `wire::rb`; this only reads and writes it.
 
+use crate::net::deadline::DeadlineReader;
 use crate::wire::rb::{self, Message, WireError};
 use std::io::{self, Read, Write};
 
@@ -27,27 +28,6 @@ impl From<io::Error> for ConnError {
             | io::ErrorKind::ConnectionAborted => Self::Closed,
             _ => Self::Io(e),
         }
-    }
-}
-
-/// A reader that fails with `TimedOut` once `deadline` has passed, however slowly the peer
-/// dribbles bytes: each read waits at most the time left. Handshakes use it so that a client
-/// sending one byte every few seconds cannot hold a connection (and its thread) for ever.
-pub struct DeadlineReader<'a> {
-    pub stream: &'a mut std::net::TcpStream,
-    pub deadline: std::time::Instant,
-}
-
-impl Read for DeadlineReader<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let left = self
-            .deadline
-            .saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            return Err(io::Error::new(io::ErrorKind::TimedOut, "deadline passed"));
-        }
-        self.stream.set_read_timeout(Some(left))?;
-        self.stream.read(buf)
     }
 }
 

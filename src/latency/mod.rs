@@ -16,7 +16,8 @@ pub mod runner;
 pub mod server;
 mod server_load;
 pub mod standalone;
+mod state;
 pub mod summary;
 
 pub use plan::TestKind;
-pub use runner::{IpPref, LatencyError, TestConfig, run_loopback, run_test};
+pub use runner::{IpPref, LatencyError, TestConfig, run_test};

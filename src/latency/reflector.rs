@@ -6,7 +6,7 @@
 //! bytes, rewritten in place, so it is never larger than the probe (no amplification). The reply
 //! carries the probe's own DSCP mark back (EF stays EF in both directions).
 
-use super::server::{Inner, MAX_STREAMS};
+use super::state::{Inner, MAX_STREAMS};
 use crate::net::latency_sockopts as so;
 use crate::wire::rb::{self, ProbePacket};
 use std::collections::HashMap;

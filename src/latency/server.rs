@@ -8,150 +8,15 @@
 
 use super::conn::{self, ConnError};
 use super::reflector::Reflector;
+pub use super::state::{Bounds, ForeignFn, LogSink, MAX_STREAMS};
+use super::state::{Inner, ProbeState, Session};
 use crate::net::latency_sockopts as so;
 use crate::wire::rb::{self, Direction, ErrorCode, FlowStep, Message};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
-
-/// Limits of one server.
-#[derive(Debug, Clone)]
-pub struct Bounds {
-    /// Concurrent sessions (control connections).
-    pub max_sessions: usize,
-    /// Load flows per session.
-    pub max_flows: u8,
-    /// Longest load phase a client may ask for; the session lives at most this plus slack.
-    pub max_duration: Duration,
-    /// Time a client has to send the magic and its first message.
-    pub handshake_timeout: Duration,
-    /// Time a session may stay silent between Hello, Start and Finish (covers the longest idle
-    /// lead-in or tail a client may ask for, 60 s) before it is dropped.
-    pub idle_timeout: Duration,
-    /// Probes per second per session that the reflector answers (token bucket).
-    pub probe_rate: u32,
-    /// Token-bucket depth.
-    pub probe_burst: u32,
-    /// UDP port of the reflector (0 = ephemeral). Never the iperf3 port.
-    pub udp_port: u16,
-    /// Address the reflector binds; None = the wildcard of each family.
-    pub udp_bind: Option<IpAddr>,
-    /// Sessions one client address may hold at once.
-    pub max_sessions_per_host: usize,
-    /// Shared secret every Hello must carry (`--token`); None = open.
-    pub token: Option<String>,
-}
-
-impl Default for Bounds {
-    fn default() -> Self {
-        Self {
-            max_sessions: 16,
-            max_flows: 32,
-            max_duration: Duration::from_secs(600),
-            handshake_timeout: Duration::from_secs(5),
-            idle_timeout: Duration::from_secs(90),
-            probe_rate: 1000,
-            probe_burst: 200,
-            udp_port: 0,
-            udp_bind: None,
-            max_sessions_per_host: 4,
-            token: None,
-        }
-    }
-}
-
-/// One load flow as the server holds it.
-pub(crate) struct FlowHandle {
-    pub id: u8,
-    pub direction: Direction,
-    /// Bytes received (uploads) since the flow started.
-    pub bytes: Arc<AtomicU64>,
-    /// A clone of the socket, for TCP_INFO.
-    pub sock: TcpStream,
-}
-
-/// Probe counts and the last kernel send stamp, per stream.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct StreamState {
-    pub received: u32,
-    pub reflected: u32,
-    pub prev_tx: Option<(u32, u64)>,
-}
-
-/// The reflector's per-session state.
-pub(crate) struct ProbeState {
-    pub tokens: f64,
-    pub last_refill: Instant,
-    pub streams: HashMap<u8, StreamState>,
-}
-
-pub(crate) struct Session {
-    pub id: u64,
-    pub peer_ip: IpAddr,
-    pub deadline: Instant,
-    pub abort: AtomicBool,
-    /// (start instant, duration) once Start arrived.
-    pub start: Mutex<Option<(Instant, Duration)>>,
-    pub start_cv: Condvar,
-    pub flows: Mutex<Vec<FlowHandle>>,
-    pub probes: Mutex<ProbeState>,
-}
-
-/// Most streams a session may probe with.
-pub const MAX_STREAMS: usize = 16;
-
-pub(crate) struct Inner {
-    pub bounds: Bounds,
-    pub sessions: Mutex<HashMap<u64, Arc<Session>>>,
-    events: Mutex<VecDeque<String>>,
-    /// Where log lines go (the server command's sink); none: kept in `events` only, so an
-    /// in-process server (`run`, `lab run`) never writes into its command's report.
-    log_to: Mutex<Option<LogFn>>,
-    /// Takes the source of a datagram on the reflector's port that is not a probe (an iperf3
-    /// UDP hello when the reflector shares the iperf3 port); true if it was taken.
-    pub(crate) foreign: Mutex<Option<ForeignFn>>,
-    /// At most 20 stderr lines a second: a flood of bad connections must not fill the log.
-    logcap: crate::server::logcap::LogCap,
-    pub shutdown: AtomicBool,
-}
-
-/// Receives the source address of a datagram that is not a probe.
-pub type ForeignFn = Arc<dyn Fn(std::net::SocketAddr) -> bool + Send + Sync>;
-
-/// Receives the service's log lines.
-pub type LogFn = Arc<dyn Fn(&str) + Send + Sync>;
-
-impl Inner {
-    /// Logs a server event to the log hook (if any) and keeps the last 256 for inspection.
-    pub fn log(&self, msg: String) {
-        let hook = self.log_to.lock().ok().and_then(|h| h.clone());
-        if let Some(hook) = hook {
-            // At most 20 lines a second: a flood of bad connections must not fill the log.
-            if let Some(n) = self.logcap.flush() {
-                hook(&format!("{n} more lines not logged (at most 20 a second)"));
-            }
-            if self.logcap.admit() {
-                hook(&msg);
-            }
-        }
-        self.note(msg);
-    }
-
-    /// Keeps an event for inspection without logging it.
-    pub fn note(&self, msg: String) {
-        if let Ok(mut ev) = self.events.lock() {
-            if ev.len() >= 256 {
-                ev.pop_front();
-            }
-            ev.push_back(msg);
-        }
-    }
-    pub fn session(&self, id: u64) -> Option<Arc<Session>> {
-        self.sessions.lock().ok()?.get(&id).cloned()
-    }
-}
 
 /// The routerbench-protocol service: sessions, limits and the UDP reflector.
 #[derive(Clone)]
@@ -173,15 +38,7 @@ impl Drop for StopOnDrop {
 impl Service {
     /// Starts the reflector threads and returns the service. Fails if no UDP port can be bound.
     pub fn new(bounds: Bounds) -> anyhow::Result<Self> {
-        let inner = Arc::new(Inner {
-            bounds,
-            sessions: Mutex::new(HashMap::new()),
-            events: Mutex::new(VecDeque::new()),
-            log_to: Mutex::new(None),
-            foreign: Mutex::new(None),
-            logcap: crate::server::logcap::LogCap::new(20),
-            shutdown: AtomicBool::new(false),
-        });
+        let inner = Arc::new(Inner::new(bounds));
         let reflector = Arc::new(Reflector::start(inner.clone())?);
         let stop = Arc::new(StopOnDrop(inner.clone()));
         Ok(Self {
@@ -196,11 +53,9 @@ impl Service {
         self.reflector.port(v6)
     }
 
-    /// Sends log lines (one per session, and refusals) to `hook`.
-    pub fn set_log(&self, hook: LogFn) {
-        if let Ok(mut h) = self.inner.log_to.lock() {
-            *h = Some(hook);
-        }
+    /// Sends log lines (one per session, and refusals) to `sink` (a closure `Fn(&str)` is one).
+    pub fn set_log(&self, sink: Arc<dyn LogSink>) {
+        self.inner.set_log(sink);
     }
 
     /// Hands datagrams that are not probes to `hook` (the iperf3 server's UDP hellos when
@@ -218,11 +73,7 @@ impl Service {
 
     /// The last logged events (oldest first).
     pub fn events(&self) -> Vec<String> {
-        self.inner
-            .events
-            .lock()
-            .map(|e| e.iter().cloned().collect())
-            .unwrap_or_default()
+        self.inner.events()
     }
 
     /// Stops the reflector threads (the accept loop of `serve_standalone` stops too).

@@ -2,7 +2,8 @@
 //! limits), then upload (count what arrives) or download (send) from Start for its duration.
 
 use super::conn;
-use super::server::{FlowHandle, Service, is_mapped};
+use super::server::{Service, is_mapped};
+use super::state::FlowHandle;
 use crate::net::latency_sockopts as so;
 use crate::wire::rb::{self, Direction, ErrorCode, Message};
 use std::io::{Read, Write};

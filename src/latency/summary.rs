@@ -2,11 +2,11 @@
 //! model: RTTs from kernel timestamps, one-way delays through the clock offset, loss per
 //! direction, per-series statistics, idle vs loaded latency, grade and round trips per minute. No I/O.
 
+use super::figures as stats;
 use super::plan::{FlowPlan, ProbeKind, dir_word};
 use super::probe::{RawProbe, StreamData};
-use super::figures as stats;
-use crate::stats::{Exchange, clock_offset};
 use crate::results::latency::*;
+use crate::stats::{Exchange, clock_offset};
 use crate::wire::rb::Direction;
 
 /// One load flow as the runner collected it.

@@ -113,7 +113,7 @@ impl Agent {
         let _ = stream.set_nodelay(true);
         // Whole frames before the deadline, however slowly their bytes are dribbled.
         let by = |stream: &mut TcpStream| {
-            read_frame(&mut crate::latency::conn::DeadlineReader { stream, deadline })
+            read_frame(&mut crate::net::deadline::DeadlineReader { stream, deadline })
         };
         let (interval_ms, duration_ms, token) = match by(&mut stream) {
             Ok(AgentMessage::Hello {

@@ -4,9 +4,9 @@
 //! time axis (one t0).
 
 use super::agent::read_frame;
-use crate::stats::{Exchange, clock_offset};
 use crate::net::latency_sockopts::realtime_ns;
 use crate::results::monitor::{AgentClock, MonitorResult, MonitorSample};
+use crate::stats::{Exchange, clock_offset};
 use crate::wire::rb_agent::{self, AgentMessage, ChunkKind};
 use anyhow::{Context, Result, anyhow, bail};
 use std::io::Write;

@@ -4,8 +4,8 @@
 
 use super::model::{BoxStat, Figure, HLine, MarkKind, Marks, Panel};
 use super::scale::robust_range;
-use crate::stats::{percentile, sorted_finite};
 use crate::results::latency::{LatencyResult, ProbeResult};
+use crate::stats::{percentile, sorted_finite};
 
 const TIME: &str = "time since start (s)";
 
