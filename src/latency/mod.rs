@@ -6,6 +6,8 @@
 //! Server: `server` (sessions, limits, standalone accept loop) + `reflector` (UDP).
 
 pub mod conn;
+mod control;
+pub mod error;
 pub mod figures;
 pub mod flows;
 pub mod icmp;
@@ -19,5 +21,6 @@ pub mod standalone;
 mod state;
 pub mod summary;
 
+pub use error::{LatencyError, ServiceError};
 pub use plan::TestKind;
-pub use runner::{IpPref, LatencyError, TestConfig, run_test};
+pub use runner::{IpPref, TestConfig, run_test};

@@ -2,6 +2,7 @@
 //! ICMP echo, sent on one schedule from one thread, with kernel send and receive timestamps and
 //! the user-space times beside them.
 
+use super::error::LatencyError;
 use super::icmp::IcmpSocket;
 use super::plan::{ProbeKind, ProbePlan};
 use crate::net::latency_sockopts as so;
@@ -98,16 +99,16 @@ struct Stream {
 }
 
 /// Opens the sockets of every stream. UDP failures are errors; ICMP failure is a note.
-fn open_streams(cfg: &ProbeConfig, plans: &[ProbePlan]) -> anyhow::Result<Vec<Stream>> {
+fn open_streams(cfg: &ProbeConfig, plans: &[ProbePlan]) -> Result<Vec<Stream>, LatencyError> {
     let v6 = cfg.reflector.is_ipv6();
     let mut out = Vec::new();
     for (i, plan) in plans.iter().enumerate() {
         let (sock, note, unavailable) = match plan.kind {
             ProbeKind::Udp => {
                 let bind: SocketAddr = if v6 {
-                    "[::]:0".parse()?
+                    (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
                 } else {
-                    "0.0.0.0:0".parse()?
+                    (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
                 };
                 let s = UdpSocket::bind(bind)?;
                 s.connect(cfg.reflector)?;
@@ -150,14 +151,13 @@ pub fn run(
     plans: &[ProbePlan],
     live: &Live,
     stop: &AtomicBool,
-) -> anyhow::Result<Vec<StreamData>> {
+) -> Result<Vec<StreamData>, LatencyError> {
     if !(rb::PROBE_HEADER_LEN..=rb::PROBE_MAX_LEN).contains(&cfg.size) {
-        anyhow::bail!(
-            "probe size {} outside {}..={}",
-            cfg.size,
-            rb::PROBE_HEADER_LEN,
-            rb::PROBE_MAX_LEN
-        );
+        return Err(LatencyError::ProbeSize {
+            size: cfg.size,
+            min: rb::PROBE_HEADER_LEN,
+            max: rb::PROBE_MAX_LEN,
+        });
     }
     let mut streams = open_streams(cfg, plans)?;
     // The kernel enables RX timestamping through deferred work after a socket asks for it;
@@ -348,7 +348,7 @@ pub fn spawn(
     plans: Vec<ProbePlan>,
     live: Arc<Live>,
     stop: Arc<AtomicBool>,
-) -> std::io::Result<std::thread::JoinHandle<anyhow::Result<Vec<StreamData>>>> {
+) -> std::io::Result<std::thread::JoinHandle<Result<Vec<StreamData>, LatencyError>>> {
     std::thread::Builder::new()
         .name("rb-probes".into())
         .spawn(move || run(&cfg, &plans, &live, &stop))

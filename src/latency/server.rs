@@ -7,6 +7,7 @@
 //! logged, its slot freed, and the others keep going.
 
 use super::conn::{self, ConnError};
+use super::error::ServiceError;
 use super::reflector::Reflector;
 pub use super::state::{Bounds, ForeignFn, LogSink, MAX_STREAMS};
 use super::state::{Inner, ProbeState, Session};
@@ -37,7 +38,7 @@ impl Drop for StopOnDrop {
 
 impl Service {
     /// Starts the reflector threads and returns the service. Fails if no UDP port can be bound.
-    pub fn new(bounds: Bounds) -> anyhow::Result<Self> {
+    pub fn new(bounds: Bounds) -> Result<Self, ServiceError> {
         let inner = Arc::new(Inner::new(bounds));
         let reflector = Arc::new(Reflector::start(inner.clone())?);
         let stop = Arc::new(StopOnDrop(inner.clone()));
@@ -87,7 +88,7 @@ impl Service {
         peer: SocketAddr,
         version: u16,
         token: &str,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), ServiceError> {
         let b = &self.inner.bounds;
         if let Some(want) = &b.token {
             if !token_matches(want, token) {
@@ -131,7 +132,7 @@ impl Service {
                 .inner
                 .sessions
                 .lock()
-                .map_err(|_| anyhow::anyhow!("session table poisoned"))?;
+                .map_err(|_| ServiceError::Poisoned("session table"))?;
             if map.len() >= b.max_sessions {
                 drop(map);
                 let msg = format!(
@@ -213,7 +214,7 @@ impl Service {
         stream: &mut TcpStream,
         s: &Arc<Session>,
         udp_port: u16,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), ServiceError> {
         let b = &self.inner.bounds;
         conn::write_msg(
             stream,
@@ -228,22 +229,22 @@ impl Service {
         loop {
             let left = s.deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                anyhow::bail!("session exceeded its time limit");
+                return Err(ServiceError::TimeLimit);
             }
             // One deadline per message, not per read: a client dribbling bytes cannot keep
             // the session past its idle timeout or its lifetime.
             let msg = match conn::read_msg_by(stream, Instant::now() + left.min(b.idle_timeout)) {
                 Ok(m) => m,
-                Err(ConnError::Closed) => anyhow::bail!("client vanished (connection closed)"),
+                Err(ConnError::Closed) => return Err(ServiceError::Vanished),
                 Err(ConnError::Timeout) => {
-                    anyhow::bail!("client silent for {:?}", left.min(b.idle_timeout))
+                    return Err(ServiceError::Silent(left.min(b.idle_timeout)));
                 }
                 Err(e) => {
                     let _ = conn::write_msg(
                         stream,
                         &Message::error(ErrorCode::BadRequest, e.to_string()),
                     );
-                    anyhow::bail!("bad control message: {e}");
+                    return Err(ServiceError::BadMessage(e));
                 }
             };
             match msg {
@@ -265,7 +266,7 @@ impl Service {
                             stream,
                             &Message::error(ErrorCode::LimitExceeded, m.clone()),
                         );
-                        anyhow::bail!("{m}");
+                        return Err(ServiceError::Rejected(m));
                     }
                     let start = Instant::now() + Duration::from_micros(start_in_us as u64);
                     if let Ok(mut st) = s.start.lock() {
@@ -305,7 +306,7 @@ impl Service {
                     let m = format!("unexpected message {other:?} on a control connection");
                     let _ =
                         conn::write_msg(stream, &Message::error(ErrorCode::BadRequest, m.clone()));
-                    anyhow::bail!("{m}");
+                    return Err(ServiceError::Rejected(m));
                 }
             }
         }
@@ -319,7 +320,7 @@ impl Service {
         start: Instant,
         duration: Duration,
         step: Duration,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), ServiceError> {
         stream.set_write_timeout(Some(Duration::from_secs(5)))?;
         let steps = (duration.as_secs_f64() / step.as_secs_f64())
             .round()
@@ -329,7 +330,7 @@ impl Service {
             let at = start + step * (k + 1);
             while let Some(left) = at.checked_duration_since(Instant::now()) {
                 if s.abort.load(Ordering::SeqCst) || self.inner.shutdown.load(Ordering::SeqCst) {
-                    anyhow::bail!("aborted");
+                    return Err(ServiceError::Aborted);
                 }
                 std::thread::sleep(left.min(Duration::from_millis(50)));
             }
@@ -353,7 +354,7 @@ impl Service {
                 Err(_) => Vec::new(),
             };
             conn::write_msg(stream, &Message::StepReport { step: k, flows })
-                .map_err(|e| anyhow::anyhow!("client vanished during the load phase ({e})"))?;
+                .map_err(ServiceError::VanishedInLoad)?;
         }
         Ok(())
     }
@@ -381,7 +382,9 @@ impl crate::server::ProtocolHandler for Service {
         let _ = stream.set_nodelay(true);
         // The whole first message within the handshake deadline, however it is dribbled.
         match conn::read_msg_by(&mut stream, Instant::now() + b.handshake_timeout) {
-            Ok(Message::Hello { version, token }) => self.control(stream, peer, version, &token),
+            Ok(Message::Hello { version, token }) => {
+                Ok(self.control(stream, peer, version, &token)?)
+            }
             Ok(Message::LoadHello {
                 version,
                 session,
@@ -389,7 +392,7 @@ impl crate::server::ProtocolHandler for Service {
                 direction,
                 tos,
                 cc,
-            }) => self.load(stream, peer, version, session, flow, direction, tos, cc),
+            }) => Ok(self.load(stream, peer, version, session, flow, direction, tos, cc)?),
             Ok(other) => {
                 let m = format!("expected Hello or LoadHello first, got {other:?}");
                 let _ = conn::write_msg(

@@ -2,6 +2,7 @@
 //! limits), then upload (count what arrives) or download (send) from Start for its duration.
 
 use super::conn;
+use super::error::ServiceError;
 use super::server::{Service, is_mapped};
 use super::state::FlowHandle;
 use crate::net::latency_sockopts as so;
@@ -24,8 +25,8 @@ impl Service {
         direction: Direction,
         tos: u8,
         cc: String,
-    ) -> anyhow::Result<()> {
-        let refuse = |stream: &mut TcpStream, code, msg: String| -> anyhow::Result<()> {
+    ) -> Result<(), ServiceError> {
+        let refuse = |stream: &mut TcpStream, code, msg: String| -> Result<(), ServiceError> {
             let _ = conn::write_msg(stream, &Message::error(code, msg.clone()));
             self.inner.log(format!("{peer}: load flow refused: {msg}"));
             Ok(())
@@ -60,7 +61,10 @@ impl Service {
         }
         let bytes = Arc::new(AtomicU64::new(0));
         {
-            let mut flows = s.flows.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+            let mut flows = s
+                .flows
+                .lock()
+                .map_err(|_| ServiceError::Poisoned("session state"))?;
             if flows.len() >= self.inner.bounds.max_flows as usize
                 || flows.iter().any(|f| f.id == flow)
             {
@@ -86,7 +90,10 @@ impl Service {
         conn::write_msg(&mut stream, &accept)?;
         // Wait for Start (bounded by the session's deadline).
         let (start, duration) = {
-            let mut st = s.start.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+            let mut st = s
+                .start
+                .lock()
+                .map_err(|_| ServiceError::Poisoned("session state"))?;
             loop {
                 if let Some(v) = *st {
                     break v;
@@ -97,7 +104,7 @@ impl Service {
                 st = s
                     .start_cv
                     .wait_timeout(st, Duration::from_millis(200))
-                    .map_err(|_| anyhow::anyhow!("poisoned"))?
+                    .map_err(|_| ServiceError::Poisoned("session state"))?
                     .0;
             }
         };
