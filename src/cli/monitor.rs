@@ -117,7 +117,7 @@ pub fn start_router(
         Duration::from_secs_f64(a.monitor_interval),
         test_length + Duration::from_secs(120),
     );
-    RemoteMonitor::start(&cfg, None).map(Some)
+    Ok(RemoteMonitor::start(&cfg, None).map(Some)?)
 }
 
 /// Ends the subscription, puts the samples on the test's axis (`t0_unix`) and summarises the
@@ -131,7 +131,8 @@ pub fn finish_router(
     match crate::monitor::remote::finish(remote?, t0_unix, load) {
         Ok(m) => Some(m),
         Err(e) => {
-            notes.push(format!("router samples lost: {e:#}"));
+            // Through anyhow for the cause chain ("…: cannot resolve: <why>").
+            notes.push(format!("router samples lost: {:#}", anyhow::Error::from(e)));
             None
         }
     }

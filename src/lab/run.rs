@@ -58,7 +58,7 @@ pub fn run(
             Duration::from_millis(100),
             total + Duration::from_secs(120),
         );
-        RemoteMonitor::start(&rc, None)
+        RemoteMonitor::start(&rc, None).map_err(anyhow::Error::from)
     });
     let mut t = test.clone();
     t.host = addr.ip().to_string();
@@ -70,8 +70,9 @@ pub fn run(
     service.shutdown();
     let latency = result?;
     let load = (latency.delay_s, latency.delay_s + latency.length_s);
-    let monitor =
-        remote.and_then(|r| crate::monitor::remote::finish(r, latency.t0_unix, Some(load)));
+    let monitor = remote.and_then(|r| {
+        crate::monitor::remote::finish(r, latency.t0_unix, Some(load)).map_err(anyhow::Error::from)
+    });
     let mut latency = latency;
     let monitor = match monitor {
         Ok(m) => Some(m),

@@ -382,7 +382,7 @@ pub fn down(name: &str) -> Result<DownReport> {
 /// Qdisc counters of `dev` in the router namespace.
 pub fn qdisc_stats(cfg: &LabConfig, dev: &str) -> Result<Vec<QdiscStats>> {
     let out = tc(&cfg.ns_rtr, &["-s", "-j", "qdisc", "show", "dev", dev])?;
-    crate::monitor::qdisc::parse_qdisc_json(dev, &out)
+    Ok(crate::monitor::qdisc::parse_qdisc_json(dev, &out)?)
 }
 
 fn ns_status(ns: &str) -> NamespaceStatus {

@@ -82,6 +82,8 @@ impl Service {
         self.inner.shutdown.store(true, Ordering::SeqCst);
     }
 
+    /// A control connection: admission (token, version, reflector, limits), the session, and
+    /// its clean-up whatever the outcome.
     fn control(
         &self,
         mut stream: TcpStream,
@@ -89,100 +91,11 @@ impl Service {
         version: u16,
         token: &str,
     ) -> Result<(), ServiceError> {
-        let b = &self.inner.bounds;
-        if let Some(want) = &b.token {
-            if !token_matches(want, token) {
-                let msg = if token.is_empty() {
-                    "this server requires a token (client --token)"
-                } else {
-                    "wrong token"
-                };
-                self.inner.log(format!("{peer}: refused: {msg}"));
-                let _ = conn::write_msg(
-                    &mut stream,
-                    &Message::error(ErrorCode::Unauthorized, msg.to_string()),
-                );
-                return Ok(());
-            }
-        }
-        if version != rb::VERSION {
-            let msg = format!(
-                "client speaks protocol version {version}, this server speaks {}",
-                rb::VERSION
-            );
-            self.inner.log(format!("{peer}: refused: {msg}"));
-            let _ = conn::write_msg(
-                &mut stream,
-                &Message::error(ErrorCode::UnsupportedVersion, msg),
-            );
-            return Ok(());
-        }
-        let v6 = peer.ip().is_ipv6() && !is_mapped(peer.ip());
-        let Some(udp_port) = self.udp_port(v6) else {
-            let msg = format!("no UDP reflector for IPv{}", if v6 { 6 } else { 4 });
-            let _ = conn::write_msg(
-                &mut stream,
-                &Message::error(ErrorCode::BadRequest, msg.clone()),
-            );
-            self.inner.log(format!("{peer}: refused: {msg}"));
+        let Some(udp_port) = self.admit(&mut stream, peer, version, token) else {
             return Ok(());
         };
-        let session = {
-            let mut map = self
-                .inner
-                .sessions
-                .lock()
-                .map_err(|_| ServiceError::Poisoned("session table"))?;
-            if map.len() >= b.max_sessions {
-                drop(map);
-                let msg = format!(
-                    "all {} session slots are in use: retry later",
-                    b.max_sessions
-                );
-                self.inner.log(format!("{peer}: refused: {msg}"));
-                let _ = conn::write_msg(&mut stream, &Message::error(ErrorCode::Busy, msg));
-                return Ok(());
-            }
-            let mine = map
-                .values()
-                .filter(|s| so::same_ip(s.peer_ip, peer.ip()))
-                .count();
-            if mine >= b.max_sessions_per_host {
-                drop(map);
-                let msg = format!(
-                    "{mine} sessions from this address already (limit {} per host): retry later",
-                    b.max_sessions_per_host
-                );
-                self.inner.log(format!("{peer}: refused: {msg}"));
-                let _ = conn::write_msg(&mut stream, &Message::error(ErrorCode::Busy, msg));
-                return Ok(());
-            }
-            let id = loop {
-                let id = conn::random_u64();
-                if id != 0 && !map.contains_key(&id) {
-                    break id;
-                }
-            };
-            let s = Arc::new(Session {
-                id,
-                peer_ip: peer.ip(),
-                // The load, up to 60 s of idle lead-in and tail each, and slack.
-                deadline: Instant::now()
-                    + b.max_duration
-                    + Duration::from_secs(120)
-                    + b.idle_timeout,
-                abort: AtomicBool::new(false),
-                start: Mutex::new(None),
-                start_cv: Condvar::new(),
-                flows: Mutex::new(Vec::new()),
-                probes: Mutex::new(ProbeState {
-                    tokens: b.probe_burst as f64,
-                    last_refill: Instant::now(),
-                    streams: HashMap::new(),
-                }),
-            });
-            map.insert(id, s.clone());
-            s
+        let Some(session) = self.open_session(&mut stream, peer)? else {
+            return Ok(());
         };
         let opened = Instant::now();
         self.inner
@@ -207,6 +120,111 @@ impl Service {
         }
         let _ = stream.shutdown(Shutdown::Both);
         outcome
+    }
+
+    /// Refuses (with a reason, logged) a wrong token, another protocol version or a family
+    /// without a reflector; otherwise the reflector's UDP port for this client.
+    fn admit(
+        &self,
+        stream: &mut TcpStream,
+        peer: SocketAddr,
+        version: u16,
+        token: &str,
+    ) -> Option<u16> {
+        if let Some(want) = &self.inner.bounds.token {
+            if !token_matches(want, token) {
+                let msg = if token.is_empty() {
+                    "this server requires a token (client --token)"
+                } else {
+                    "wrong token"
+                };
+                self.inner.log(format!("{peer}: refused: {msg}"));
+                let _ = conn::write_msg(
+                    stream,
+                    &Message::error(ErrorCode::Unauthorized, msg.to_string()),
+                );
+                return None;
+            }
+        }
+        if version != rb::VERSION {
+            let msg = format!(
+                "client speaks protocol version {version}, this server speaks {}",
+                rb::VERSION
+            );
+            self.inner.log(format!("{peer}: refused: {msg}"));
+            let _ = conn::write_msg(stream, &Message::error(ErrorCode::UnsupportedVersion, msg));
+            return None;
+        }
+        let v6 = peer.ip().is_ipv6() && !is_mapped(peer.ip());
+        let Some(udp_port) = self.udp_port(v6) else {
+            let msg = format!("no UDP reflector for IPv{}", if v6 { 6 } else { 4 });
+            let _ = conn::write_msg(stream, &Message::error(ErrorCode::BadRequest, msg.clone()));
+            self.inner.log(format!("{peer}: refused: {msg}"));
+            return None;
+        };
+        Some(udp_port)
+    }
+
+    /// Takes a session slot (server-wide and per-host limits; a full table is refused with a
+    /// reason, logged): the new session, or None if refused.
+    fn open_session(
+        &self,
+        stream: &mut TcpStream,
+        peer: SocketAddr,
+    ) -> Result<Option<Arc<Session>>, ServiceError> {
+        let b = &self.inner.bounds;
+        let mut map = self
+            .inner
+            .sessions
+            .lock()
+            .map_err(|_| ServiceError::Poisoned("session table"))?;
+        if map.len() >= b.max_sessions {
+            drop(map);
+            let msg = format!(
+                "all {} session slots are in use: retry later",
+                b.max_sessions
+            );
+            self.inner.log(format!("{peer}: refused: {msg}"));
+            let _ = conn::write_msg(stream, &Message::error(ErrorCode::Busy, msg));
+            return Ok(None);
+        }
+        let mine = map
+            .values()
+            .filter(|s| so::same_ip(s.peer_ip, peer.ip()))
+            .count();
+        if mine >= b.max_sessions_per_host {
+            drop(map);
+            let msg = format!(
+                "{mine} sessions from this address already (limit {} per host): retry later",
+                b.max_sessions_per_host
+            );
+            self.inner.log(format!("{peer}: refused: {msg}"));
+            let _ = conn::write_msg(stream, &Message::error(ErrorCode::Busy, msg));
+            return Ok(None);
+        }
+        let id = loop {
+            let id = conn::random_u64();
+            if id != 0 && !map.contains_key(&id) {
+                break id;
+            }
+        };
+        let s = Arc::new(Session {
+            id,
+            peer_ip: peer.ip(),
+            // The load, up to 60 s of idle lead-in and tail each, and slack.
+            deadline: Instant::now() + b.max_duration + Duration::from_secs(120) + b.idle_timeout,
+            abort: AtomicBool::new(false),
+            start: Mutex::new(None),
+            start_cv: Condvar::new(),
+            flows: Mutex::new(Vec::new()),
+            probes: Mutex::new(ProbeState {
+                tokens: b.probe_burst as f64,
+                last_refill: Instant::now(),
+                streams: HashMap::new(),
+            }),
+        });
+        map.insert(id, s.clone());
+        Ok(Some(s))
     }
 
     fn run_session(

@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod bql;
+pub mod error;
 pub mod netlink;
 pub mod procfs;
 pub mod qdisc;
@@ -13,4 +14,5 @@ pub mod sources;
 pub mod summary;
 pub mod tc_stats;
 
+pub use error::MonitorError;
 pub use sampler::{Sampler, SamplerConfig};
