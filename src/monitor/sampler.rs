@@ -386,8 +386,11 @@ fn busiest(
     elapsed_s: f64,
     n: usize,
 ) -> Vec<ProcessCpu> {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(1)
+        .max(1) as f64;
     let mut top: Vec<ProcessCpu> = after
         .iter()
         .filter_map(|(pid, (comm, ticks))| {
