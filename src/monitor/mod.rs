@@ -5,6 +5,7 @@ pub mod agent;
 pub mod bql;
 pub mod error;
 pub mod netlink;
+pub mod processes;
 pub mod procfs;
 pub mod qdisc;
 pub mod queues;
