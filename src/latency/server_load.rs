@@ -61,7 +61,7 @@ impl Service {
         &self,
         stream: &mut TcpStream,
         req: &LoadRequest,
-    ) -> Result<Option<(Arc<Session>, Arc<AtomicU64>)>, ServiceError> {
+    ) -> Result<Option<Accepted>, ServiceError> {
         let peer = req.peer;
         let refuse = |stream: &mut TcpStream, code, msg: String| {
             let _ = conn::write_msg(stream, &Message::error(code, msg.clone()));
@@ -131,6 +131,9 @@ impl Service {
         Ok(Some((s, bytes)))
     }
 }
+
+/// An accepted flow: its session and the byte counter the session's step reports read.
+type Accepted = (Arc<Session>, Arc<AtomicU64>);
 
 /// What a LoadHello asked for, and from where.
 struct LoadRequest {
