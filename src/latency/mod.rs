@@ -2,8 +2,11 @@
 //! routerbench's own protocol, with kernel-timestamped UDP probes, ICMP, per-flow DSCP and
 //! congestion control, clock sync for one-way delays, and flent-compatible series.
 //!
-//! Client: `runner` (timeline) → `flows` (TCP load) + `probe` (UDP/ICMP) → `summary` (result).
-//! Server: `server` (sessions, limits, standalone accept loop) + `reflector` (UDP).
+//! Client: `runner` (set-up, timeline, collection) with `control` (handshake, step reports) →
+//! `flows` (TCP load) + `probe` (UDP/ICMP) → `summary` (result, figures from `figures` and
+//! `crate::stats`). Server: `server` (sessions, limits) + `server_load` (load flows) and
+//! `reflector` (UDP); both sides use `state`, the reflector never the server. It never prints: log
+//! lines go to the `LogSink` its host sets. Errors: `error`.
 
 pub mod conn;
 mod control;
