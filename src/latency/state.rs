@@ -183,3 +183,38 @@ impl Inner {
         self.sessions.lock().ok()?.get(&id).cloned()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_lines_go_to_the_sink_capped_and_all_are_kept() {
+        let inner = Inner::new(Bounds::default());
+        inner.log("before any sink".into());
+        let got = Arc::new(Mutex::new(Vec::<String>::new()));
+        let g = got.clone();
+        inner.set_log(Arc::new(move |l: &str| {
+            g.lock().unwrap().push(l.to_string())
+        }));
+        let t = Instant::now();
+        for i in 0..25 {
+            inner.log(format!("line {i}"));
+        }
+        let within_one_window = t.elapsed() < Duration::from_millis(900);
+        inner.note("noted only".into());
+        let got = got.lock().unwrap().clone();
+        assert_eq!(got[0], "line 0");
+        if within_one_window {
+            assert_eq!(
+                got.len(),
+                20,
+                "at most 20 lines a second reach the sink: {got:?}"
+            );
+        }
+        let ev = inner.events();
+        assert_eq!(ev.len(), 27, "every line is kept for inspection");
+        assert_eq!(ev[0], "before any sink");
+        assert_eq!(ev[26], "noted only");
+    }
+}
