@@ -9,6 +9,7 @@ pub mod crypto;
 pub mod device;
 #[cfg(feature = "lab")]
 pub mod lab;
+pub mod log_sink;
 pub mod loopback;
 pub mod monitor;
 #[cfg(feature = "plots")]

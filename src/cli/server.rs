@@ -3,7 +3,8 @@
 //! lines with `-V`; `-D`, `-I` and SIGHUP as iperf3 users expect.
 
 use super::client::OutputOpts;
-use crate::server::log::LogSink;
+use crate::cli::log_sink::LogSink;
+use crate::results::throughput::ThroughputResult;
 use crate::server::{Server, ServerConfig, ServerEvent, ServerObserver};
 use clap::Args;
 use std::net::{IpAddr, SocketAddr};
@@ -216,6 +217,8 @@ pub struct Log {
     pub tests: AtomicU64,
     /// `-1` / `--max-tests`: no banner after the last test.
     pub max_tests: Option<u64>,
+    /// This host's `uname -a` line for the `-J` documents (taken at start).
+    pub system_info: String,
 }
 
 impl Log {
@@ -272,7 +275,8 @@ impl ServerObserver for Log {
             )),
             ServerEvent::TestDone { peer, result } => {
                 if self.json {
-                    self.output(&format!("{}\n", crate::iperf3::json::render(result)));
+                    let doc = crate::iperf3::json::render(result, &self.system_info);
+                    self.output(&format!("{doc}\n"));
                 } else if self.verbose {
                     self.output(&crate::report::iperf3::render_final_verbose(result));
                 } else {
@@ -317,6 +321,11 @@ impl ServerObserver for Log {
             }
         }
     }
+
+    /// `--get-server-output`: the test's summary as this server prints it.
+    fn server_output(&self, result: &ThroughputResult) -> Option<String> {
+        Some(crate::report::iperf3::render_final(result))
+    }
 }
 
 fn show(peer: &SocketAddr) -> String {
@@ -351,7 +360,7 @@ pub fn config(args: &ServerArgs) -> ServerConfig {
     cfg.session.control_timeout = Duration::from_secs(args.control_timeout.max(1));
     cfg.first_bytes_timeout = Duration::from_secs(args.handshake_timeout.max(1));
     cfg.max_connections = args.max_connections.max(1);
-    cfg.caps = crate::server::limits::Caps {
+    cfg.caps = crate::service::limits::Caps {
         conns_per_host: args.max_conns_per_host.max(1),
         tests_per_host: args.max_tests_per_host.max(1),
         total_streams: args.max_total_streams.max(1),
@@ -479,6 +488,7 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         } else {
             args.max_tests
         },
+        system_info: crate::iperf3::system_info(),
     });
     // Bound before detaching, so "port in use" reaches the terminal; no thread runs yet.
     let mut server = Server::bind(cfg, observer.clone())?;
@@ -533,11 +543,11 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         }
     };
     // The latency service, or (without it) a refusal naming why.
-    let routerbench_protocol: Arc<dyn crate::server::ProtocolHandler> = match &latency {
+    let routerbench_protocol: Arc<dyn crate::service::ProtocolHandler> = match &latency {
         Some(latency) => Arc::new(latency.clone()),
         None => Arc::new(LatencyUnavailable),
     };
-    let handler: Arc<dyn crate::server::ProtocolHandler> = match agent {
+    let handler: Arc<dyn crate::service::ProtocolHandler> = match agent {
         Some(agent) => {
             sink.log(&format!(
                 "monitor agent: on (token {})",
@@ -576,7 +586,7 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
 /// Answers routerbench-protocol latency clients when the service could not start.
 struct LatencyUnavailable;
 
-impl crate::server::ProtocolHandler for LatencyUnavailable {
+impl crate::service::ProtocolHandler for LatencyUnavailable {
     fn handle(&self, _stream: std::net::TcpStream, _prefix: &[u8]) -> anyhow::Result<()> {
         anyhow::bail!(
             "latency tests are unavailable on this server: its latency service did not start \
