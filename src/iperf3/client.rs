@@ -251,7 +251,10 @@ fn effective_params(asked: &TestParams, ctl_mss: Option<u32>) -> Result<TestPara
 
 /// Connects the data streams in iperf3's creation order: senders first (normal, bidir), then
 /// receivers (-R, bidir). Returns the sockets, whether each sends, and the options' notes.
-fn open_streams(t: &Test<'_>, params: &TestParams) -> Result<(Vec<DataSock>, Vec<bool>, Vec<String>)> {
+fn open_streams(
+    t: &Test<'_>,
+    params: &TestParams,
+) -> Result<(Vec<DataSock>, Vec<bool>, Vec<String>)> {
     let n = params.parallel as usize;
     let mut roles: Vec<bool> = Vec::new();
     if params.bidirectional {
@@ -271,7 +274,13 @@ fn open_streams(t: &Test<'_>, params: &TestParams) -> Result<(Vec<DataSock>, Vec
             None => None,
         };
         let s = if udp {
-            connect_udp(t.addr, local_port, params, t.cfg.control_timeout, &mut notes)?
+            connect_udp(
+                t.addr,
+                local_port,
+                params,
+                t.cfg.control_timeout,
+                &mut notes,
+            )?
         } else {
             connect_tcp(
                 t.addr,

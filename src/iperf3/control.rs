@@ -4,10 +4,10 @@
 
 use super::{Iperf3Error, Result};
 use crate::wire::iperf3::{self as wire, ErrorPayload, State, TestResults};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsFd;
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use std::time::{Duration, Instant};
 
 /// One control connection (either end).
@@ -83,7 +83,10 @@ impl Control {
     /// interval boundaries would drift by up to 10 ms).
     pub fn poll_state(&mut self, wait: Duration) -> Result<Option<State>> {
         let mut fds = [PollFd::new(self.stream.as_fd(), PollFlags::POLLIN)];
-        match poll(&mut fds, PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX)) {
+        match poll(
+            &mut fds,
+            PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX),
+        ) {
             Ok(n) if n > 0 => {}
             // Timeout, or EINTR: the caller's loop comes back.
             _ => return Ok(None),

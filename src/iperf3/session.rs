@@ -371,9 +371,7 @@ fn check_limits(ctl: &mut Control, p: &TestParams, cfg: &SessionConfig) -> Resul
             errors::IEMAXSERVERTESTDURATIONEXCEEDED,
             format!(
                 "{asked} s asked (time {} + omit {}), limit {} s",
-                p.time,
-                p.omit,
-                cfg.max_duration
+                p.time, p.omit, cfg.max_duration
             ),
         ));
     }

@@ -562,4 +562,3 @@ impl crate::service::ProtocolHandler for Service {
         }
     }
 }
-
