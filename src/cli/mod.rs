@@ -18,6 +18,7 @@ pub mod rrul;
 pub mod run;
 pub mod server;
 pub mod server_config;
+pub mod server_log;
 #[cfg(feature = "lab")]
 pub mod shape;
 
