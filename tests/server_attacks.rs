@@ -393,7 +393,9 @@ fn durations_near_u32_max_are_refused_cleanly_and_the_server_keeps_serving() {
     let log = srv.stderr_text();
     let sum = u64::from(max) * 2;
     assert!(
-        log.contains(&format!("{sum} s asked (time {max} + omit {max}), limit 3600 s")),
+        log.contains(&format!(
+            "{sum} s asked (time {max} + omit {max}), limit 3600 s"
+        )),
         "{log}"
     );
 }

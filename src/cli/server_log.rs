@@ -187,4 +187,3 @@ pub fn spawn_reopen_on_hangup(sink: Arc<LogSink>) -> Arc<std::sync::atomic::Atom
         });
     stop
 }
-
