@@ -8,14 +8,11 @@ use std::path::{Path, PathBuf};
 
 /// Detaches from the terminal: fork, new session, cwd `/`, stdin/stdout/stderr to /dev/null
 /// (what iperf3's `-D` does through daemon(3)). Only the child returns.
+/// Call before this process starts any thread: daemon(3) forks, and only the calling thread
+/// lives on in the child.
 pub fn detach() -> Result<(), ServerError> {
-    // SAFETY: called before this process started any thread; daemon(3) forks and the parent
-    // exits inside it.
-    let r = unsafe { libc::daemon(0, 0) };
-    if r != 0 {
-        return Err(ServerError::Detach(std::io::Error::last_os_error()));
-    }
-    Ok(())
+    nix::unistd::daemon(false, false)
+        .map_err(|errno| ServerError::Detach(std::io::Error::from(errno)))
 }
 
 /// A written pid file, removed when dropped (the server's normal exit).
