@@ -233,7 +233,7 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// Runs the standalone routerbench-protocol server until killed.
+/// Runs the shared server with the routerbench protocol alone (no iperf3) until killed.
 pub fn serve(a: ServerArgs) -> anyhow::Result<i32> {
     let bounds = crate::latency::server::Bounds {
         max_sessions: a.max_sessions,

@@ -4,6 +4,11 @@
 //! Unlike iperf3 (one test at a time), several tests run at once, each on its own threads and
 //! bounded by [`ServerConfig`]: concurrent tests, streams, duration, pending handshakes. A
 //! connection that sends nothing is dropped after `first_bytes_timeout`.
+//!
+//! The server composes what `iperf3` and `service` provide; it never prints: events and results
+//! go to a [`ServerObserver`] (the CLI renders them). This accept loop is the only one:
+//! `loopback.rs` runs it for the in-process loopback test, `latency_only.rs` for the latency
+//! protocol alone; `conn.rs` handles each accepted connection.
 
 pub mod broker;
 mod conn;
