@@ -9,7 +9,7 @@ use crate::server::{Server, ServerConfig};
 use clap::Args;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 #[derive(Debug, Args)]
@@ -323,7 +323,7 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         // One line, also with -q: the operator should know who can use the server.
         sink.error(&w);
     }
-    let observer = Arc::new(Log::new(&args, sink.clone()));
+    let observer = Arc::new(observer(&args, sink.clone()));
     // Bound before detaching, so "port in use" reaches the terminal; no thread runs yet.
     let mut server = Server::bind(cfg, observer.clone())?;
     let port = server.local_addr()?.port();
@@ -353,6 +353,24 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
     ));
     sink.flush();
     Ok(0)
+}
+
+/// The observer rendering the server's events with these arguments, writing to `sink`.
+fn observer(args: &ServerArgs, sink: Arc<LogSink>) -> Log {
+    Log {
+        json: args.json,
+        verbose: args.output.verbose,
+        quiet: args.quiet && !args.json,
+        sink,
+        port: args.port.into(),
+        tests: AtomicU64::new(0),
+        max_tests: if args.one_off {
+            Some(1)
+        } else {
+            args.max_tests
+        },
+        system_info: crate::iperf3::system_info(),
+    }
 }
 
 /// The output and log sink (`--logfile`, `--timestamps`, `--forceflush`, `-V`).

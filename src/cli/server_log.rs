@@ -2,7 +2,6 @@
 //! connection, interval lines, the summary or `-J`) and the log lines (refusals, failed
 //! hand-offs, shutdown), rendered from the server's events; the log file's reopen on SIGHUP.
 
-use super::server::ServerArgs;
 use crate::cli::log_sink::LogSink;
 use crate::results::throughput::ThroughputResult;
 use crate::server::{ServerEvent, ServerObserver};
@@ -31,24 +30,6 @@ pub struct Log {
 }
 
 impl Log {
-    /// The observer for `routerbench server` with these arguments, writing to `sink`.
-    pub fn new(args: &ServerArgs, sink: Arc<LogSink>) -> Log {
-        Log {
-            json: args.json,
-            verbose: args.output.verbose,
-            quiet: args.quiet && !args.json,
-            sink,
-            port: args.port.into(),
-            tests: AtomicU64::new(0),
-            max_tests: if args.one_off {
-                Some(1)
-            } else {
-                args.max_tests
-            },
-            system_info: crate::iperf3::system_info(),
-        }
-    }
-
     /// iperf3's banner before each test ("Server listening on …").
     pub fn banner(&self) {
         let n = self.tests.load(Ordering::Relaxed) + 1;
