@@ -40,7 +40,11 @@ pub fn run(
     // The server's accept and reflector threads are spawned from a WAN-namespace thread, so
     // they live in the WAN namespace.
     let (addr, service) = netns::run_in(&cfg.ns_wan, move || {
-        crate::latency::server::spawn_in_process(bind, crate::latency::server::Bounds::default())
+        crate::server::latency_only::spawn_in_process(
+            bind,
+            crate::latency::server::Bounds::default(),
+        )
+        .map_err(anyhow::Error::from)
     })
     .context("cannot start the latency server in the WAN namespace")?;
     // The router's view through the agent path (as `--monitor` against `server --monitor`):

@@ -4,7 +4,8 @@
 //!
 //! Client: `runner` (set-up, timeline, collection) with `control` (handshake, step reports) →
 //! `flows` (TCP load) + `probe` (UDP/ICMP) → `summary` (result, figures from `figures` and
-//! `crate::stats`). Server: `server` (sessions, limits) + `server_load` (load flows) and
+//! `crate::stats`). Server: `server` (sessions, limits; hosted by the shared
+//! `crate::server`) + `server_load` (load flows) and
 //! `reflector` (UDP); both sides use `state`, the reflector never the server. It never prints: log
 //! lines go to the `LogSink` its host sets. Errors: `error`.
 
@@ -20,7 +21,6 @@ pub mod reflector;
 pub mod runner;
 pub mod server;
 mod server_load;
-pub mod standalone;
 mod state;
 pub mod summary;
 

@@ -77,7 +77,7 @@ impl Service {
         self.inner.events()
     }
 
-    /// Stops the reflector threads (the accept loop of `serve_standalone` stops too).
+    /// Stops the reflector threads (the shared server hosting the service stops too).
     pub fn shutdown(&self) {
         self.inner.shutdown.store(true, Ordering::SeqCst);
     }
@@ -392,7 +392,7 @@ pub(crate) fn is_mapped(ip: IpAddr) -> bool {
     matches!(ip, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some())
 }
 
-impl crate::server::ProtocolHandler for Service {
+impl crate::service::ProtocolHandler for Service {
     fn handle(&self, mut stream: TcpStream, _prefix: &[u8]) -> anyhow::Result<()> {
         let peer = stream.peer_addr()?;
         let b = &self.inner.bounds;
@@ -434,5 +434,3 @@ impl crate::server::ProtocolHandler for Service {
         }
     }
 }
-
-pub use super::standalone::{serve_standalone, spawn_in_process};

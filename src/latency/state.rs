@@ -106,7 +106,7 @@ pub(crate) struct Inner {
     /// UDP hello when the reflector shares the iperf3 port); true if it was taken.
     pub(crate) foreign: Mutex<Option<ForeignFn>>,
     /// At most 20 stderr lines a second: a flood of bad connections must not fill the log.
-    logcap: crate::server::logcap::LogCap,
+    logcap: crate::service::logcap::LogCap,
     pub shutdown: AtomicBool,
 }
 
@@ -135,7 +135,7 @@ impl Inner {
             events: Mutex::new(VecDeque::new()),
             log_to: Mutex::new(None),
             foreign: Mutex::new(None),
-            logcap: crate::server::logcap::LogCap::new(20),
+            logcap: crate::service::logcap::LogCap::new(20),
             shutdown: AtomicBool::new(false),
         }
     }
