@@ -255,7 +255,7 @@ impl ServerObserver for Log {
                 self.tests.fetch_add(1, Ordering::Relaxed);
                 self.text(&format!(
                     "Accepted connection from {}, port {}\n",
-                    crate::net::sockopt::display_ip(peer.ip()),
+                    crate::net::addr::display_ip(peer.ip()),
                     peer.port()
                 ))
             }
@@ -322,7 +322,7 @@ impl ServerObserver for Log {
 fn show(peer: &SocketAddr) -> String {
     format!(
         "{} port {}",
-        crate::net::sockopt::display_ip(peer.ip()),
+        crate::net::addr::display_ip(peer.ip()),
         peer.port()
     )
 }

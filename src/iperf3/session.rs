@@ -381,7 +381,7 @@ fn serve_inner(
     let mut result = summary::build_result(ResultParts {
         role: Role::Server,
         peer_version: params.client_version.clone(),
-        host: crate::net::sockopt::display_ip(peer.ip()),
+        host: crate::net::addr::display_ip(peer.ip()),
         port: local.port(),
         cookie: cookie.text(),
         timesecs,
