@@ -8,7 +8,8 @@ pub mod keys;
 pub mod timing;
 
 use crate::results::crypto::{
-    Algorithm, AlgorithmKind, BulkResult, CryptoResult, CryptoSource, PublicKeyResult, TimeBase,
+    Algorithm, AlgorithmKind, BulkResult, CryptoResult, CryptoSource, PublicKeyResult,
+    ROW_CIPHER_BLOCK, ROW_HASH_BLOCK, TimeBase,
 };
 use crate::util::progress::Progress;
 use engine::{EngineError, EngineKind};
@@ -21,10 +22,6 @@ pub const DEFAULT_SECONDS_BULK: f64 = 3.0;
 pub const DEFAULT_SECONDS_PKEY: f64 = 10.0;
 /// The longest run per test accepted (one hour).
 pub const MAX_SECONDS: f64 = 3600.0;
-/// The block size of the hash columns of the OpenWrt row.
-pub const ROW_HASH_BLOCK: u32 = 1024;
-/// The default block size of the cipher columns (as OpenSSL 3.x rows of the wiki table read).
-pub const ROW_CIPHER_BLOCK: u32 = 8192;
 
 /// Which block sizes a run measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

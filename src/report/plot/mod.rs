@@ -75,7 +75,7 @@ pub fn figure(kind: Kind, run: &RunResult, source: &str) -> Result<Figure, Strin
         }
         Kind::Crypto => {
             let row =
-                crate::report::rows::Row::from_result(run, source, crate::crypto::ROW_CIPHER_BLOCK)
+                crate::report::rows::Row::from_result(run, source, crate::results::crypto::ROW_CIPHER_BLOCK)
                     .ok_or_else(|| need("crypto"))?;
             Ok(crypto::bars(&[row]))
         }
