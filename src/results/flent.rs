@@ -238,19 +238,39 @@ pub fn to_flent_json(r: &LatencyResult, title: &str) -> Value {
     })
 }
 
+/// Why a flent file could not be written: the file and the cause.
+#[derive(Debug, thiserror::Error)]
+pub enum FlentError {
+    #[error("cannot create {}: {cause}", path.display())]
+    Create {
+        path: std::path::PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("cannot write {}: {cause}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        cause: std::io::Error,
+    },
+}
+
 /// Writes `r` as a gzip-compressed flent data file (the name should end in `.flent.gz`).
-pub fn write(r: &LatencyResult, title: &str, path: &Path) -> anyhow::Result<()> {
+pub fn write(r: &LatencyResult, title: &str, path: &Path) -> Result<(), FlentError> {
     let mut doc = to_flent_json(r, title);
     if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
         doc["metadata"]["DATA_FILENAME"] = json!(name);
     }
-    let file = std::fs::File::create(path)
-        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?;
+    let file = std::fs::File::create(path).map_err(|cause| FlentError::Create {
+        path: path.to_path_buf(),
+        cause,
+    })?;
+    let write_err = |cause: std::io::Error| FlentError::Write {
+        path: path.to_path_buf(),
+        cause,
+    };
     let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
-    serde_json::to_writer(&mut gz, &doc)?;
-    gz.write_all(b"\n")?;
-    gz.finish()
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    serde_json::to_writer(&mut gz, &doc).map_err(|e| write_err(e.into()))?;
+    gz.write_all(b"\n").map_err(write_err)?;
+    gz.finish().map_err(write_err)?;
     Ok(())
 }
 
