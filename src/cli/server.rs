@@ -143,9 +143,11 @@ pub struct ServerArgs {
     /// `config routerbench`); flags after it override the file.
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
-    /// Print each finished test as iperf3 -J JSON on stdout.
-    #[arg(short = 'J', long = "json")]
-    pub json: bool,
+    /// Each finished test as iperf3 -J JSON: `-J, --json [FILE|-]`, see `super::json_arg`; on
+    /// standard output (or --logfile) it replaces the text, a FILE gets one document per test
+    /// appended.
+    #[command(flatten)]
+    pub json: super::json_arg::JsonArg,
     /// No output at all, only errors.
     #[arg(short = 'q', long = "quiet", conflicts_with = "verbose")]
     pub quiet: bool,
@@ -205,7 +207,7 @@ pub fn agent(args: &ServerArgs) -> anyhow::Result<Option<crate::monitor::agent::
 /// interval lines and the test's summary as output (stdout or `--logfile`); refusals, protocol
 /// sessions and shutdown as log lines (stderr with `-V`, or the log file).
 pub struct Log {
-    pub json: bool,
+    pub json: super::json_arg::JsonArg,
     pub verbose: bool,
     /// No output at all (`-q`), only errors.
     pub quiet: bool,
@@ -240,7 +242,7 @@ impl Log {
 
     /// Text output is iperf3's shape; with -J only the JSON.
     fn text(&self, text: &str) {
-        if !self.json {
+        if !self.json.on_stdout() {
             self.output(text);
         }
     }
@@ -271,8 +273,14 @@ impl ServerObserver for Log {
                 interval, *first, *parallel, true,
             )),
             ServerEvent::TestDone { peer, result } => {
-                if self.json {
-                    self.output(&format!("{}\n", crate::iperf3::json::render(result)));
+                if self.json.is_set() {
+                    let doc = format!("{}\n", crate::iperf3::json::render(result));
+                    if let Err(e) = self.json.append_text(&doc, |d| self.output(d)) {
+                        self.sink.error(&format!("routerbench: {e:#}"));
+                    }
+                }
+                if self.json.on_stdout() {
+                    // The JSON above is the test's output.
                 } else if self.verbose {
                     self.output(&crate::report::iperf3::render_final_verbose(result));
                 } else {
@@ -285,7 +293,7 @@ impl ServerObserver for Log {
                         result.peer_version.as_deref().unwrap_or("unknown")
                     ));
                 }
-                if !self.json {
+                if !self.json.on_stdout() {
                     self.banner();
                 }
                 self.sink.flush();
@@ -295,7 +303,7 @@ impl ServerObserver for Log {
                     "routerbench: test from {} failed: {error}",
                     show(peer)
                 ));
-                if !self.json {
+                if !self.json.on_stdout() {
                     self.banner();
                 }
                 self.sink.flush();
@@ -343,7 +351,7 @@ pub fn config(args: &ServerArgs) -> ServerConfig {
     cfg.session.max_streams = args.max_streams.clamp(1, 128);
     cfg.session.max_buffer_bytes = args.max_buffer_mib.max(1) << 20;
     cfg.session.idle_timeout = Duration::from_secs(args.rcv_timeout.max(1));
-    cfg.session.interval = if args.quiet && !args.json {
+    cfg.session.interval = if args.quiet && !args.json.is_set() {
         0.0
     } else {
         args.interval
@@ -424,6 +432,7 @@ fn check(args: &ServerArgs) -> anyhow::Result<()> {
 
 pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
     check(&args)?;
+    args.json.check()?;
     let agent = agent(&args)?;
     if let Some(f) = args.output.format {
         crate::report::iperf3::set_format(f).map_err(|e| anyhow::anyhow!("-f: {e}"))?;
@@ -468,9 +477,9 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         sink.error(&w);
     }
     let observer = Arc::new(Log {
-        json: args.json,
+        json: args.json.clone(),
         verbose: args.output.verbose,
-        quiet: args.quiet && !args.json,
+        quiet: args.quiet && !args.json.on_stdout(),
         sink: sink.clone(),
         port: args.port.into(),
         tests: AtomicU64::new(0),
@@ -554,7 +563,7 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         }
         None => routerbench_protocol,
     };
-    if !args.json {
+    if !args.json.on_stdout() {
         observer.banner();
     }
     let hup = spawn_reopen_on_hangup(sink.clone());
