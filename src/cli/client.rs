@@ -403,11 +403,7 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
         }
     }
     let quiet = crate::iperf3::NoIntervals;
-    let live: &dyn IntervalSink = if t.json.on_stdout() {
-        &quiet
-    } else {
-        &sink
-    };
+    let live: &dyn IntervalSink = if t.json.on_stdout() { &quiet } else { &sink };
     let stop = SignalFlag::default();
     let remote = super::monitor::start_router(
         &args.router,

@@ -87,7 +87,11 @@ impl JsonArg {
     /// Writes one JSON document given as text (ending in a newline): to FILE (replaced
     /// atomically, its directory created) or through `stdout` (standard output, or iperf3's
     /// `--logfile` for client and loopback). Returns the FILE written.
-    pub fn write_text(&self, text: &str, stdout: impl FnOnce(&str)) -> anyhow::Result<Option<&Path>> {
+    pub fn write_text(
+        &self,
+        text: &str,
+        stdout: impl FnOnce(&str),
+    ) -> anyhow::Result<Option<&Path>> {
         match &self.json {
             None => Ok(None),
             Some(JsonTarget::Stdout) => {

@@ -145,9 +145,8 @@ pub(crate) fn accept_udp(
     ctl.send_state(State::CreateStreams)?;
     let deadline = Instant::now() + env.cfg.udp_hello_timeout;
     let mut socks = Vec::with_capacity(total);
-    let same_host = |a: IpAddr, b: IpAddr| {
-        crate::net::addr::display_ip(a) == crate::net::addr::display_ip(b)
-    };
+    let same_host =
+        |a: IpAddr, b: IpAddr| crate::net::addr::display_ip(a) == crate::net::addr::display_ip(b);
     while socks.len() < total {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {

@@ -11,8 +11,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd};
 
 use nix::sys::socket::{
-    ControlMessageOwned, MsgFlags, SockaddrStorage, TimestampingFlag, recvmsg, setsockopt,
-    sockopt,
+    ControlMessageOwned, MsgFlags, SockaddrStorage, TimestampingFlag, recvmsg, setsockopt, sockopt,
 };
 use nix::sys::time::TimeSpec;
 
