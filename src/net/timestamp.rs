@@ -93,12 +93,13 @@ impl Cmsgs {
             ControlMessageOwned::ScmTimestampns(ts) => self.kernel_ns = ts_ns(&ts),
             ControlMessageOwned::Ipv4Tos(tos) => self.tos = Some(tos),
             ControlMessageOwned::Ipv6TClass(tc) => self.tos = Some(tc as u8),
-            ControlMessageOwned::Ipv4RecvErr(ee, _) | ControlMessageOwned::Ipv6RecvErr(ee, _) => {
+            // A send timestamp on the error queue: ENOMSG from the timestamping origin, with
+            // the packet id in ee_data.
+            ControlMessageOwned::Ipv4RecvErr(ee, _) | ControlMessageOwned::Ipv6RecvErr(ee, _)
                 if ee.ee_errno == libc::ENOMSG as u32
-                    && ee.ee_origin == libc::SO_EE_ORIGIN_TIMESTAMPING
-                {
-                    self.tx_id = Some(ee.ee_data);
-                }
+                    && ee.ee_origin == libc::SO_EE_ORIGIN_TIMESTAMPING =>
+            {
+                self.tx_id = Some(ee.ee_data);
             }
             _ => {}
         }
