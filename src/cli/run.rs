@@ -206,7 +206,7 @@ fn extras(result: &RunResult, json: &std::path::Path, html: &std::path::Path) {
     let row = crate::report::rows::Row::from_result(
         result,
         &json.display().to_string(),
-        crypto::ROW_CIPHER_BLOCK,
+        crate::results::crypto::ROW_CIPHER_BLOCK,
     );
     if let (Some(row), Ok(refs)) = (row, crate::report::reference::builtin()) {
         let st = crate::report::reference::standing(&row, &refs);

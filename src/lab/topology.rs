@@ -107,13 +107,13 @@ pub fn load_config(name: &str) -> Result<LabConfig> {
 fn ip(ns: &str, args: &[&str]) -> Result<String> {
     let mut v = vec!["-n", ns];
     v.extend_from_slice(args);
-    run_tool("ip", &v)
+    Ok(run_tool("ip", &v)?)
 }
 
 fn tc(ns: &str, args: &[&str]) -> Result<String> {
     let mut v = vec!["-n", ns];
     v.extend_from_slice(args);
-    run_tool("tc", &v)
+    Ok(run_tool("tc", &v)?)
 }
 
 fn link_exists(ns: &str, dev: &str) -> bool {
@@ -297,10 +297,10 @@ fn apply_shaper(rtr: &str, dev: &str, spec: &LabSpec, rate: Option<u64>) -> Resu
 fn nft_in(rtr: &str, args: &[&str], input: Option<&str>) -> Result<String> {
     let mut v = vec!["netns", "exec", rtr, "nft"];
     v.extend_from_slice(args);
-    match input {
+    Ok(match input {
         Some(text) => run_tool_stdin("ip", &v, text),
         None => run_tool("ip", &v),
-    }
+    }?)
 }
 
 fn apply_nat(rtr: &str, wan: &str, nat: bool) -> Result<()> {

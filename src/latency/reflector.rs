@@ -7,7 +7,7 @@
 //! carries the probe's own DSCP mark back (EF stays EF in both directions).
 
 use super::server::{Inner, MAX_STREAMS};
-use crate::net::latency_sockopts as so;
+use crate::net as so;
 use crate::wire::rb::{self, ProbePacket};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};

@@ -8,7 +8,7 @@
 
 use super::conn::{self, ConnError};
 use super::reflector::Reflector;
-use crate::net::latency_sockopts as so;
+use crate::net as so;
 use crate::wire::rb::{self, Direction, ErrorCode, FlowStep, Message};
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream};

@@ -3,7 +3,7 @@
 
 use super::conn;
 use super::server::{FlowHandle, Service, is_mapped};
-use crate::net::latency_sockopts as so;
+use crate::net as so;
 use crate::wire::rb::{self, Direction, ErrorCode, Message};
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};

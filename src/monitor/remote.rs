@@ -5,7 +5,7 @@
 
 use super::agent::read_frame;
 use crate::latency::stats::{Exchange, clock_offset};
-use crate::net::latency_sockopts::realtime_ns;
+use crate::net::timestamp::realtime_ns;
 use crate::results::monitor::{AgentClock, MonitorResult, MonitorSample};
 use crate::wire::rb_agent::{self, AgentMessage, ChunkKind};
 use anyhow::{Context, Result, anyhow, bail};

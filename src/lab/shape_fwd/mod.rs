@@ -237,7 +237,8 @@ fn try_kernel(cfg: &LabConfig, kind: QdiscKind) -> Result<bool> {
                 if msg.contains("unknown") || msg.contains("Unknown") || msg.contains("not found") {
                     return Ok(false);
                 }
-                return Err(e.context(format!("cannot install kernel {kind} on {dev}")));
+                return Err(anyhow::Error::from(e)
+                    .context(format!("cannot install kernel {kind} on {dev}")));
             }
         }
     }
