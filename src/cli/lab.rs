@@ -296,7 +296,7 @@ fn cmd_up(a: UpArgs) -> anyhow::Result<i32> {
                      {queue_s:.0} s of delay (over {SLOW_QUEUE_S:.0} s): is the rate or \
                      --buffer a typo?",
                     spec.buffer_bytes,
-                    shape::fmt_rate(bps as f64)
+                    crate::util::units::human_rate(bps as f64)
                 );
             }
         }
@@ -305,7 +305,12 @@ fn cmd_up(a: UpArgs) -> anyhow::Result<i32> {
     let th = lab::theory::theory(&cfg);
     let aqm = apply_aqm(&cfg, a.qdisc, a.aqm)?;
     if a.json {
-        crate::outln!("{}", serde_json::to_string_pretty(&(cfg, th, aqm))?);
+        let up = crate::results::lab::LabUp {
+            config: cfg,
+            theory: th,
+            aqm,
+        };
+        crate::outln!("{}", serde_json::to_string_pretty(&up)?);
     } else {
         crate::out!("{}", crate::report::lab::config(&cfg, &th));
         if let Some(q) = &aqm {
@@ -371,6 +376,20 @@ fn cmd_status(a: StatusArgs) -> anyhow::Result<i32> {
     })
 }
 
+/// Deletes lab `name` when dropped; a failed cleanup is said on stderr.
+pub(crate) fn guard(name: &str) -> LabGuard {
+    LabGuard::with_events(name, Arc::new(render_event))
+}
+
+/// Renders the lab's events on stderr.
+pub(crate) fn render_event(e: &lab::LabEvent) {
+    match e {
+        lab::LabEvent::CleanupFailed { lab, error } => {
+            crate::errln!("routerbench lab: cleanup of {lab} failed: {error}");
+        }
+    }
+}
+
 fn envelope(lab: LabResult, started: String) -> RunResult {
     let mut r = RunResult::new(started);
     r.lab = Some(lab);
@@ -431,7 +450,7 @@ fn cmd_sqm_capacity(a: &CapacityArgs, q: crate::cli::shape::QdiscArg) -> anyhow:
     plan.max_bps = shape::parse_rate(&a.max_rate)?
         .ok_or_else(|| anyhow::anyhow!("--max-rate must be a rate, not none"))?;
     plan.budget = Duration::from_secs(a.budget.clamp(10, 3600));
-    let guard = (!a.keep).then(|| LabGuard::new(&a.name));
+    let guard = (!a.keep).then(|| guard(&a.name));
     let quiet = a.json;
     let sqm = lab::sqm_capacity::search(&plan, generator(a.load), &mut |p| {
         if !quiet {
@@ -462,7 +481,7 @@ fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
         anyhow::bail!("--length must be positive (seconds per point)");
     }
     lab::capacity::check_lab_is_free(&a.name)?;
-    let guard = (!a.keep).then(|| LabGuard::new(&a.name));
+    let guard = (!a.keep).then(|| guard(&a.name));
     let plan = lab::capacity::CapacityPlan {
         name: a.name.clone(),
         offloads: matches!(a.offloads, OnOff::On),

@@ -85,6 +85,19 @@ mod tests {
     }
 
     #[test]
+    fn result_model_defaults_match_the_lab() {
+        // Old result files get these defaults: they must be what the lab computes and builds.
+        assert_eq!(
+            crate::results::lab::single_direction_goodput_ratio(),
+            goodput_ratio()
+        );
+        assert_eq!(
+            crate::results::lab::LabDevices::default(),
+            crate::lab::topology::devices()
+        );
+    }
+
+    #[test]
     fn nearest_rank() {
         let v: Vec<f64> = (1..=70).map(f64::from).collect();
         assert_eq!(percentile(&v, 50.0), Some(35.0));

@@ -1,10 +1,10 @@
 //! Rendering of the lab's results: configuration with theory, status, the capacity table and the
 //! accuracy table (markdown, so they paste into docs as they are).
 
-use crate::lab::shape::fmt_rate;
 use crate::results::lab::{
     AccuracyPoint, CapacityResult, LabConfig, LabResult, LabStatus, LabTheory, QueueCheck,
 };
+use crate::util::units::human_rate as fmt_rate;
 use std::fmt::Write;
 
 fn rate_or_unshaped(r: Option<u64>) -> String {
@@ -28,21 +28,21 @@ pub fn config(cfg: &LabConfig, th: &LabTheory) -> String {
         "lab {}: {} ({} {}) -> {} -> {} ({} {})",
         cfg.name,
         cfg.ns_lan,
-        crate::lab::DEV_LAN,
+        cfg.devices.lan,
         cfg.lan_ip,
         cfg.ns_rtr,
         cfg.ns_wan,
-        crate::lab::DEV_WAN,
+        cfg.devices.wan,
         cfg.wan_ip
     );
     let _ = writeln!(
         s,
         "  upload   {} on {} ({}), download {} on {}",
         rate_or_unshaped(cfg.up_rate_bps),
-        crate::lab::DEV_RTR_WAN,
+        cfg.devices.rtr_wan,
         cfg.shaper,
         rate_or_unshaped(cfg.down_rate_bps),
-        crate::lab::DEV_RTR_LAN
+        cfg.devices.rtr_lan
     );
     let _ = writeln!(
         s,
@@ -112,8 +112,8 @@ pub fn render_result(r: &LabResult) -> String {
 pub fn sqm_point(p: &crate::results::lab::SqmPoint) -> String {
     format!(
         "  {:>10}: goodput {} ({:.3} of theory), p99 +{} -> {}{}{}\n",
-        crate::lab::shape::fmt_rate(p.rate_bps as f64),
-        crate::lab::shape::fmt_rate(p.goodput_bps),
+        fmt_rate(p.rate_bps as f64),
+        fmt_rate(p.goodput_bps),
         p.goodput_of_theory,
         p.p99_increase_ms
             .map_or("n/a".to_string(), |v| format!("{v:.2} ms")),
@@ -149,9 +149,9 @@ fn capacity_words(c: &crate::results::lab::SqmCapacity) -> String {
         None => "below the lowest rate tried".to_string(),
         Some(r) if !c.points.is_empty() && c.points.iter().all(|p| p.pass) => format!(
             "at least {} (no rate tried failed: the search stopped at its ceiling)",
-            crate::lab::shape::fmt_rate(r as f64)
+            fmt_rate(r as f64)
         ),
-        Some(r) => crate::lab::shape::fmt_rate(r as f64),
+        Some(r) => fmt_rate(r as f64),
     }
 }
 
@@ -200,8 +200,8 @@ pub fn status(st: &LabStatus) -> String {
         return s;
     }
     let _ = writeln!(s, "lab {}: UP", st.name);
-    if let Some(cfg) = &st.config {
-        s.push_str(&config(cfg, &crate::lab::theory::theory(cfg)));
+    if let (Some(cfg), Some(th)) = (&st.config, &st.theory) {
+        s.push_str(&config(cfg, th));
     }
     match &st.aqm {
         Some(a) => {
@@ -340,7 +340,7 @@ pub fn accuracy_row(p: &AccuracyPoint) -> String {
         ratio(p.p99_ratio),
         fmt_rate(p.goodput_bps),
         p.goodput_ratio,
-        p.goodput_ratio / crate::lab::theory::goodput_ratio(),
+        p.goodput_ratio / p.goodput_theory_ratio,
         opt(p.retransmits),
         opt(p.qdisc_drops),
         loss
@@ -452,13 +452,25 @@ mod tests {
             offloads: false,
             cc: "cubic".into(),
             ns_cc: "reno".into(),
+            devices: Default::default(),
+        }
+    }
+
+    /// What `lab::theory` computes for `cfg()`: 64000 B at 20 Mbit/s up, download unshaped.
+    fn theory() -> LabTheory {
+        LabTheory {
+            up_queue_delay_ms: Some(25.6),
+            down_queue_delay_ms: None,
+            goodput_ratio: 1448.0 / 1514.0,
+            up_goodput_bps: Some(20e6 * 1448.0 / 1514.0),
+            down_goodput_bps: None,
         }
     }
 
     #[test]
     fn config_text_has_theory() {
         let c = cfg();
-        let t = config(&c, &crate::lab::theory::theory(&c));
+        let t = config(&c, &theory());
         assert!(t.contains("full queue adds 25.6 ms"), "{t}");
         assert!(
             t.contains("download unshaped") || t.contains("theory down: unshaped"),
@@ -471,7 +483,7 @@ mod tests {
     fn result_section_lists_what_was_measured() {
         let c = cfg();
         let mut r = LabResult {
-            theory: crate::lab::theory::theory(&c),
+            theory: theory(),
             config: c,
             capacity: None,
             accuracy: Vec::new(),

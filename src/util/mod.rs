@@ -6,3 +6,4 @@ pub mod progress;
 pub mod time;
 pub mod tool;
 pub mod uci;
+pub mod units;
