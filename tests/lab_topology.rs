@@ -255,6 +255,17 @@ fn cli_up_status_down() {
     assert_eq!(v["up"], true);
     assert_eq!(v["config"]["nat"], true);
     assert_eq!(v["config"]["up_rate_bps"], 20_000_000);
+    assert_eq!(v["theory"]["up_queue_delay_ms"], 25.6, "{v}");
+    // `up --json` (reconfiguring in place): one object with named parts.
+    let up = run(&[
+        "lab", "up", "--name", &name, "--rate", "20mbit", "--buffer", "64000", "--nat", "--json",
+    ]);
+    assert!(up.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&up.stdout).unwrap();
+    assert_eq!(v["config"]["name"], name.as_str(), "{v}");
+    assert_eq!(v["config"]["devices"]["rtr_wan"], "rtr-wan", "{v}");
+    assert_eq!(v["theory"]["up_queue_delay_ms"], 25.6, "{v}");
+    assert!(v["aqm"].is_null(), "{v}");
     assert!(run(&["lab", "down", "--name", &name]).status.success());
     let st = run(&["lab", "status", "--name", &name]);
     assert_eq!(st.status.code(), Some(1));

@@ -107,7 +107,6 @@ pub fn render_result(r: &LabResult) -> String {
     s
 }
 
-/// `lab status`.
 /// One line per SQM capacity point (progress of `lab capacity --qdisc`).
 pub fn sqm_point(p: &crate::results::lab::SqmPoint) -> String {
     format!(
@@ -174,31 +173,12 @@ pub fn aqm_line(a: &crate::results::lab::AqmState) -> String {
     line
 }
 
+/// `lab status`.
 pub fn status(st: &LabStatus) -> String {
-    let mut s = String::new();
     if !st.up {
-        let present: Vec<&str> = st
-            .namespaces
-            .iter()
-            .filter(|n| n.exists)
-            .map(|n| n.name.as_str())
-            .collect();
-        let _ = writeln!(
-            s,
-            "lab {}: DOWN{}",
-            st.name,
-            if present.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " (partly present: {}; run `routerbench lab down --name {}`)",
-                    present.join(", "),
-                    st.name
-                )
-            }
-        );
-        return s;
+        return down_line(st);
     }
+    let mut s = String::new();
     let _ = writeln!(s, "lab {}: UP", st.name);
     if let (Some(cfg), Some(th)) = (&st.config, &st.theory) {
         s.push_str(&config(cfg, th));
@@ -211,6 +191,50 @@ pub fn status(st: &LabStatus) -> String {
             let _ = writeln!(s, "aqm: fifo in the kernel (the shaper's FIFO)");
         }
     }
+    s.push_str(&namespaces(st));
+    s.push_str(&router_state(st));
+    match st.reachable {
+        Some(true) => {
+            let _ = writeln!(
+                s,
+                "== reachability LAN -> WAN (UDP echo): ok, {} ms",
+                ms(st.reach_rtt_ms)
+            );
+        }
+        Some(false) => {
+            let _ = writeln!(s, "== reachability LAN -> WAN (UDP echo): FAILED");
+        }
+        None => {}
+    }
+    s
+}
+
+/// A lab that is down, and what of it is still there.
+fn down_line(st: &LabStatus) -> String {
+    let present: Vec<&str> = st
+        .namespaces
+        .iter()
+        .filter(|n| n.exists)
+        .map(|n| n.name.as_str())
+        .collect();
+    format!(
+        "lab {}: DOWN{}\n",
+        st.name,
+        if present.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (partly present: {}; run `routerbench lab down --name {}`)",
+                present.join(", "),
+                st.name
+            )
+        }
+    )
+}
+
+/// Each namespace: congestion control, forwarding, addresses and routes.
+fn namespaces(st: &LabStatus) -> String {
+    let mut s = String::new();
     for n in &st.namespaces {
         let _ = writeln!(
             s,
@@ -230,6 +254,12 @@ pub fn status(st: &LabStatus) -> String {
             let _ = writeln!(s, "  route {r}");
         }
     }
+    s
+}
+
+/// The router's qdisc counters, offloads and nftables rules.
+fn router_state(st: &LabStatus) -> String {
+    let mut s = String::new();
     for q in &st.qdiscs {
         let _ = writeln!(
             s,
@@ -258,19 +288,6 @@ pub fn status(st: &LabStatus) -> String {
                 let _ = writeln!(s, "  {l}");
             }
         }
-    }
-    match st.reachable {
-        Some(true) => {
-            let _ = writeln!(
-                s,
-                "== reachability LAN -> WAN (UDP echo): ok, {} ms",
-                ms(st.reach_rtt_ms)
-            );
-        }
-        Some(false) => {
-            let _ = writeln!(s, "== reachability LAN -> WAN (UDP echo): FAILED");
-        }
-        None => {}
     }
     s
 }
@@ -498,6 +515,41 @@ mod tests {
             points: Vec::new(),
         });
         assert!(render_result(&r).contains("forwarding capacity"));
+    }
+
+    #[test]
+    fn status_text() {
+        use crate::results::lab::NamespaceStatus;
+        let ns = |name: &str, exists| NamespaceStatus {
+            name: name.into(),
+            exists,
+            ..Default::default()
+        };
+        let mut st = LabStatus {
+            name: "t".into(),
+            namespaces: vec![ns("t-lan", true), ns("t-rtr", false), ns("t-wan", false)],
+            ..Default::default()
+        };
+        let down = status(&st);
+        assert!(
+            down.starts_with("lab t: DOWN (partly present: t-lan;"),
+            "{down}"
+        );
+        assert_eq!(down.lines().count(), 1, "{down}");
+        st.up = true;
+        st.config = Some(cfg());
+        st.theory = Some(theory());
+        st.reachable = Some(true);
+        st.reach_rtt_ms = Some(0.05);
+        let up = status(&st);
+        assert!(
+            up.starts_with("lab t: UP\nlab t: t-lan (lan0 10.201.1.2)"),
+            "{up}"
+        );
+        assert!(up.contains("full queue adds 25.6 ms"), "{up}");
+        assert!(up.contains("aqm: fifo in the kernel"), "{up}");
+        assert!(up.contains("== t-lan  cc=? ip_forward=?"), "{up}");
+        assert!(up.ends_with("(UDP echo): ok, 0.05 ms\n"), "{up}");
     }
 
     #[test]
