@@ -423,12 +423,8 @@ fn cmd_measure(a: MeasureArgs) -> anyhow::Result<i32> {
     }
     if a.json {
         let lab = LabResult {
-            theory: lab::theory::theory(&cfg),
-            config: cfg,
-            capacity: None,
             accuracy: vec![point],
-            test: None,
-            checks: Vec::new(),
+            ..lab::theory::result(cfg)
         };
         crate::outln!("{}", serde_json::to_string_pretty(&envelope(lab, started))?);
     }
@@ -494,12 +490,8 @@ fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
     drop(guard);
     if a.json {
         let lab = LabResult {
-            theory: lab::theory::theory(&cfg),
-            config: cfg,
             capacity: Some(cap),
-            accuracy: Vec::new(),
-            test: None,
-            checks: Vec::new(),
+            ..lab::theory::result(cfg)
         };
         crate::outln!("{}", serde_json::to_string_pretty(&envelope(lab, started))?);
     } else {
@@ -598,12 +590,9 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
     }
     if let Some(path) = &a.json {
         let lab = LabResult {
-            theory: th,
-            config: cfg,
-            capacity: None,
-            accuracy: Vec::new(),
             test: Some(name.to_string()),
             checks: run.checks,
+            ..lab::theory::result(cfg)
         };
         let mut env = envelope(lab, started);
         env.latency = Some(run.latency);

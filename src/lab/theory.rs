@@ -1,7 +1,8 @@
 //! What the lab should show from its configuration alone: the standing-queue delay
-//! buffer·8/rate, and goodput = rate × TCP payload / Ethernet frame. Plus nearest-rank percentiles.
+//! buffer·8/rate, and goodput = rate × TCP payload / Ethernet frame (also as the lab section of a
+//! result, [`result`]). Plus nearest-rank percentiles.
 
-use crate::results::lab::{LabConfig, LabTheory, RttSummary};
+use crate::results::lab::{LabConfig, LabResult, LabTheory, RttSummary};
 
 /// TCP payload per segment at MTU 1500 with timestamps (1500 − 20 IP − 20 TCP − 12 options).
 pub const TCP_PAYLOAD: f64 = 1448.0;
@@ -42,6 +43,18 @@ pub fn theory(cfg: &LabConfig) -> LabTheory {
         goodput_ratio: g,
         up_goodput_bps: cfg.up_rate_bps.map(|r| r as f64 * g),
         down_goodput_bps: cfg.down_rate_bps.map(|r| r as f64 * g),
+    }
+}
+
+/// The lab section of a result for `config`, with its theory; the caller adds what it measured.
+pub fn result(config: LabConfig) -> LabResult {
+    LabResult {
+        theory: theory(&config),
+        config,
+        capacity: None,
+        accuracy: Vec::new(),
+        test: None,
+        checks: Vec::new(),
     }
 }
 
