@@ -1,6 +1,5 @@
 //! What the lab should show from its configuration alone: the standing-queue delay
-//! buffer·8/rate, and goodput = rate × TCP payload / Ethernet frame (also as the lab section of a
-//! result, [`result`]). Plus nearest-rank percentiles.
+//! buffer·8/rate, and goodput = rate × TCP payload / Ethernet frame. Plus nearest-rank percentiles.
 
 use crate::results::lab::{LabConfig, LabResult, LabTheory, RttSummary};
 
@@ -32,6 +31,18 @@ pub fn queue_delay_ms(buffer_bytes: u64, rate_bps: u64) -> f64 {
     buffer_bytes as f64 * 8.0 / rate_bps as f64 * 1000.0
 }
 
+/// The lab section of a result for `config`, with its theory; the caller adds what it measured.
+pub fn result(config: LabConfig) -> LabResult {
+    LabResult {
+        theory: theory(&config),
+        config,
+        capacity: None,
+        accuracy: Vec::new(),
+        test: None,
+        checks: Vec::new(),
+    }
+}
+
 /// The theory for a lab configuration.
 pub fn theory(cfg: &LabConfig) -> LabTheory {
     let g = goodput_ratio();
@@ -43,18 +54,6 @@ pub fn theory(cfg: &LabConfig) -> LabTheory {
         goodput_ratio: g,
         up_goodput_bps: cfg.up_rate_bps.map(|r| r as f64 * g),
         down_goodput_bps: cfg.down_rate_bps.map(|r| r as f64 * g),
-    }
-}
-
-/// The lab section of a result for `config`, with its theory; the caller adds what it measured.
-pub fn result(config: LabConfig) -> LabResult {
-    LabResult {
-        theory: theory(&config),
-        config,
-        capacity: None,
-        accuracy: Vec::new(),
-        test: None,
-        checks: Vec::new(),
     }
 }
 
@@ -88,16 +87,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn spec_points() {
-        // spec/netns-lab.md: 64000 B at 20 Mbit/s = 25.6 ms, 300000 B at 50 Mbit/s = 48 ms.
-        assert!((queue_delay_ms(64_000, 20_000_000) - 25.6).abs() < 1e-9);
-        assert!((queue_delay_ms(300_000, 50_000_000) - 48.0).abs() < 1e-9);
-        assert_eq!(queue_delay_ms(1, 0), 0.0);
-        assert!((goodput_ratio() - 0.9564).abs() < 1e-4);
-        assert!((goodput_ratio_with_reverse_acks() - 0.9360).abs() < 1e-4);
-    }
-
-    #[test]
     fn result_model_defaults_match_the_lab() {
         // Old result files get these defaults: they must be what the lab computes and builds.
         assert_eq!(
@@ -108,6 +97,16 @@ mod tests {
             crate::results::lab::LabDevices::default(),
             crate::lab::topology::devices()
         );
+    }
+
+    #[test]
+    fn spec_points() {
+        // spec/netns-lab.md: 64000 B at 20 Mbit/s = 25.6 ms, 300000 B at 50 Mbit/s = 48 ms.
+        assert!((queue_delay_ms(64_000, 20_000_000) - 25.6).abs() < 1e-9);
+        assert!((queue_delay_ms(300_000, 50_000_000) - 48.0).abs() < 1e-9);
+        assert_eq!(queue_delay_ms(1, 0), 0.0);
+        assert!((goodput_ratio() - 0.9564).abs() < 1e-4);
+        assert!((goodput_ratio_with_reverse_acks() - 0.9360).abs() < 1e-4);
     }
 
     #[test]
