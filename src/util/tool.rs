@@ -5,37 +5,33 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// Why an external tool could not do its job.
+/// Why an external tool could not be run, or failed: the command, the cause, and what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum ToolError {
-    /// Not in PATH, /usr/sbin or /sbin.
     #[error("{tool} not found: apt-get install {package}")]
     NotFound { tool: String, package: &'static str },
-    /// The lab and the tools it runs need root.
     #[error("not root: the lab needs CAP_NET_ADMIN; run as root")]
     NotRoot,
-    /// The tool ran and exited with an error: the command line, its exit status and stderr.
+    #[error("cannot start {tool}: {cause}")]
+    Start { tool: String, cause: std::io::Error },
+    #[error("cannot write to {tool}'s stdin: {cause}")]
+    Stdin { tool: String, cause: std::io::Error },
+    #[error("{command} did not finish within {limit:?}; killed it")]
+    TimedOut { command: String, limit: Duration },
     #[error("`{command}` failed ({status}): {stderr}{hint}")]
     Failed {
         command: String,
         status: ExitStatus,
         stderr: String,
-        /// What to do, when stderr says it (e.g. "not root?").
+        /// " (not root? …)" when the tool said "Operation not permitted".
         hint: &'static str,
     },
-    /// The tool did not finish within its deadline and was killed.
-    #[error("{command} did not finish within {limit:?}; killed it")]
-    Timeout { command: String, limit: Duration },
-    /// Starting, feeding or waiting for the process failed.
-    #[error("{what}")]
-    Process {
-        what: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("waiting for a child process: {cause}")]
+    Wait { cause: std::io::Error },
 }
 
-type Result<T, E = ToolError> = std::result::Result<T, E>;
+/// Results of this module.
+pub type Result<T, E = ToolError> = std::result::Result<T, E>;
 
 /// Which Debian package provides a tool, for the "not found" message.
 fn package_of(tool: &str) -> &'static str {
@@ -118,17 +114,17 @@ fn output_of(tool: &str, args: &[&str], input: Option<&str>) -> Result<Output> {
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|source| ToolError::Process {
-        what: format!("cannot start {tool}"),
-        source,
+    let mut child = cmd.spawn().map_err(|cause| ToolError::Start {
+        tool: tool.to_string(),
+        cause,
     })?;
     if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
         use std::io::Write;
         stdin
             .write_all(text.as_bytes())
-            .map_err(|source| ToolError::Process {
-                what: format!("cannot write to {tool}'s stdin"),
-                source,
+            .map_err(|cause| ToolError::Stdin {
+                tool: tool.to_string(),
+                cause,
             })?;
     }
     // Output is small; read it in threads so a full pipe never blocks the deadline wait.
@@ -136,10 +132,11 @@ fn output_of(tool: &str, args: &[&str], input: Option<&str>) -> Result<Output> {
     let mut stderr = child.stderr.take();
     let t_out = std::thread::spawn(move || read_all(stdout.as_mut()));
     let t_err = std::thread::spawn(move || read_all(stderr.as_mut()));
-    let status = wait_deadline(&mut child, TOOL_TIMEOUT)?.ok_or_else(|| ToolError::Timeout {
-        command: format!("{tool} {}", args.join(" ")),
-        limit: TOOL_TIMEOUT,
-    })?;
+    let status =
+        wait_deadline(&mut child, TOOL_TIMEOUT)?.ok_or_else(|| ToolError::TimedOut {
+            command: format!("{tool} {}", args.join(" ")),
+            limit: TOOL_TIMEOUT,
+        })?;
     Ok(Output {
         status,
         stdout: t_out.join().unwrap_or_default(),
@@ -177,11 +174,10 @@ fn check(tool: &str, args: &[&str], out: &Output) -> Result<()> {
 pub fn wait_deadline(child: &mut Child, limit: Duration) -> Result<Option<ExitStatus>> {
     let start = Instant::now();
     loop {
-        let polled = child.try_wait().map_err(|source| ToolError::Process {
-            what: "waiting for a child process".into(),
-            source,
-        })?;
-        if let Some(st) = polled {
+        if let Some(st) = child
+            .try_wait()
+            .map_err(|cause| ToolError::Wait { cause })?
+        {
             return Ok(Some(st));
         }
         if start.elapsed() >= limit {
