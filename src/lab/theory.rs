@@ -1,7 +1,7 @@
 //! What the lab should show from its configuration alone: the standing-queue delay
 //! buffer·8/rate, and goodput = rate × TCP payload / Ethernet frame. Plus nearest-rank percentiles.
 
-use crate::results::lab::{LabConfig, LabResult, LabTheory, RttSummary};
+use crate::results::lab::{LabConfig, LabTheory, RttSummary};
 
 /// TCP payload per segment at MTU 1500 with timestamps (1500 − 20 IP − 20 TCP − 12 options).
 pub const TCP_PAYLOAD: f64 = 1448.0;
@@ -32,8 +32,8 @@ pub fn queue_delay_ms(buffer_bytes: u64, rate_bps: u64) -> f64 {
 }
 
 /// The lab section of a result for `config`, with its theory; the caller adds what it measured.
-pub fn result(config: LabConfig) -> LabResult {
-    LabResult {
+pub fn result(config: LabConfig) -> crate::results::lab::LabResult {
+    crate::results::lab::LabResult {
         theory: theory(&config),
         config,
         capacity: None,
