@@ -553,6 +553,37 @@ mod tests {
     }
 
     #[test]
+    fn old_files_without_devices_or_goodput_theory_render_as_before() {
+        // A lab section as routerbench wrote it before `devices` and `goodput_theory_ratio`.
+        let mut v = serde_json::to_value(LabResult {
+            theory: theory(),
+            config: cfg(),
+            capacity: None,
+            accuracy: Vec::new(),
+            test: None,
+            checks: Vec::new(),
+        })
+        .unwrap();
+        v["config"].as_object_mut().unwrap().remove("devices");
+        let rtt = serde_json::json!({"sent": 20, "received": 20, "median_ms": 0.1,
+            "p90_ms": 0.1, "p99_ms": 0.2, "min_ms": 0.1, "max_ms": 0.2});
+        v["accuracy"] = serde_json::json!([{
+            "direction": "up", "flows": 1, "cc": "cubic", "rate_bps": 20_000_000,
+            "buffer_bytes": 64_000, "goodput_bps": 19.1e6, "goodput_ratio": 0.955,
+            "idle": rtt, "loaded": rtt, "theory_ms": 25.6, "median_increase_ms": 24.0,
+            "p99_increase_ms": 25.4, "median_ratio": 0.94, "p99_ratio": 0.99,
+            "retransmits": 3, "qdisc_drops": 5, "method": "m"
+        }]);
+        let r: LabResult = serde_json::from_value(v).unwrap();
+        assert_eq!(r.config.devices.rtr_wan, "rtr-wan");
+        let text = render_result(&r);
+        assert!(text.contains("(lan0 10.201.1.2)"), "{text}");
+        assert!(text.contains("on rtr-wan (tbf)"), "{text}");
+        // 0.955 / (1448/1514) = 0.999
+        assert!(text.contains("| 0.955 | 0.999 |"), "{text}");
+    }
+
+    #[test]
     fn capacity_table() {
         let c = CapacityResult {
             generator: "x".into(),

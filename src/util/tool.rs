@@ -132,11 +132,10 @@ fn output_of(tool: &str, args: &[&str], input: Option<&str>) -> Result<Output> {
     let mut stderr = child.stderr.take();
     let t_out = std::thread::spawn(move || read_all(stdout.as_mut()));
     let t_err = std::thread::spawn(move || read_all(stderr.as_mut()));
-    let status =
-        wait_deadline(&mut child, TOOL_TIMEOUT)?.ok_or_else(|| ToolError::TimedOut {
-            command: format!("{tool} {}", args.join(" ")),
-            limit: TOOL_TIMEOUT,
-        })?;
+    let status = wait_deadline(&mut child, TOOL_TIMEOUT)?.ok_or_else(|| ToolError::TimedOut {
+        command: format!("{tool} {}", args.join(" ")),
+        limit: TOOL_TIMEOUT,
+    })?;
     Ok(Output {
         status,
         stdout: t_out.join().unwrap_or_default(),
