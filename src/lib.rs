@@ -20,5 +20,6 @@ pub mod net;
 pub mod report;
 pub mod results;
 pub mod server;
+pub mod service;
 pub mod util;
 pub mod wire;

@@ -2,8 +2,9 @@
 //! probes with a wrong session, size or source address, floods, and a client vanishing mid-test.
 //! Each time the server logs it, frees the slot and keeps serving others.
 
-use routerbench::latency::server::{Bounds, Service, spawn_in_process};
+use routerbench::latency::server::{Bounds, Service};
 use routerbench::latency::{TestConfig, TestKind};
+use routerbench::server::latency_only::spawn_in_process;
 use routerbench::wire::ROUTERBENCH_MAGIC;
 use routerbench::wire::rb::{self, Direction, ErrorCode, Message, ProbePacket, ProbeRepr};
 use std::io::{Read, Write};

@@ -179,7 +179,7 @@ pub struct OutputOpts {
     pub forceflush: bool,
     /// Prefix every output line with the time; FORMAT is strftime(3)'s (default "%c ").
     #[arg(long = "timestamps", value_name = "FORMAT", num_args = 0..=1,
-          default_missing_value = crate::server::log::DEFAULT_TIMESTAMP_FORMAT,
+          default_missing_value = crate::cli::log_sink::DEFAULT_TIMESTAMP_FORMAT,
           require_equals = true)]
     pub timestamps: Option<String>,
 }
@@ -198,11 +198,11 @@ pub fn parse_format(s: &str) -> Result<char, String> {
 
 impl OutputOpts {
     /// Applies `-f` and opens the sink (stdout, or the log file) for a client.
-    pub fn client_sink(&self) -> anyhow::Result<crate::server::log::LogSink> {
+    pub fn client_sink(&self) -> anyhow::Result<crate::cli::log_sink::LogSink> {
         if let Some(f) = self.format {
             crate::report::iperf3::set_format(f).map_err(|e| anyhow::anyhow!("-f: {e}"))?;
         }
-        crate::server::log::LogSink::for_client(
+        crate::cli::log_sink::LogSink::for_client(
             self.logfile.as_deref(),
             self.timestamps.clone(),
             self.forceflush,
@@ -312,14 +312,14 @@ fn auth_token(args: &ClientArgs) -> anyhow::Result<Option<String>> {
 
 /// Prints intervals as they come (text mode), in iperf3's layout.
 pub struct TextIntervals<'a> {
-    out: &'a crate::server::log::LogSink,
+    out: &'a crate::cli::log_sink::LogSink,
     first: std::sync::atomic::AtomicBool,
     /// Streams per direction (iperf3 separates interval blocks only with several).
     parallel: usize,
 }
 
 impl<'a> TextIntervals<'a> {
-    pub fn new(out: &'a crate::server::log::LogSink, parallel: usize) -> Self {
+    pub fn new(out: &'a crate::cli::log_sink::LogSink, parallel: usize) -> Self {
         TextIntervals {
             out,
             first: true.into(),
@@ -408,11 +408,13 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
         std::time::Duration::from_secs(u64::from(t.time) + u64::from(t.omit)),
     )?;
     let t0 = crate::util::time::unix_now_f64();
+    let system_info = crate::iperf3::system_info();
     let outcome = client::run(&cfg, live, &stop.0);
     let rc = match &outcome {
         Ok(result) => {
             if t.json {
-                out.output(&format!("{}\n", crate::iperf3::json::render(result)));
+                let doc = crate::iperf3::json::render(result, &system_info);
+                out.output(&format!("{doc}\n"));
             } else {
                 out.output(&if args.output.verbose {
                     crate::report::iperf3::render_final_verbose(result)

@@ -9,6 +9,7 @@ pub mod crypto;
 pub mod device;
 #[cfg(feature = "lab")]
 pub mod lab;
+pub mod log_sink;
 pub mod loopback;
 pub mod monitor;
 #[cfg(feature = "plots")]
@@ -17,6 +18,7 @@ pub mod rrul;
 pub mod run;
 pub mod server;
 pub mod server_config;
+pub mod server_log;
 #[cfg(feature = "lab")]
 pub mod shape;
 

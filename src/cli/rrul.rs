@@ -233,7 +233,7 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// Runs the standalone routerbench-protocol server until killed.
+/// Runs the shared server with the routerbench protocol alone (no iperf3) until killed.
 pub fn serve(a: ServerArgs) -> anyhow::Result<i32> {
     let bounds = crate::latency::server::Bounds {
         max_sessions: a.max_sessions,
@@ -244,16 +244,15 @@ pub fn serve(a: ServerArgs) -> anyhow::Result<i32> {
         ..Default::default()
     };
     let addr = std::net::SocketAddr::new(a.bind, a.port);
-    let listener = std::net::TcpListener::bind(addr)
-        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e} (port in use? try -p)"))?;
     let service = crate::latency::server::Service::new(bounds)?;
     service.set_log(std::sync::Arc::new(|m: &str| {
         crate::errln!("routerbench latency-server: {m}")
     }));
+    let server = crate::server::latency_only::bind(addr, &service)?;
     crate::errln!(
         "routerbench latency-server: listening on {addr}, UDP reflector on port {}",
         service.udp_port(a.bind.is_ipv6()).unwrap_or(0)
     );
-    crate::latency::server::serve_standalone(listener, service)?;
+    server.run()?;
     Ok(0)
 }

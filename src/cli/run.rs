@@ -93,12 +93,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         None
     };
     if want_tp && !stopped() {
-        let cfg = crate::iperf3::loopback::LoopbackConfig {
+        let cfg = crate::server::loopback::LoopbackConfig {
             time: if args.quick { 3 } else { args.loopback_seconds },
             ..Default::default()
         };
-        progress.phase("loopback", u64::from(cfg.time));
-        match crate::iperf3::loopback::run_with_sink(
+        match super::loopback::run_with_progress(
             &cfg,
             progress.as_ref(),
             &crate::iperf3::NoIntervals,

@@ -1,6 +1,7 @@
 //! iperf3-compatible throughput tests: the client and server sessions that speak
 //! [`crate::wire::iperf3`], one thread per data stream, interval accounting, CPU use, the
-//! `-J` JSON schema, and the in-process loopback test.
+//! `-J` JSON schema. (The in-process loopback test, which needs the daemon, is
+//! `crate::server::loopback`.)
 //!
 //! Measuring code here never prints: live intervals go to an [`IntervalSink`], results come
 //! back as [`crate::results::throughput::ThroughputResult`].
@@ -10,10 +11,11 @@ pub mod auth;
 pub mod client;
 pub mod control;
 pub mod cpu;
+pub mod env;
 pub mod json;
-pub mod loopback;
 pub mod meter;
 pub mod ratelimit;
+pub(crate) mod running;
 pub mod session;
 pub mod stream;
 pub mod summary;
@@ -117,6 +119,22 @@ pub fn fill_random(buf: &mut [u8]) {
             *b = x as u8;
         }
     }
+}
+
+/// This host's `uname -a`-like line (sysname, nodename, release, version, machine) for the
+/// `-J` document's `start.system_info`; empty if uname fails.
+pub fn system_info() -> String {
+    let Ok(u) = nix::sys::utsname::uname() else {
+        return String::new();
+    };
+    format!(
+        "{} {} {} {} {}",
+        u.sysname().to_string_lossy(),
+        u.nodename().to_string_lossy(),
+        u.release().to_string_lossy(),
+        u.version().to_string_lossy(),
+        u.machine().to_string_lossy()
+    )
 }
 
 /// A fresh random cookie, as iperf3's `make_cookie`.

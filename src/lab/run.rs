@@ -40,7 +40,7 @@ pub fn run(
     // The server's accept and reflector threads are spawned from a WAN-namespace thread, so
     // they live in the WAN namespace.
     let (addr, service) = netns::run_in(&cfg.ns_wan, move || {
-        Ok(crate::latency::server::spawn_in_process(
+        Ok(crate::server::latency_only::spawn_in_process(
             bind,
             crate::latency::server::Bounds::default(),
         )?)

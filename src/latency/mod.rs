@@ -3,7 +3,7 @@
 //! congestion control, clock sync for one-way delays, and flent-compatible series.
 //!
 //! Client: `runner` (timeline) → `flows` (TCP load) + `probe` (UDP/ICMP) → `summary` (result).
-//! Server: `server` (sessions, limits, standalone accept loop) + `reflector` (UDP).
+//! Server: `server` (sessions, limits; hosted by the shared `crate::server`) + `reflector` (UDP).
 
 pub mod conn;
 pub mod flows;
@@ -14,9 +14,8 @@ pub mod reflector;
 pub mod runner;
 pub mod server;
 mod server_load;
-pub mod standalone;
 pub mod stats;
 pub mod summary;
 
 pub use plan::TestKind;
-pub use runner::{IpPref, LatencyError, TestConfig, run_loopback, run_test};
+pub use runner::{IpPref, LatencyError, TestConfig, run_test};

@@ -557,24 +557,3 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
     }
     Ok(result)
 }
-
-/// Runs `cfg` against a server started in this process on loopback (`routerbench run`).
-pub fn run_loopback(
-    cfg: &TestConfig,
-    progress: &dyn Progress,
-) -> Result<LatencyResult, LatencyError> {
-    let bind: SocketAddr = if cfg.ip == IpPref::V6 {
-        "[::1]:0"
-    } else {
-        "127.0.0.1:0"
-    }
-    .parse()
-    .map_err(|e| LatencyError::Config(format!("{e}")))?;
-    let (addr, service) = super::server::spawn_in_process(bind, super::server::Bounds::default())?;
-    let mut c = cfg.clone();
-    c.host = addr.ip().to_string();
-    c.port = addr.port();
-    let r = run_test(&c, progress);
-    service.shutdown();
-    r
-}

@@ -113,7 +113,7 @@ pub(crate) struct Inner {
     /// UDP hello when the reflector shares the iperf3 port); true if it was taken.
     pub(crate) foreign: Mutex<Option<ForeignFn>>,
     /// At most 20 stderr lines a second: a flood of bad connections must not fill the log.
-    logcap: crate::server::logcap::LogCap,
+    logcap: crate::service::logcap::LogCap,
     pub shutdown: AtomicBool,
 }
 
@@ -179,7 +179,7 @@ impl Service {
             events: Mutex::new(VecDeque::new()),
             log_to: Mutex::new(None),
             foreign: Mutex::new(None),
-            logcap: crate::server::logcap::LogCap::new(20),
+            logcap: crate::service::logcap::LogCap::new(20),
             shutdown: AtomicBool::new(false),
         });
         let reflector = Arc::new(Reflector::start(inner.clone())?);
@@ -225,7 +225,7 @@ impl Service {
             .unwrap_or_default()
     }
 
-    /// Stops the reflector threads (the accept loop of `serve_standalone` stops too).
+    /// Stops the reflector threads (the shared server hosting the service stops too).
     pub fn shutdown(&self) {
         self.inner.shutdown.store(true, Ordering::SeqCst);
     }
@@ -522,7 +522,7 @@ pub(crate) fn is_mapped(ip: IpAddr) -> bool {
     matches!(ip, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some())
 }
 
-impl crate::server::ProtocolHandler for Service {
+impl crate::service::ProtocolHandler for Service {
     fn handle(&self, mut stream: TcpStream, _prefix: &[u8]) -> anyhow::Result<()> {
         let peer = stream.peer_addr()?;
         let b = &self.inner.bounds;
@@ -562,5 +562,3 @@ impl crate::server::ProtocolHandler for Service {
         }
     }
 }
-
-pub use super::standalone::{serve_standalone, spawn_in_process};

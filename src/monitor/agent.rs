@@ -327,10 +327,10 @@ pub fn spawn_local(
 /// byte, peeked so `inner` reads its frames untouched.
 pub struct Dispatch {
     pub agent: Agent,
-    pub inner: Arc<dyn crate::server::ProtocolHandler>,
+    pub inner: Arc<dyn crate::service::ProtocolHandler>,
 }
 
-impl crate::server::ProtocolHandler for Dispatch {
+impl crate::service::ProtocolHandler for Dispatch {
     fn handle(&self, stream: TcpStream, prefix: &[u8]) -> anyhow::Result<()> {
         stream.set_read_timeout(Some(self.agent.cfg.handshake_timeout))?;
         let mut b = [0u8; 1];
