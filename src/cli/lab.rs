@@ -298,7 +298,7 @@ fn cmd_up(a: UpArgs) -> anyhow::Result<i32> {
                      {queue_s:.0} s of delay (over {SLOW_QUEUE_S:.0} s): is the rate or \
                      --buffer a typo?",
                     spec.buffer_bytes,
-                    shape::fmt_rate(bps as f64)
+                    crate::util::units::human_rate(bps as f64)
                 );
             }
         }
@@ -312,7 +312,12 @@ fn cmd_up(a: UpArgs) -> anyhow::Result<i32> {
             crate::outln!("{}", crate::report::lab::aqm_line(q));
         }
     }
-    if let Some(path) = a.json.write(&(cfg, th, aqm))? {
+    let up = crate::results::lab::LabUp {
+        config: cfg,
+        theory: th,
+        aqm,
+    };
+    if let Some(path) = a.json.write(&up)? {
         crate::outln!("saved {}", path.display());
     }
     Ok(0)
@@ -376,6 +381,20 @@ fn cmd_status(a: StatusArgs) -> anyhow::Result<i32> {
     })
 }
 
+/// Deletes lab `name` when dropped; a failed cleanup is said on stderr.
+pub(crate) fn guard(name: &str) -> LabGuard {
+    LabGuard::with_events(name, Arc::new(render_event))
+}
+
+/// Renders the lab's events on stderr.
+pub(crate) fn render_event(e: &lab::LabEvent) {
+    match e {
+        lab::LabEvent::CleanupFailed { lab, error } => {
+            crate::errln!("routerbench lab: cleanup of {lab} failed: {error}");
+        }
+    }
+}
+
 fn envelope(lab: LabResult, started: String) -> RunResult {
     let mut r = RunResult::new(started);
     r.lab = Some(lab);
@@ -410,12 +429,8 @@ fn cmd_measure(a: MeasureArgs) -> anyhow::Result<i32> {
     }
     if a.json.is_set() {
         let lab = LabResult {
-            theory: lab::theory::theory(&cfg),
-            config: cfg,
-            capacity: None,
             accuracy: vec![point],
-            test: None,
-            checks: Vec::new(),
+            ..lab::theory::result(cfg)
         };
         if let Some(path) = a.json.write(&envelope(lab, started))? {
             crate::outln!("saved {}", path.display());
@@ -439,7 +454,7 @@ fn cmd_sqm_capacity(a: &CapacityArgs, q: crate::cli::shape::QdiscArg) -> anyhow:
     plan.max_bps = shape::parse_rate(&a.max_rate)?
         .ok_or_else(|| anyhow::anyhow!("--max-rate must be a rate, not none"))?;
     plan.budget = Duration::from_secs(a.budget.clamp(10, 3600));
-    let guard = (!a.keep).then(|| LabGuard::new(&a.name));
+    let guard = (!a.keep).then(|| guard(&a.name));
     let quiet = a.json.on_stdout();
     let sqm = lab::sqm_capacity::search(&plan, generator(a.load), &mut |p| {
         if !quiet {
@@ -474,7 +489,7 @@ fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
         anyhow::bail!("--length must be positive (seconds per point)");
     }
     lab::capacity::check_lab_is_free(&a.name)?;
-    let guard = (!a.keep).then(|| LabGuard::new(&a.name));
+    let guard = (!a.keep).then(|| guard(&a.name));
     let plan = lab::capacity::CapacityPlan {
         name: a.name.clone(),
         offloads: matches!(a.offloads, OnOff::On),
@@ -490,12 +505,8 @@ fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
     }
     if a.json.is_set() {
         let lab = LabResult {
-            theory: lab::theory::theory(&cfg),
-            config: cfg,
             capacity: Some(cap),
-            accuracy: Vec::new(),
-            test: None,
-            checks: Vec::new(),
+            ..lab::theory::result(cfg)
         };
         if let Some(path) = a.json.write(&envelope(lab, started))? {
             crate::outln!("saved {}", path.display());
@@ -594,12 +605,9 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
     }
     if a.json.is_set() {
         let lab = LabResult {
-            theory: th,
-            config: cfg,
-            capacity: None,
-            accuracy: Vec::new(),
             test: Some(name.to_string()),
             checks: run.checks,
+            ..lab::theory::result(cfg)
         };
         let mut env = envelope(lab, started);
         env.latency = Some(run.latency);

@@ -8,3 +8,4 @@ pub mod random;
 pub mod time;
 pub mod tool;
 pub mod uci;
+pub mod units;
