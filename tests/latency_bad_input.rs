@@ -407,7 +407,7 @@ fn busy_server_says_so() {
 
 #[test]
 fn reflector_mirrors_the_probe_dscp() {
-    use routerbench::net::latency_sockopts as so;
+    use routerbench::net as so;
     let (addr, svc) = server(Bounds::default());
     let (_ctl, id, port) = session(addr);
     for tos in [0xb8u8, 0x20, 0x00] {

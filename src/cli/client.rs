@@ -102,9 +102,10 @@ pub struct TestOpts {
         allow_negative_numbers = true
     )]
     pub interval: f64,
-    /// Print iperf3's -J JSON instead of text.
-    #[arg(short = 'J', long = "json")]
-    pub json: bool,
+    /// iperf3's -J JSON: `-J, --json [FILE|-]`, see `super::json_arg`; on standard output
+    /// (or --logfile) it replaces the text.
+    #[command(flatten)]
+    pub json: super::json_arg::JsonArg,
     /// CPU affinity, iperf3's `-A n[,m]`: this end's stream threads on CPU n, the server's on
     /// CPU m.
     #[arg(short = 'A', long = "affinity", value_parser = parse_affinity, value_name = "N[,M]")]
@@ -393,15 +394,16 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
     p.repeating_payload = args.repeating_payload;
     p.fqrate = args.fq_rate.map(|r| r.0).unwrap_or(0);
     p.authtoken = auth_token(&args)?;
+    t.json.check()?;
     let sink = TextIntervals::new(&out, t.parallel as usize);
-    if !t.json {
+    if !t.json.on_stdout() {
         out.output(&format!("Connecting to host {host}, port {}\n", args.port));
         if t.reverse {
             out.output(&format!("Reverse mode, remote host {host} is sending\n"));
         }
     }
     let quiet = crate::iperf3::NoIntervals;
-    let live: &dyn IntervalSink = if t.json { &quiet } else { &sink };
+    let live: &dyn IntervalSink = if t.json.on_stdout() { &quiet } else { &sink };
     let stop = SignalFlag::default();
     let remote = super::monitor::start_router(
         &args.router,
@@ -412,10 +414,11 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
     let outcome = client::run(&cfg, live, &stop.0);
     let rc = match &outcome {
         Ok(result) => {
-            if t.json {
-                let doc = crate::iperf3::json::render(result, &system_info);
-                out.output(&format!("{doc}\n"));
-            } else {
+            if t.json.is_set() {
+                let doc = format!("{}\n", crate::iperf3::json::render(result, &system_info));
+                t.json.write_text(&doc, |d| out.output(d))?;
+            }
+            if !t.json.on_stdout() {
                 out.output(&if args.output.verbose {
                     crate::report::iperf3::render_final_verbose(result)
                 } else {
@@ -437,11 +440,14 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
             }
         }
         Err(e) => {
-            if t.json {
-                out.output(&format!(
+            if t.json.is_set() {
+                let doc = format!(
                     "{}\n",
                     serde_json::json!({"start": {}, "intervals": [], "end": {}, "error": e.to_string()})
-                ));
+                );
+                if let Err(we) = t.json.write_text(&doc, |d| out.output(d)) {
+                    out.error(&format!("routerbench: {we:#}"));
+                }
             }
             out.error(&format!("routerbench: error - {e}{}", hint(e)));
             out.flush();
@@ -454,7 +460,7 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
         remote,
         t0,
         f64::from(t.time) + f64::from(t.omit),
-        t.json,
+        t.json.on_stdout(),
         outcome.as_ref().ok(),
     )?;
     Ok(rc)

@@ -51,8 +51,13 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
     let out = crate::cli::log_sink::LogSink::for_client(None, None, false, false)?;
     let text = TextIntervals::new(&out, cfg.parallel as usize);
     let quiet = crate::iperf3::NoIntervals;
-    let sink: &dyn crate::iperf3::IntervalSink = if args.test.json { &quiet } else { &text };
-    if !args.test.json {
+    args.test.json.check()?;
+    let sink: &dyn crate::iperf3::IntervalSink = if args.test.json.on_stdout() {
+        &quiet
+    } else {
+        &text
+    };
+    if !args.test.json.on_stdout() {
         crate::outln!(
             "Loopback test over {}, {} s, {} stream(s)",
             if args.ipv6 { "::1" } else { "127.0.0.1" },
@@ -71,9 +76,11 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
     let outcome = loopback::run_with_sink(&cfg, sink, &stop.0);
     let rc = match &outcome {
         Ok(r) => {
-            if args.test.json {
-                crate::outln!("{}", crate::iperf3::json::render(r, &system_info));
-            } else {
+            if args.test.json.is_set() {
+                let doc = format!("{}\n", crate::iperf3::json::render(r, &system_info));
+                args.test.json.write_text(&doc, |d| crate::out!("{d}"))?;
+            }
+            if !args.test.json.on_stdout() {
                 crate::out!("{}", crate::report::iperf3::render_final_verbose(r));
             }
             if r.interrupted {
@@ -94,7 +101,7 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
         remote,
         t0,
         secs,
-        args.test.json,
+        args.test.json.on_stdout(),
         outcome.as_ref().ok(),
     )?;
     Ok(rc)

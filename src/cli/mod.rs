@@ -7,6 +7,7 @@ pub mod client;
 pub mod compare;
 pub mod crypto;
 pub mod device;
+pub mod json_arg;
 #[cfg(feature = "lab")]
 pub mod lab;
 pub mod log_sink;

@@ -144,9 +144,11 @@ pub struct ServerArgs {
     /// `config routerbench`); flags after it override the file.
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
-    /// Print each finished test as iperf3 -J JSON on stdout.
-    #[arg(short = 'J', long = "json")]
-    pub json: bool,
+    /// Each finished test as iperf3 -J JSON: `-J, --json [FILE|-]`, see `super::json_arg`; on
+    /// standard output (or --logfile) it replaces the text, a FILE gets one document per test
+    /// appended.
+    #[command(flatten)]
+    pub json: super::json_arg::JsonArg,
     /// No output at all, only errors.
     #[arg(short = 'q', long = "quiet", conflicts_with = "verbose")]
     pub quiet: bool,
@@ -218,7 +220,7 @@ pub fn config(args: &ServerArgs) -> ServerConfig {
     cfg.session.max_streams = args.max_streams.clamp(1, 128);
     cfg.session.max_buffer_bytes = args.max_buffer_mib.max(1) << 20;
     cfg.session.idle_timeout = Duration::from_secs(args.rcv_timeout.max(1));
-    cfg.session.interval = if args.quiet && !args.json {
+    cfg.session.interval = if args.quiet && !args.json.is_set() {
         0.0
     } else {
         args.interval
@@ -299,6 +301,7 @@ fn check(args: &ServerArgs) -> anyhow::Result<()> {
 
 pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
     check(&args)?;
+    args.json.check()?;
     let agent = agent(&args)?;
     if let Some(f) = args.output.format {
         crate::report::iperf3::set_format(f).map_err(|e| anyhow::anyhow!("-f: {e}"))?;
@@ -336,7 +339,7 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         .transpose()?;
     let latency = start_latency(&args, &mut server, &sink, port, token);
     let handler = routerbench_handler(&args, latency.as_ref(), agent, latency_token, &sink);
-    if !args.json {
+    if !args.json.on_stdout() {
         observer.banner();
     }
     let hup = spawn_reopen_on_hangup(sink.clone());
@@ -358,9 +361,9 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
 /// The observer rendering the server's events with these arguments, writing to `sink`.
 fn observer(args: &ServerArgs, sink: Arc<LogSink>) -> Log {
     Log {
-        json: args.json,
+        json: args.json.clone(),
         verbose: args.output.verbose,
-        quiet: args.quiet && !args.json,
+        quiet: args.quiet && !args.json.on_stdout(),
         sink,
         port: args.port.into(),
         tests: AtomicU64::new(0),

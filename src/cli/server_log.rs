@@ -14,7 +14,7 @@ use std::time::Duration;
 /// interval lines and the test's summary as output (stdout or `--logfile`); refusals, protocol
 /// sessions and shutdown as log lines (stderr with `-V`, or the log file).
 pub struct Log {
-    pub json: bool,
+    pub json: super::json_arg::JsonArg,
     pub verbose: bool,
     /// No output at all (`-q`), only errors.
     pub quiet: bool,
@@ -52,7 +52,7 @@ impl Log {
 
     /// Text output is iperf3's shape; with -J only the JSON.
     fn text(&self, text: &str) {
-        if !self.json {
+        if !self.json.on_stdout() {
             self.output(text);
         }
     }
@@ -67,7 +67,7 @@ impl ServerObserver for Log {
                 self.tests.fetch_add(1, Ordering::Relaxed);
                 self.text(&format!(
                     "Accepted connection from {}, port {}\n",
-                    crate::net::sockopt::display_ip(peer.ip()),
+                    crate::net::addr::display_ip(peer.ip()),
                     peer.port()
                 ))
             }
@@ -83,9 +83,17 @@ impl ServerObserver for Log {
                 interval, *first, *parallel, true,
             )),
             ServerEvent::TestDone { peer, result } => {
-                if self.json {
-                    let doc = crate::iperf3::json::render(result, &self.system_info);
-                    self.output(&format!("{doc}\n"));
+                if self.json.is_set() {
+                    let doc = format!(
+                        "{}\n",
+                        crate::iperf3::json::render(result, &self.system_info)
+                    );
+                    if let Err(e) = self.json.append_text(&doc, |d| self.output(d)) {
+                        self.sink.error(&format!("routerbench: {e:#}"));
+                    }
+                }
+                if self.json.on_stdout() {
+                    // The JSON above is the test's output.
                 } else if self.verbose {
                     self.output(&crate::report::iperf3::render_final_verbose(result));
                 } else {
@@ -98,7 +106,7 @@ impl ServerObserver for Log {
                         result.peer_version.as_deref().unwrap_or("unknown")
                     ));
                 }
-                if !self.json {
+                if !self.json.on_stdout() {
                     self.banner();
                 }
                 self.sink.flush();
@@ -108,7 +116,7 @@ impl ServerObserver for Log {
                     "routerbench: test from {} failed: {error}",
                     show(peer)
                 ));
-                if !self.json {
+                if !self.json.on_stdout() {
                     self.banner();
                 }
                 self.sink.flush();
@@ -140,7 +148,7 @@ impl ServerObserver for Log {
 fn show(peer: &SocketAddr) -> String {
     format!(
         "{} port {}",
-        crate::net::sockopt::display_ip(peer.ip()),
+        crate::net::addr::display_ip(peer.ip()),
         peer.port()
     )
 }

@@ -73,9 +73,8 @@ pub(crate) fn accept_udp(
     ctl.send_state(State::CreateStreams)?;
     let deadline = Instant::now() + env.cfg.udp_hello_timeout;
     let mut socks = Vec::with_capacity(total);
-    let same_host = |a: IpAddr, b: IpAddr| {
-        crate::net::sockopt::display_ip(a) == crate::net::sockopt::display_ip(b)
-    };
+    let same_host =
+        |a: IpAddr, b: IpAddr| crate::net::addr::display_ip(a) == crate::net::addr::display_ip(b);
     while socks.len() < total {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -153,7 +152,7 @@ fn accept_udp_handed_over(
             }
         };
         let same_host =
-            crate::net::sockopt::display_ip(from.ip()) == crate::net::sockopt::display_ip(peer_ip);
+            crate::net::addr::display_ip(from.ip()) == crate::net::addr::display_ip(peer_ip);
         if !same_host || seen.contains(&from) {
             continue; // another host's datagram, or a repeated hello
         }

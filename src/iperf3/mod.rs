@@ -101,24 +101,10 @@ impl IntervalSink for NoIntervals {
     fn interval(&self, _: &Interval) {}
 }
 
-/// Fills `buf` from the kernel's random source (getrandom(2)); falls back to time-based bytes
-/// if the call fails (the cookie needs uniqueness, not secrecy).
+/// Fills `buf` with random bytes ([`crate::util::random`]; the cookie needs uniqueness, not
+/// secrecy).
 pub fn fill_random(buf: &mut [u8]) {
-    // SAFETY: buf is valid for buf.len() bytes.
-    let rc = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
-    if rc != buf.len() as isize {
-        let mut x = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0x9e37_79b9)
-            ^ (std::process::id() as u64) << 32;
-        for b in buf.iter_mut() {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            *b = x as u8;
-        }
-    }
+    crate::util::random::fill(buf);
 }
 
 /// This host's `uname -a`-like line (sysname, nodename, release, version, machine) for the

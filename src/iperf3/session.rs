@@ -98,7 +98,7 @@ fn serve_inner(
     let side = SideInfo {
         role: Role::Server,
         peer_version: params.client_version.clone(),
-        host: crate::net::sockopt::display_ip(peer.ip()),
+        host: crate::net::addr::display_ip(peer.ip()),
         port: local.port(),
         tcp_mss_default: crate::net::sockopt::mss(ctl.stream()).ok(),
         buffers: (0, 0),

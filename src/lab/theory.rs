@@ -33,6 +33,18 @@ pub fn queue_delay_ms(buffer_bytes: u64, rate_bps: u64) -> f64 {
     buffer_bytes as f64 * 8.0 / rate_bps as f64 * 1000.0
 }
 
+/// The lab section of a result for `config`, with its theory; the caller adds what it measured.
+pub fn result(config: LabConfig) -> crate::results::lab::LabResult {
+    crate::results::lab::LabResult {
+        theory: theory(&config),
+        config,
+        capacity: None,
+        accuracy: Vec::new(),
+        test: None,
+        checks: Vec::new(),
+    }
+}
+
 /// The theory for a lab configuration.
 pub fn theory(cfg: &LabConfig) -> LabTheory {
     let g = goodput_ratio();
@@ -64,6 +76,19 @@ pub fn summarize(sent: u32, samples: &[f64]) -> RttSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn result_model_defaults_match_the_lab() {
+        // Old result files get these defaults: they must be what the lab computes and builds.
+        assert_eq!(
+            crate::results::lab::single_direction_goodput_ratio(),
+            goodput_ratio()
+        );
+        assert_eq!(
+            crate::results::lab::LabDevices::default(),
+            crate::lab::topology::devices()
+        );
+    }
 
     #[test]
     fn spec_points() {

@@ -74,15 +74,9 @@ pub fn random_payload(seed: u64) -> Vec<u8> {
     out
 }
 
-/// A seed that differs between calls and processes (time, pid, a counter, std's random keys).
+/// A seed that differs between calls and processes ([`crate::util::random`]).
 pub fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(crate::net::latency_sockopts::realtime_ns());
-    h.write_u32(std::process::id());
-    h.write_u64(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-    h.finish()
+    crate::util::random::u64()
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use super::conn;
 use super::error::LatencyError;
 use super::plan::FlowPlan;
-use crate::net::latency_sockopts as so;
+use crate::net as so;
 use crate::wire::ROUTERBENCH_MAGIC;
 use crate::wire::rb::{self, Direction, Message};
 use std::io::{Read, Write};

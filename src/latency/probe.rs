@@ -5,11 +5,11 @@
 use super::error::LatencyError;
 use super::icmp::IcmpSocket;
 use super::plan::{ProbeKind, ProbePlan};
-use crate::net::latency_sockopts as so;
+use crate::net as so;
 use crate::wire::rb::{self, ProbePacket, ProbeRepr};
 use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -78,10 +78,10 @@ enum Sock {
 }
 
 impl Sock {
-    fn fd(&self) -> Option<i32> {
+    fn fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
         match self {
-            Sock::Udp(s) => Some(s.as_fd().as_raw_fd()),
-            Sock::Icmp(s) => Some(s.as_fd().as_raw_fd()),
+            Sock::Udp(s) => Some(s.as_fd()),
+            Sock::Icmp(s) => Some(s.as_fd()),
             Sock::None => None,
         }
     }
@@ -163,12 +163,9 @@ pub fn run(
     // The kernel enables RX timestamping through deferred work after a socket asks for it;
     // a short pause keeps the first probes from going out before stamps are on.
     std::thread::sleep(Duration::from_millis(20));
-    let fds: Vec<(usize, i32)> = streams
-        .iter()
-        .enumerate()
-        .filter_map(|(i, s)| s.sock.fd().map(|fd| (i, fd)))
+    let fds: Vec<usize> = (0..streams.len())
+        .filter(|&i| streams[i].sock.fd().is_some())
         .collect();
-    let raw_fds: Vec<i32> = fds.iter().map(|&(_, fd)| fd).collect();
     let start = Instant::now();
     let end = start + cfg.duration;
     let hard_end = end + cfg.grace;
@@ -201,8 +198,9 @@ pub fn run(
         if ms == 0 && !left.is_zero() {
             std::thread::sleep(left);
         }
-        let revents = so::poll_readable(&raw_fds, ms.min(100))?;
-        for (k, &(i, _)) in fds.iter().enumerate() {
+        let polled: Vec<_> = fds.iter().filter_map(|&i| streams[i].sock.fd()).collect();
+        let revents = so::poll_readable(&polled, ms.min(100))?;
+        for (k, &i) in fds.iter().enumerate() {
             let ev = revents.get(k).copied().unwrap_or(0);
             if ev & libc::POLLERR != 0 {
                 collect_tx(&mut streams[i]);

@@ -8,7 +8,7 @@
 
 use super::error::ServiceError;
 use super::state::{Inner, MAX_STREAMS};
-use crate::net::latency_sockopts as so;
+use crate::net as so;
 use crate::wire::rb::{self, ProbePacket};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};

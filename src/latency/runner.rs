@@ -9,7 +9,7 @@ use super::flows::{self, FlowOutcome};
 use super::plan::{Plan, TestKind};
 use super::probe::{self, Live, ProbeConfig, StreamData};
 use super::summary::{RawFlow, RawRun};
-use crate::net::latency_sockopts as so;
+use crate::net as so;
 use crate::results::latency::LatencyResult;
 use crate::util::progress::Progress;
 use crate::wire::rb::{self, Direction, Message};

@@ -11,7 +11,7 @@ use super::error::ServiceError;
 use super::reflector::Reflector;
 pub use super::state::{Bounds, ForeignFn, LogSink, MAX_STREAMS};
 use super::state::{Inner, ProbeState, Session};
-use crate::net::latency_sockopts as so;
+use crate::net as so;
 use crate::wire::rb::{self, Direction, ErrorCode, FlowStep, Message};
 use std::collections::HashMap;
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream};

@@ -5,7 +5,7 @@ use super::conn;
 use super::error::ServiceError;
 use super::server::{Service, is_mapped};
 use super::state::{FlowHandle, Session};
-use crate::net::latency_sockopts as so;
+use crate::net as so;
 use crate::wire::rb::{self, Direction, ErrorCode, Message};
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};

@@ -188,14 +188,14 @@ impl Agent {
                 AgentMessage::TimeRequest { client_ns }
                     if exchanges < rb_agent::MAX_TIME_EXCHANGES =>
                 {
-                    let agent_rx_ns = crate::net::latency_sockopts::realtime_ns();
+                    let agent_rx_ns = crate::net::timestamp::realtime_ns();
                     exchanges += 1;
                     send(
                         &mut stream,
                         &AgentMessage::TimeReply {
                             client_ns,
                             agent_rx_ns,
-                            agent_tx_ns: crate::net::latency_sockopts::realtime_ns(),
+                            agent_tx_ns: crate::net::timestamp::realtime_ns(),
                         },
                     )?;
                 }
@@ -226,7 +226,7 @@ impl Agent {
             keep_samples: false,
             ..SamplerConfig::default()
         })?;
-        let start_unix_ns = crate::net::latency_sockopts::realtime_ns();
+        let start_unix_ns = crate::net::timestamp::realtime_ns();
         send(&mut stream, &AgentMessage::Started { start_unix_ns })?;
         // A reader thread sees Stop (or the client going away) while samples are sent.
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -5,7 +5,7 @@
 
 use super::agent::read_frame;
 use super::error::MonitorError;
-use crate::net::latency_sockopts::realtime_ns;
+use crate::net::timestamp::realtime_ns;
 use crate::results::monitor::{AgentClock, MonitorResult, MonitorSample};
 use crate::stats::{Exchange, clock_offset};
 use crate::wire::rb_agent::{self, AgentMessage, ChunkKind};
