@@ -14,7 +14,11 @@ use std::time::Duration;
 struct Echo;
 
 impl ProtocolHandler for Echo {
-    fn handle(&self, mut stream: TcpStream, prefix: &[u8]) -> anyhow::Result<()> {
+    fn handle(
+        &self,
+        mut stream: TcpStream,
+        prefix: &[u8],
+    ) -> Result<(), routerbench::service::HandlerError> {
         stream.write_all(b"hello ")?;
         stream.write_all(&prefix[1..])?;
         Ok(())

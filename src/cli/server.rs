@@ -489,10 +489,15 @@ fn routerbench_handler(
 struct LatencyUnavailable;
 
 impl crate::service::ProtocolHandler for LatencyUnavailable {
-    fn handle(&self, _stream: std::net::TcpStream, _prefix: &[u8]) -> anyhow::Result<()> {
-        anyhow::bail!(
+    fn handle(
+        &self,
+        _stream: std::net::TcpStream,
+        _prefix: &[u8],
+    ) -> Result<(), crate::service::HandlerError> {
+        Err(
             "latency tests are unavailable on this server: its latency service did not start \
              (see the server's log; no kernel receive timestamps under qemu-user)"
+                .into(),
         )
     }
 }

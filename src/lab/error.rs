@@ -4,9 +4,9 @@
 
 use crate::util::tool::ToolError;
 
-/// Any error another module returns (a load generator, the latency test, a closure run inside a
-/// namespace): boxed so `?` works on all of them.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+// Any error another module returns (a load generator, the latency test, a closure run inside a
+// namespace) is a BoxError, so `?` works on all of them; `chain` prints it with its causes.
+pub use crate::util::error::{BoxError, chain};
 
 /// Everything that can go wrong in the lab.
 #[derive(Debug, thiserror::Error)]
@@ -62,18 +62,6 @@ impl LabError {
     pub fn other(e: impl Into<BoxError>) -> Self {
         LabError::Other(e.into())
     }
-}
-
-/// The message with its causes, `cause: cause: …` (what `{:#}` shows for an `anyhow` error).
-pub fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }
 
 /// `.context(…)` for results inside the lab: names the step that failed, keeps the cause.

@@ -393,7 +393,11 @@ pub(crate) fn is_mapped(ip: IpAddr) -> bool {
 }
 
 impl crate::service::ProtocolHandler for Service {
-    fn handle(&self, mut stream: TcpStream, _prefix: &[u8]) -> anyhow::Result<()> {
+    fn handle(
+        &self,
+        mut stream: TcpStream,
+        _prefix: &[u8],
+    ) -> Result<(), crate::service::HandlerError> {
         let peer = stream.peer_addr()?;
         let b = &self.inner.bounds;
         stream.set_write_timeout(Some(b.handshake_timeout))?;

@@ -332,7 +332,7 @@ pub struct Dispatch {
 }
 
 impl crate::service::ProtocolHandler for Dispatch {
-    fn handle(&self, stream: TcpStream, prefix: &[u8]) -> anyhow::Result<()> {
+    fn handle(&self, stream: TcpStream, prefix: &[u8]) -> Result<(), crate::service::HandlerError> {
         stream.set_read_timeout(Some(self.agent.cfg.handshake_timeout))?;
         let mut b = [0u8; 1];
         let n = stream.peek(&mut b)?;

@@ -145,7 +145,7 @@ fn hand_over(sh: &Shared, stream: TcpStream, magic: &[u8]) -> Option<String> {
         return Some("routerbench protocol not enabled on this server".into());
     };
     let _ = stream.set_read_timeout(None);
-    h.handle(stream, magic).err().map(|e| format!("{e:#}"))
+    h.handle(stream, magic).err().map(|e| e.to_string())
 }
 
 fn report_handoff(sh: &Shared, peer: SocketAddr, error: Option<String>) {
