@@ -20,5 +20,7 @@ pub mod net;
 pub mod report;
 pub mod results;
 pub mod server;
+pub mod service;
+pub mod stats;
 pub mod util;
 pub mod wire;

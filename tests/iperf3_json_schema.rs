@@ -2,8 +2,7 @@
 //! tests/fixtures/iperf3/, from spec/samples/), with the same JSON types, so tools that parse
 //! iperf3 JSON find what they look for.
 
-use routerbench::iperf3::loopback::{self, LoopbackConfig};
-use routerbench::util::progress::NoProgress;
+use routerbench::server::loopback::{self, LoopbackConfig};
 use serde_json::Value;
 
 /// Every key path of `v` (array elements collapsed to `[]`) with its JSON type.
@@ -54,31 +53,33 @@ fn check(sample: &str, ours: &Value, ignore: &[&str]) {
 
 #[test]
 fn tcp_json_has_iperf3_keys() {
-    let r = loopback::run(
-        &LoopbackConfig {
-            time: 2,
-            ..Default::default()
-        },
-        &NoProgress,
-    )
+    let r = loopback::run(&LoopbackConfig {
+        time: 2,
+        ..Default::default()
+    })
     .unwrap();
-    let ours: Value = serde_json::from_str(&routerbench::iperf3::json::render(&r)).unwrap();
+    let ours: Value = serde_json::from_str(&routerbench::iperf3::json::render(
+        &r,
+        &routerbench::iperf3::system_info(),
+    ))
+    .unwrap();
     check(include_str!("fixtures/iperf3/iperf3-tcp.json"), &ours, &[]);
 }
 
 #[test]
 fn udp_json_has_iperf3_keys() {
-    let r = loopback::run(
-        &LoopbackConfig {
-            time: 2,
-            udp: true,
-            bandwidth: 10_000_000,
-            ..Default::default()
-        },
-        &NoProgress,
-    )
+    let r = loopback::run(&LoopbackConfig {
+        time: 2,
+        udp: true,
+        bandwidth: 10_000_000,
+        ..Default::default()
+    })
     .unwrap();
-    let ours: Value = serde_json::from_str(&routerbench::iperf3::json::render(&r)).unwrap();
+    let ours: Value = serde_json::from_str(&routerbench::iperf3::json::render(
+        &r,
+        &routerbench::iperf3::system_info(),
+    ))
+    .unwrap();
     check(include_str!("fixtures/iperf3/iperf3-udp.json"), &ours, &[]);
 }
 

@@ -1,11 +1,10 @@
 //! Library-level tests of the daemon and the loopback test: the first byte routes a
 //! routerbench-protocol connection to its handler while iperf3 tests share the port, and
-//! `iperf3::loopback::run` returns consistent results for TCP, -R, --bidir -P 2 and UDP.
+//! `server::loopback::run` returns consistent results for TCP, -R, --bidir -P 2 and UDP.
 
-use routerbench::iperf3::loopback::{self, LoopbackConfig};
 use routerbench::results::throughput::{Protocol, Role};
+use routerbench::server::loopback::{self, LoopbackConfig};
 use routerbench::server::{ProtocolHandler, Quiet, Server, ServerConfig};
-use routerbench::util::progress::NoProgress;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
@@ -15,7 +14,11 @@ use std::time::Duration;
 struct Echo;
 
 impl ProtocolHandler for Echo {
-    fn handle(&self, mut stream: TcpStream, prefix: &[u8]) -> anyhow::Result<()> {
+    fn handle(
+        &self,
+        mut stream: TcpStream,
+        prefix: &[u8],
+    ) -> Result<(), routerbench::service::HandlerError> {
         stream.write_all(b"hello ")?;
         stream.write_all(&prefix[1..])?;
         Ok(())
@@ -69,13 +72,10 @@ fn cfg(time: u32) -> LoopbackConfig {
 
 #[test]
 fn loopback_tcp_reverse() {
-    let r = loopback::run(
-        &LoopbackConfig {
-            reverse: true,
-            ..cfg(1)
-        },
-        &NoProgress,
-    )
+    let r = loopback::run(&LoopbackConfig {
+        reverse: true,
+        ..cfg(1)
+    })
     .unwrap();
     assert_eq!(r.role, Role::Loopback);
     assert!(r.setup.reverse);
@@ -90,14 +90,11 @@ fn loopback_tcp_reverse() {
 
 #[test]
 fn loopback_bidir_two_streams() {
-    let r = loopback::run(
-        &LoopbackConfig {
-            bidir: true,
-            parallel: 2,
-            ..cfg(1)
-        },
-        &NoProgress,
-    )
+    let r = loopback::run(&LoopbackConfig {
+        bidir: true,
+        parallel: 2,
+        ..cfg(1)
+    })
     .unwrap();
     assert_eq!(r.streams.len(), 4);
     let ids: Vec<i32> = r.streams.iter().map(|s| s.id).collect();
@@ -114,8 +111,11 @@ fn loopback_bidir_two_streams() {
         Some(rev.bytes),
         "{per_stream:?}"
     );
-    let doc: serde_json::Value =
-        serde_json::from_str(&routerbench::iperf3::json::render(&r)).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&routerbench::iperf3::json::render(
+        &r,
+        &routerbench::iperf3::system_info(),
+    ))
+    .unwrap();
     assert!(
         doc["end"]["sum_sent_bidir_reverse"]["bytes"]
             .as_u64()
@@ -127,16 +127,13 @@ fn loopback_bidir_two_streams() {
 
 #[test]
 fn loopback_udp_rate() {
-    let r = loopback::run(
-        &LoopbackConfig {
-            udp: true,
-            bandwidth: 20_000_000,
-            // ~1800 datagrams in the second, so one lost burst on a busy box is not 10 %.
-            len: Some(1400),
-            ..cfg(1)
-        },
-        &NoProgress,
-    )
+    let r = loopback::run(&LoopbackConfig {
+        udp: true,
+        bandwidth: 20_000_000,
+        // ~1800 datagrams in the second, so one lost burst on a busy box is not 10 %.
+        len: Some(1400),
+        ..cfg(1)
+    })
     .unwrap();
     assert_eq!(r.setup.protocol, Protocol::Udp);
     let u = r.streams[0].udp.as_ref().expect("udp summary");

@@ -14,8 +14,8 @@
 
 mod lab_support;
 
-use lab_support::{can_run, unique_name};
-use routerbench::lab::{self, LabGuard, netns, shape_fwd::afpacket::PacketSocket};
+use lab_support::{can_run, guard, unique_name};
+use routerbench::lab::{self, netns, shape_fwd::afpacket::PacketSocket};
 use serde_json::Value;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -105,7 +105,7 @@ fn userspace_forwarder_survives_bad_frames_flood_and_kill() {
         return;
     }
     let name = unique_name("q");
-    let _guard = LabGuard::new(&name);
+    let _guard = guard(&name);
     // 10 Mbit/s: the 64-byte flood (tens of Mbit/s from one sender thread) overflows it.
     let (ok, out) = rb(&[
         "lab", "up", "--name", &name, "--rate", "10mbit", "--qdisc", "fq_codel",
@@ -230,7 +230,7 @@ fn fq_codel_cuts_the_fifo_bloat() {
         return;
     }
     let name = unique_name("f");
-    let _guard = LabGuard::new(&name);
+    let _guard = guard(&name);
     let mut last = String::new();
     for attempt in 0..2 {
         let (ok, out) = rb(&[
@@ -262,7 +262,7 @@ fn sqm_capacity_search_runs_one_point() {
         return;
     }
     let name = unique_name("c");
-    let _guard = LabGuard::new(&name);
+    let _guard = guard(&name);
     let mut last = String::new();
     for _ in 0..2 {
         let (ok, out) = rb(&[

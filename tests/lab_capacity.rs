@@ -6,7 +6,7 @@
 
 mod lab_support;
 
-use lab_support::{can_run, unique_name};
+use lab_support::{can_run, guard, unique_name};
 
 #[test]
 fn capacity_matrix_through_the_binary() {
@@ -17,7 +17,7 @@ fn capacity_matrix_through_the_binary() {
         return;
     }
     let name = unique_name("k");
-    let _guard = routerbench::lab::LabGuard::new(&name);
+    let _guard = guard(&name);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_routerbench"))
         .args([
             "lab", "capacity", "--name", &name, "--length", "2", "--json",

@@ -6,8 +6,7 @@
 
 mod lab_support;
 
-use lab_support::{can_run, unique_name};
-use routerbench::lab::LabGuard;
+use lab_support::{can_run, guard, unique_name};
 use std::process::{Command, Output};
 
 fn rb(args: &[&str]) -> Output {
@@ -31,7 +30,7 @@ fn capacity_next_to_an_existing_lab_leaves_it_intact() {
         return;
     }
     let name = unique_name("k");
-    let _guard = LabGuard::new(&name);
+    let _guard = guard(&name);
     let up = rb(&[
         "lab", "up", "--name", &name, "--rate", "20mbit", "--buffer", "64000",
     ]);
@@ -76,7 +75,7 @@ fn a_buffer_that_queues_for_minutes_earns_a_warning() {
         return;
     }
     let name = unique_name("w");
-    let _guard = LabGuard::new(&name);
+    let _guard = guard(&name);
     let up = rb(&["lab", "up", "--name", &name, "--rate", "20kbit"]);
     assert!(up.status.success(), "{}", text(&up));
     let err = String::from_utf8_lossy(&up.stderr);

@@ -8,11 +8,11 @@
 
 mod lab_support;
 
-use lab_support::{can_run, unique_name};
+use lab_support::{can_run, guard, unique_name};
 use routerbench::lab::accuracy::{MeasurePlan, measure};
 use routerbench::lab::load::{ExternalIperf3, LoadGenerator};
 use routerbench::lab::native_load::NativeIperf3;
-use routerbench::lab::{self, LabGuard, LabSpec};
+use routerbench::lab::{self, LabSpec};
 use std::sync::Arc;
 
 /// One run; returns the failures (empty = pass).
@@ -24,7 +24,7 @@ fn run_once(
     generator: Arc<dyn LoadGenerator>,
 ) -> Vec<String> {
     let name = unique_name("a");
-    let _guard = LabGuard::new(&name);
+    let _guard = guard(&name);
     let cfg = lab::up(&LabSpec {
         name: name.clone(),
         up_rate_bps: Some(rate_bps),

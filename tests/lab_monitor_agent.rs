@@ -10,8 +10,8 @@
 
 mod lab_support;
 
-use lab_support::{can_run, unique_name};
-use routerbench::lab::{self, DEV_RTR_LAN, DEV_RTR_WAN, LabGuard, LabSpec};
+use lab_support::{can_run, guard, unique_name};
+use routerbench::lab::{self, DEV_RTR_LAN, DEV_RTR_WAN, LabSpec};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -64,7 +64,7 @@ fn wait_reachable(ns_lan: &str, addr: SocketAddr) {
 fn p95(mut v: Vec<f64>) -> f64 {
     assert!(!v.is_empty());
     v.sort_by(f64::total_cmp);
-    routerbench::latency::stats::percentile(&v, 95.0)
+    routerbench::stats::percentile(&v, 95.0).unwrap()
 }
 
 /// One rrul with `--monitor`; returns failures (empty = pass).
@@ -159,7 +159,7 @@ fn agent_in_the_router_namespace_sees_the_queue_the_probes_measure() {
         return;
     }
     let name = unique_name("m");
-    let _guard = LabGuard::new(&name);
+    let _guard = guard(&name);
     let cfg = lab::up(&LabSpec {
         name: name.clone(),
         up_rate_bps: Some(RATE as u64),

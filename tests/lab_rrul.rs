@@ -17,8 +17,8 @@
 
 mod lab_support;
 
-use lab_support::{can_run, unique_name};
-use routerbench::lab::{self, LabGuard, LabSpec};
+use lab_support::{can_run, guard, unique_name};
+use routerbench::lab::{self, LabSpec};
 use routerbench::latency::{TestConfig, TestKind};
 use std::time::Duration;
 
@@ -32,7 +32,7 @@ struct Case {
 /// Runs one case; returns the failures (empty = pass) and prints the comparison table.
 fn run_case(c: &Case) -> Vec<String> {
     let name = unique_name("r");
-    let _guard = LabGuard::new(&name);
+    let _guard = guard(&name);
     let cfg = lab::up(&LabSpec {
         name: name.clone(),
         up_rate_bps: Some(c.rate_bps),

@@ -5,7 +5,7 @@
 
 mod lab_support;
 
-use lab_support::{can_run, root_links, unique_name};
+use lab_support::{can_run, guard, root_links, unique_name};
 use routerbench::lab::{self, LabGuard, LabSpec, netns};
 use routerbench::results::lab::Shaper;
 use std::io::{Read, Write};
@@ -50,7 +50,7 @@ fn up_reconfigure_nat_and_down() {
     }
     let before = root_links();
     let name = unique_name("t");
-    let _guard = LabGuard::new(&name);
+    let _guard = guard(&name);
     let spec = LabSpec {
         name: name.clone(),
         up_rate_bps: Some(20_000_000),
@@ -169,7 +169,7 @@ fn parallel_labs_do_not_collide() {
         return;
     }
     let names: Vec<String> = (0..2).map(|_| unique_name("p")).collect();
-    let _guards: Vec<LabGuard> = names.iter().map(|n| LabGuard::new(n)).collect();
+    let _guards: Vec<LabGuard> = names.iter().map(|n| guard(n)).collect();
     let handles: Vec<_> = names
         .iter()
         .map(|n| {
@@ -232,7 +232,7 @@ fn cli_up_status_down() {
     }
     let bin = env!("CARGO_BIN_EXE_routerbench");
     let name = unique_name("c");
-    let _guard = LabGuard::new(&name);
+    let _guard = guard(&name);
     let run = |args: &[&str]| {
         std::process::Command::new(bin)
             .args(args)
@@ -255,6 +255,17 @@ fn cli_up_status_down() {
     assert_eq!(v["up"], true);
     assert_eq!(v["config"]["nat"], true);
     assert_eq!(v["config"]["up_rate_bps"], 20_000_000);
+    assert_eq!(v["theory"]["up_queue_delay_ms"], 25.6, "{v}");
+    // `up --json` (reconfiguring in place): one object with named parts.
+    let up = run(&[
+        "lab", "up", "--name", &name, "--rate", "20mbit", "--buffer", "64000", "--nat", "--json",
+    ]);
+    assert!(up.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&up.stdout).unwrap();
+    assert_eq!(v["config"]["name"], name.as_str(), "{v}");
+    assert_eq!(v["config"]["devices"]["rtr_wan"], "rtr-wan", "{v}");
+    assert_eq!(v["theory"]["up_queue_delay_ms"], 25.6, "{v}");
+    assert!(v["aqm"].is_null(), "{v}");
     assert!(run(&["lab", "down", "--name", &name]).status.success());
     let st = run(&["lab", "status", "--name", &name]);
     assert_eq!(st.status.code(), Some(1));
@@ -272,7 +283,7 @@ fn guard_removes_the_lab_when_a_test_panics() {
     let name = unique_name("g");
     let n2 = name.clone();
     let outcome = std::thread::spawn(move || {
-        let _guard = LabGuard::new(&n2);
+        let _guard = guard(&n2);
         lab::up(&LabSpec {
             name: n2.clone(),
             ..LabSpec::default()
@@ -301,7 +312,7 @@ fn down_stops_processes_inside_the_lab() {
         return;
     }
     let name = unique_name("d");
-    let _guard = LabGuard::new(&name);
+    let _guard = guard(&name);
     let cfg = lab::up(&LabSpec {
         name: name.clone(),
         ..LabSpec::default()

@@ -2,8 +2,9 @@
 //! probes with a wrong session, size or source address, floods, and a client vanishing mid-test.
 //! Each time the server logs it, frees the slot and keeps serving others.
 
-use routerbench::latency::server::{Bounds, Service, spawn_in_process};
+use routerbench::latency::server::{Bounds, Service};
 use routerbench::latency::{TestConfig, TestKind};
+use routerbench::server::latency_only::spawn_in_process;
 use routerbench::wire::ROUTERBENCH_MAGIC;
 use routerbench::wire::rb::{self, Direction, ErrorCode, Message, ProbePacket, ProbeRepr};
 use std::io::{Read, Write};
@@ -406,7 +407,7 @@ fn busy_server_says_so() {
 
 #[test]
 fn reflector_mirrors_the_probe_dscp() {
-    use routerbench::net::latency_sockopts as so;
+    use routerbench::net as so;
     let (addr, svc) = server(Bounds::default());
     let (_ctl, id, port) = session(addr);
     for tos in [0xb8u8, 0x20, 0x00] {

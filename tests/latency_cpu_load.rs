@@ -2,9 +2,10 @@
 //! prober's core. User-space RTTs grow with the scheduler's wake-up delay; kernel-timestamped RTTs stay
 //! near the unloaded value. Asserts the direction (relative growth), never a wall-clock figure.
 
-use routerbench::latency::server::{Bounds, spawn_in_process};
+use routerbench::latency::server::Bounds;
 use routerbench::latency::{TestConfig, TestKind};
 use routerbench::results::latency::ProbeResult;
+use routerbench::server::latency_only::spawn_in_process;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

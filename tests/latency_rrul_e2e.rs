@@ -1,7 +1,8 @@
 //! End to end: a routerbench-protocol server on loopback, the real binary running
 //! `rrul --length 6`, and checks on its JSON and `.flent.gz` (read back by flent when installed).
 
-use routerbench::latency::server::{Bounds, spawn_in_process};
+use routerbench::latency::server::Bounds;
+use routerbench::server::latency_only::spawn_in_process;
 use std::process::Command;
 
 fn flent_available() -> bool {

@@ -7,7 +7,7 @@
 mod server_support;
 
 use server_support::*;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 /// Ports 27110-27119 of this helper's range.
@@ -16,6 +16,7 @@ const PORT_GARBAGE: u16 = 27111;
 const PORT_SLOTS: u16 = 27112;
 const PORT_UDP_STREAMS: u16 = 27113;
 const PORT_UDP_LOCK: u16 = 27114;
+const PORT_HOSTILE_TIME: u16 = 27115;
 
 /// Idle (threads, fds, RSS) of a fresh server, once its start-up threads settled.
 fn idle(pid: u32) -> (usize, usize, u64) {
@@ -355,5 +356,46 @@ fn a_client_that_never_says_udp_hello_does_not_block_udp_tests() {
     assert!(
         after.0 <= base.0 && after.1 <= base.1,
         "not back to idle: {after:?} vs {base:?}"
+    );
+}
+
+#[test]
+fn durations_near_u32_max_are_refused_cleanly_and_the_server_keeps_serving() {
+    let srv = server(PORT_HOSTILE_TIME, &[], "hostile-time");
+    let max = u32::MAX;
+    for (n, (time, omit)) in [(max, max), (max, 1), (1, max), (max - 10, 20)]
+        .into_iter()
+        .enumerate()
+    {
+        let params = format!(
+            r#"{{"tcp":true,"omit":{omit},"time":{time},"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}}"#
+        );
+        let mut s = control_with_params(ATTACKER, PORT_HOSTILE_TIME, n as u64, &params)
+            .expect("the server answers PARAM_EXCHANGE");
+        let mut answer = Vec::new();
+        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+        let _ = s.read_to_end(&mut answer);
+        // SERVER_ERROR with IEMAXSERVERTESTDURATIONEXCEEDED (37), then a close.
+        assert_eq!(
+            answer.get(..5),
+            Some(&[SERVER_ERROR, 0, 0, 0, 37][..]),
+            "time {time} omit {omit}: {answer:02x?}"
+        );
+    }
+    let (ok, text) = iperf3_client(
+        PORT_HOSTILE_TIME,
+        &["-t", "1"],
+        Duration::from_secs(15),
+        "hostile-time-real",
+    );
+    assert!(ok, "a real test after the hostile ones:\n{text}");
+    // The sum is right (no wrap): the log names what was asked.
+    let log = srv.stderr_text();
+    let sum = u64::from(max) * 2;
+    assert!(
+        log.contains(&format!(
+            "{sum} s asked (time {max} + omit {max}), limit 3600 s"
+        )),
+        "{log}"
     );
 }

@@ -102,9 +102,10 @@ pub struct TestOpts {
         allow_negative_numbers = true
     )]
     pub interval: f64,
-    /// Print iperf3's -J JSON instead of text.
-    #[arg(short = 'J', long = "json")]
-    pub json: bool,
+    /// iperf3's -J JSON: `-J, --json [FILE|-]`, see `super::json_arg`; on standard output
+    /// (or --logfile) it replaces the text.
+    #[command(flatten)]
+    pub json: super::json_arg::JsonArg,
     /// CPU affinity, iperf3's `-A n[,m]`: this end's stream threads on CPU n, the server's on
     /// CPU m.
     #[arg(short = 'A', long = "affinity", value_parser = parse_affinity, value_name = "N[,M]")]
@@ -179,7 +180,7 @@ pub struct OutputOpts {
     pub forceflush: bool,
     /// Prefix every output line with the time; FORMAT is strftime(3)'s (default "%c ").
     #[arg(long = "timestamps", value_name = "FORMAT", num_args = 0..=1,
-          default_missing_value = crate::server::log::DEFAULT_TIMESTAMP_FORMAT,
+          default_missing_value = crate::cli::log_sink::DEFAULT_TIMESTAMP_FORMAT,
           require_equals = true)]
     pub timestamps: Option<String>,
 }
@@ -198,11 +199,11 @@ pub fn parse_format(s: &str) -> Result<char, String> {
 
 impl OutputOpts {
     /// Applies `-f` and opens the sink (stdout, or the log file) for a client.
-    pub fn client_sink(&self) -> anyhow::Result<crate::server::log::LogSink> {
+    pub fn client_sink(&self) -> anyhow::Result<crate::cli::log_sink::LogSink> {
         if let Some(f) = self.format {
             crate::report::iperf3::set_format(f).map_err(|e| anyhow::anyhow!("-f: {e}"))?;
         }
-        crate::server::log::LogSink::for_client(
+        crate::cli::log_sink::LogSink::for_client(
             self.logfile.as_deref(),
             self.timestamps.clone(),
             self.forceflush,
@@ -312,14 +313,14 @@ fn auth_token(args: &ClientArgs) -> anyhow::Result<Option<String>> {
 
 /// Prints intervals as they come (text mode), in iperf3's layout.
 pub struct TextIntervals<'a> {
-    out: &'a crate::server::log::LogSink,
+    out: &'a crate::cli::log_sink::LogSink,
     first: std::sync::atomic::AtomicBool,
     /// Streams per direction (iperf3 separates interval blocks only with several).
     parallel: usize,
 }
 
 impl<'a> TextIntervals<'a> {
-    pub fn new(out: &'a crate::server::log::LogSink, parallel: usize) -> Self {
+    pub fn new(out: &'a crate::cli::log_sink::LogSink, parallel: usize) -> Self {
         TextIntervals {
             out,
             first: true.into(),
@@ -393,27 +394,31 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
     p.repeating_payload = args.repeating_payload;
     p.fqrate = args.fq_rate.map(|r| r.0).unwrap_or(0);
     p.authtoken = auth_token(&args)?;
+    t.json.check()?;
     let sink = TextIntervals::new(&out, t.parallel as usize);
-    if !t.json {
+    if !t.json.on_stdout() {
         out.output(&format!("Connecting to host {host}, port {}\n", args.port));
         if t.reverse {
             out.output(&format!("Reverse mode, remote host {host} is sending\n"));
         }
     }
     let quiet = crate::iperf3::NoIntervals;
-    let live: &dyn IntervalSink = if t.json { &quiet } else { &sink };
+    let live: &dyn IntervalSink = if t.json.on_stdout() { &quiet } else { &sink };
     let stop = SignalFlag::default();
     let remote = super::monitor::start_router(
         &args.router,
         std::time::Duration::from_secs(u64::from(t.time) + u64::from(t.omit)),
     )?;
     let t0 = crate::util::time::unix_now_f64();
+    let system_info = crate::iperf3::system_info();
     let outcome = client::run(&cfg, live, &stop.0);
     let rc = match &outcome {
         Ok(result) => {
-            if t.json {
-                out.output(&format!("{}\n", crate::iperf3::json::render(result)));
-            } else {
+            if t.json.is_set() {
+                let doc = format!("{}\n", crate::iperf3::json::render(result, &system_info));
+                t.json.write_text(&doc, |d| out.output(d))?;
+            }
+            if !t.json.on_stdout() {
                 out.output(&if args.output.verbose {
                     crate::report::iperf3::render_final_verbose(result)
                 } else {
@@ -435,11 +440,14 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
             }
         }
         Err(e) => {
-            if t.json {
-                out.output(&format!(
+            if t.json.is_set() {
+                let doc = format!(
                     "{}\n",
                     serde_json::json!({"start": {}, "intervals": [], "end": {}, "error": e.to_string()})
-                ));
+                );
+                if let Err(we) = t.json.write_text(&doc, |d| out.output(d)) {
+                    out.error(&format!("routerbench: {we:#}"));
+                }
             }
             out.error(&format!("routerbench: error - {e}{}", hint(e)));
             out.flush();
@@ -452,7 +460,7 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
         remote,
         t0,
         f64::from(t.time) + f64::from(t.omit),
-        t.json,
+        t.json.on_stdout(),
         outcome.as_ref().ok(),
     )?;
     Ok(rc)

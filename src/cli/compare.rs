@@ -21,7 +21,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "builtin")]
     pub reference: Option<String>,
     /// Block size of a result file's cipher columns: 8192 (OpenSSL 3.x rows) or 1024 (1.x rows).
-    #[arg(long, default_value_t = crate::crypto::ROW_CIPHER_BLOCK)]
+    #[arg(long, default_value_t = crate::results::crypto::ROW_CIPHER_BLOCK)]
     pub cipher_block: u32,
 }
 

@@ -55,10 +55,10 @@ pub struct CryptoArgs {
     /// (as the older 1.1.1 rows read). Hash columns are always 1024.
     #[arg(long, value_name = "BYTES", default_value_t = 8192, value_parser = parse_cipher_block)]
     pub cipher_block: u32,
-    /// Write the result (RunResult JSON with device and crypto) to FILE; without FILE, print it
-    /// on standard output instead of the table.
-    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
-    pub json: Option<String>,
+    /// The result (RunResult JSON with device and crypto): `--json [FILE|-]`, see
+    /// `super::json_arg`; on standard output it replaces the table.
+    #[command(flatten)]
+    pub json: super::json_arg::JsonArg,
     /// Read saved `openssl speed` output from FILE (`-` for standard input) instead of
     /// measuring. Identity cells are this machine's unless --no-identity/--revision/--cpu-field.
     #[arg(long, value_name = "FILE")]
@@ -79,9 +79,7 @@ pub struct CryptoArgs {
 
 pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
     let started = crate::util::time::now_rfc3339();
-    if let Some(path) = args.json.as_deref().filter(|p| *p != "-") {
-        super::check_output_file(std::path::Path::new(path), "--json")?;
-    }
+    args.json.check()?;
     // Ctrl-C stops after the algorithm being measured; the rest of the row stays empty.
     crate::server::signals::install();
     let signal = super::client::SignalFlag::default();
@@ -109,10 +107,9 @@ pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
     envelope.crypto = Some(result.clone());
     envelope.finished_at = crate::util::time::now_rfc3339();
 
-    let json_to_stdout = args.json.as_deref() == Some("-");
-    if let Some(path) = args.json.as_deref().filter(|p| *p != "-") {
-        crate::results::save(&envelope, std::path::Path::new(path))
-            .map_err(|e| anyhow::anyhow!("cannot write {path}: {e}"))?;
+    let json_to_stdout = args.json.on_stdout();
+    if args.json.file().is_some() {
+        args.json.write(&envelope)?;
     }
     if !json_to_stdout && args.format != OutputFormat::Table && !args.quiet {
         for note in &result.notes {
@@ -124,12 +121,14 @@ pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
             eprintln!("routerbench: warning: {w}");
         }
     }
-    let text = if json_to_stdout {
-        serde_json::to_string_pretty(&envelope)? + "\n"
+    if json_to_stdout {
+        args.json.write(&envelope)?;
     } else {
-        render_output(&result, &identity, &labels, args.format, args.cipher_block)
-    };
-    crate::out!("{text}");
+        crate::out!(
+            "{}",
+            render_output(&result, &identity, &labels, args.format, args.cipher_block)
+        );
+    }
     if interrupted {
         crate::errln!("routerbench: interrupted: the row is partial");
         return Ok(1);

@@ -4,17 +4,19 @@ use clap::Args;
 
 #[derive(Debug, Args)]
 pub struct DeviceArgs {
-    /// Print the identity as JSON.
-    #[arg(long)]
-    pub json: bool,
+    /// The identity as JSON (`--json [FILE|-]`, see `super::json_arg`).
+    #[command(flatten)]
+    pub json: super::json_arg::JsonArg,
 }
 
 pub fn run(args: DeviceArgs) -> anyhow::Result<i32> {
+    args.json.check()?;
     let info = crate::device::detect();
-    if args.json {
-        crate::outln!("{}", serde_json::to_string_pretty(&info)?);
-    } else {
+    if !args.json.on_stdout() {
         crate::out!("{}", crate::report::device::render_text(&info));
+    }
+    if let Some(path) = args.json.write(&info)? {
+        crate::outln!("saved {}", path.display());
     }
     Ok(0)
 }

@@ -73,9 +73,10 @@ pub struct RunArgs {
     /// Seconds of load skipped before queue delays are compared with theory.
     #[arg(allow_negative_numbers = true, long, default_value_t = 2.0)]
     pub warmup: f64,
-    /// Write the result (routerbench JSON: latency, lab, monitor) to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<std::path::PathBuf>,
+    /// The result (routerbench JSON: latency, lab, monitor): `--json [FILE|-]`, see
+    /// `super::json_arg`.
+    #[command(flatten)]
+    pub json: super::json_arg::JsonArg,
     /// Write flent's data format to FILE.flent.gz.
     #[arg(long, value_name = "FILE")]
     pub flent: Option<std::path::PathBuf>,
@@ -140,9 +141,9 @@ pub struct UpArgs {
     /// forwarder (`routerbench shape`).
     #[arg(long, value_enum, default_value = "auto")]
     pub aqm: AqmArg,
-    /// Print the configuration as JSON.
-    #[arg(long)]
-    pub json: bool,
+    /// The configuration as JSON: `--json [FILE|-]`, see `super::json_arg`.
+    #[command(flatten)]
+    pub json: super::json_arg::JsonArg,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -156,8 +157,8 @@ pub enum AqmArg {
 pub struct StatusArgs {
     #[command(flatten)]
     pub name: NameArg,
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: super::json_arg::JsonArg,
 }
 
 /// Who moves the bytes.
@@ -204,8 +205,8 @@ pub struct MeasureArgs {
     /// Print only the markdown table row (for bench scripts).
     #[arg(long)]
     pub row: bool,
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: super::json_arg::JsonArg,
 }
 
 #[derive(Debug, Args)]
@@ -242,8 +243,8 @@ pub struct CapacityArgs {
     /// With --qdisc: seconds after which no new point starts.
     #[arg(long, default_value_t = 300)]
     pub budget: u64,
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: super::json_arg::JsonArg,
 }
 
 pub fn run(args: LabArgs) -> anyhow::Result<i32> {
@@ -283,6 +284,7 @@ fn spec_from(a: &UpArgs) -> anyhow::Result<LabSpec> {
 const SLOW_QUEUE_S: f64 = 10.0;
 
 fn cmd_up(a: UpArgs) -> anyhow::Result<i32> {
+    a.json.check()?;
     let spec = spec_from(&a)?;
     for (dir, rate) in [
         ("upload", spec.up_rate_bps),
@@ -296,7 +298,7 @@ fn cmd_up(a: UpArgs) -> anyhow::Result<i32> {
                      {queue_s:.0} s of delay (over {SLOW_QUEUE_S:.0} s): is the rate or \
                      --buffer a typo?",
                     spec.buffer_bytes,
-                    shape::fmt_rate(bps as f64)
+                    crate::util::units::human_rate(bps as f64)
                 );
             }
         }
@@ -304,13 +306,19 @@ fn cmd_up(a: UpArgs) -> anyhow::Result<i32> {
     let cfg = lab::up(&spec)?;
     let th = lab::theory::theory(&cfg);
     let aqm = apply_aqm(&cfg, a.qdisc, a.aqm)?;
-    if a.json {
-        crate::outln!("{}", serde_json::to_string_pretty(&(cfg, th, aqm))?);
-    } else {
+    if !a.json.on_stdout() {
         crate::out!("{}", crate::report::lab::config(&cfg, &th));
         if let Some(q) = &aqm {
             crate::outln!("{}", crate::report::lab::aqm_line(q));
         }
+    }
+    let up = crate::results::lab::LabUp {
+        config: cfg,
+        theory: th,
+        aqm,
+    };
+    if let Some(path) = a.json.write(&up)? {
+        crate::outln!("saved {}", path.display());
     }
     Ok(0)
 }
@@ -358,17 +366,33 @@ fn cmd_down(a: NameArg) -> anyhow::Result<i32> {
 }
 
 fn cmd_status(a: StatusArgs) -> anyhow::Result<i32> {
+    a.json.check()?;
     let st = lab::status(&a.name.name)?;
-    if a.json {
-        crate::outln!("{}", serde_json::to_string_pretty(&st)?);
-    } else {
+    if !a.json.on_stdout() {
         crate::out!("{}", crate::report::lab::status(&st));
+    }
+    if let Some(path) = a.json.write(&st)? {
+        crate::outln!("saved {}", path.display());
     }
     Ok(if st.up && st.reachable == Some(true) {
         0
     } else {
         1
     })
+}
+
+/// Deletes lab `name` when dropped; a failed cleanup is said on stderr.
+pub(crate) fn guard(name: &str) -> LabGuard {
+    LabGuard::with_events(name, Arc::new(render_event))
+}
+
+/// Renders the lab's events on stderr.
+pub(crate) fn render_event(e: &lab::LabEvent) {
+    match e {
+        lab::LabEvent::CleanupFailed { lab, error } => {
+            crate::errln!("routerbench lab: cleanup of {lab} failed: {error}");
+        }
+    }
 }
 
 fn envelope(lab: LabResult, started: String) -> RunResult {
@@ -379,6 +403,7 @@ fn envelope(lab: LabResult, started: String) -> RunResult {
 }
 
 fn cmd_measure(a: MeasureArgs) -> anyhow::Result<i32> {
+    a.json.check()?;
     lab::sys::require_root()?;
     let started = crate::util::time::now_rfc3339();
     let cfg = lab::load_config(&a.name.name)?;
@@ -396,22 +421,20 @@ fn cmd_measure(a: MeasureArgs) -> anyhow::Result<i32> {
     let point = lab::accuracy::measure(&cfg, &plan, generator(a.load))?;
     if a.row {
         crate::out!("{}", crate::report::lab::accuracy_row(&point));
-    } else if !a.json {
+    } else if !a.json.on_stdout() {
         crate::out!(
             "{}",
             crate::report::lab::accuracy(std::slice::from_ref(&point))
         );
     }
-    if a.json {
+    if a.json.is_set() {
         let lab = LabResult {
-            theory: lab::theory::theory(&cfg),
-            config: cfg,
-            capacity: None,
             accuracy: vec![point],
-            test: None,
-            checks: Vec::new(),
+            ..lab::theory::result(cfg)
         };
-        crate::outln!("{}", serde_json::to_string_pretty(&envelope(lab, started))?);
+        if let Some(path) = a.json.write(&envelope(lab, started))? {
+            crate::outln!("saved {}", path.display());
+        }
     }
     Ok(0)
 }
@@ -431,25 +454,29 @@ fn cmd_sqm_capacity(a: &CapacityArgs, q: crate::cli::shape::QdiscArg) -> anyhow:
     plan.max_bps = shape::parse_rate(&a.max_rate)?
         .ok_or_else(|| anyhow::anyhow!("--max-rate must be a rate, not none"))?;
     plan.budget = Duration::from_secs(a.budget.clamp(10, 3600));
-    let guard = (!a.keep).then(|| LabGuard::new(&a.name));
-    let quiet = a.json;
+    let guard = (!a.keep).then(|| guard(&a.name));
+    let quiet = a.json.on_stdout();
     let sqm = lab::sqm_capacity::search(&plan, generator(a.load), &mut |p| {
         if !quiet {
             crate::err!("{}", crate::report::lab::sqm_point(p));
         }
     })?;
     drop(guard);
-    if a.json {
+    if !a.json.on_stdout() {
+        crate::out!("{}", crate::report::lab::sqm_capacity(&sqm));
+    }
+    if a.json.is_set() {
         let mut r = RunResult::new(crate::util::time::now_rfc3339());
         r.sqm_capacity = Some(sqm);
-        crate::outln!("{}", serde_json::to_string_pretty(&r)?);
-    } else {
-        crate::out!("{}", crate::report::lab::sqm_capacity(&sqm));
+        if let Some(path) = a.json.write(&r)? {
+            crate::outln!("saved {}", path.display());
+        }
     }
     Ok(0)
 }
 
 fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
+    a.json.check()?;
     lab::sys::require_root()?;
     if let Some(q) = a.qdisc {
         return cmd_sqm_capacity(&a, q);
@@ -462,7 +489,7 @@ fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
         anyhow::bail!("--length must be positive (seconds per point)");
     }
     lab::capacity::check_lab_is_free(&a.name)?;
-    let guard = (!a.keep).then(|| LabGuard::new(&a.name));
+    let guard = (!a.keep).then(|| guard(&a.name));
     let plan = lab::capacity::CapacityPlan {
         name: a.name.clone(),
         offloads: matches!(a.offloads, OnOff::On),
@@ -473,18 +500,17 @@ fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
     let cap = lab::capacity::run(&plan, generator(a.load).as_ref())?;
     let cfg = lab::load_config(&a.name)?;
     drop(guard);
-    if a.json {
-        let lab = LabResult {
-            theory: lab::theory::theory(&cfg),
-            config: cfg,
-            capacity: Some(cap),
-            accuracy: Vec::new(),
-            test: None,
-            checks: Vec::new(),
-        };
-        crate::outln!("{}", serde_json::to_string_pretty(&envelope(lab, started))?);
-    } else {
+    if !a.json.on_stdout() {
         crate::out!("{}", crate::report::lab::capacity(&cap));
+    }
+    if a.json.is_set() {
+        let lab = LabResult {
+            capacity: Some(cap),
+            ..lab::theory::result(cfg)
+        };
+        if let Some(path) = a.json.write(&envelope(lab, started))? {
+            crate::outln!("saved {}", path.display());
+        }
     }
     Ok(0)
 }
@@ -535,9 +561,7 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
     if let Some(p) = &a.flent {
         super::check_output_file(p, "--flent")?;
     }
-    if let Some(p) = &a.json {
-        super::check_output_file(p, "--json")?;
-    }
+    a.json.check()?;
     // Ctrl-C ends the test early; what was measured is still printed and saved.
     crate::server::signals::install();
     let signal = super::client::SignalFlag::default();
@@ -551,7 +575,9 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
     let run = lab::run::run(&cfg, &test, warmup, progress)?;
     let th = lab::theory::theory(&cfg);
     let name = kind.flent_name();
-    if a.rows {
+    if a.json.on_stdout() {
+        // The JSON below is the whole of standard output.
+    } else if a.rows {
         crate::out!(
             "{}",
             crate::report::lab::checks_rows(name, cfg.nat, &run.checks)
@@ -575,23 +601,20 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
             format!("lab {}", cfg.name)
         };
         crate::results::flent::write(&run.latency, &title, path)?;
-        crate::outln!("saved {}", path.display());
+        a.json.say(&format!("saved {}", path.display()));
     }
-    if let Some(path) = &a.json {
+    if a.json.is_set() {
         let lab = LabResult {
-            theory: th,
-            config: cfg,
-            capacity: None,
-            accuracy: Vec::new(),
             test: Some(name.to_string()),
             checks: run.checks,
+            ..lab::theory::result(cfg)
         };
         let mut env = envelope(lab, started);
         env.latency = Some(run.latency);
         env.monitor = run.monitor;
-        crate::results::save(&env, path)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-        crate::outln!("saved {}", path.display());
+        if let Some(path) = a.json.write(&env)? {
+            a.json.say(&format!("saved {}", path.display()));
+        }
     }
     if interrupted {
         crate::errln!("routerbench lab: interrupted: the result above and the files are partial");

@@ -2,8 +2,12 @@
 //! thread per stream; iperf3-style text or `--json` in iperf3's -J schema.
 
 use super::client::{SignalFlag, TestOpts, TextIntervals};
-use crate::iperf3::loopback::{self, LoopbackConfig};
+use crate::iperf3::IntervalSink;
+use crate::results::throughput::{Connected, Interval, ThroughputResult};
+use crate::server::loopback::{self, LoopbackConfig};
+use crate::util::progress::Progress;
 use clap::Args;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 #[derive(Debug, Args)]
 pub struct LoopbackArgs {
@@ -44,11 +48,16 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
     crate::server::signals::install();
     super::client::check_test_opts(&args.test)?;
     let cfg = config(&args)?;
-    let out = crate::server::log::LogSink::for_client(None, None, false, false)?;
+    let out = crate::cli::log_sink::LogSink::for_client(None, None, false, false)?;
     let text = TextIntervals::new(&out, cfg.parallel as usize);
     let quiet = crate::iperf3::NoIntervals;
-    let sink: &dyn crate::iperf3::IntervalSink = if args.test.json { &quiet } else { &text };
-    if !args.test.json {
+    args.test.json.check()?;
+    let sink: &dyn crate::iperf3::IntervalSink = if args.test.json.on_stdout() {
+        &quiet
+    } else {
+        &text
+    };
+    if !args.test.json.on_stdout() {
         crate::outln!(
             "Loopback test over {}, {} s, {} stream(s)",
             if args.ipv6 { "::1" } else { "127.0.0.1" },
@@ -57,19 +66,21 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
         );
     }
     let stop = SignalFlag::default();
-    let progress = crate::util::progress::NoProgress;
     let secs = f64::from(cfg.time) + f64::from(cfg.omit);
     let remote = super::monitor::start_router(
         &args.router,
         std::time::Duration::from_secs_f64(secs.max(0.0)),
     )?;
     let t0 = crate::util::time::unix_now_f64();
-    let outcome = loopback::run_with_sink(&cfg, &progress, sink, &stop.0);
+    let system_info = crate::iperf3::system_info();
+    let outcome = loopback::run_with_sink(&cfg, sink, &stop.0);
     let rc = match &outcome {
         Ok(r) => {
-            if args.test.json {
-                crate::outln!("{}", crate::iperf3::json::render(r));
-            } else {
+            if args.test.json.is_set() {
+                let doc = format!("{}\n", crate::iperf3::json::render(r, &system_info));
+                args.test.json.write_text(&doc, |d| crate::out!("{d}"))?;
+            }
+            if !args.test.json.on_stdout() {
                 crate::out!("{}", crate::report::iperf3::render_final_verbose(r));
             }
             if r.interrupted {
@@ -90,8 +101,51 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
         remote,
         t0,
         secs,
-        args.test.json,
+        args.test.json.on_stdout(),
         outcome.as_ref().ok(),
     )?;
     Ok(rc)
+}
+
+/// Shows each interval's bitrate as the progress line, and passes it on to `inner`.
+pub struct ProgressIntervals<'a> {
+    pub progress: &'a dyn Progress,
+    pub inner: &'a dyn IntervalSink,
+    n: AtomicU64,
+}
+
+impl<'a> ProgressIntervals<'a> {
+    pub fn new(progress: &'a dyn Progress, inner: &'a dyn IntervalSink) -> Self {
+        ProgressIntervals {
+            progress,
+            inner,
+            n: AtomicU64::new(0),
+        }
+    }
+}
+
+impl IntervalSink for ProgressIntervals<'_> {
+    fn started(&self, connected: &[Connected]) {
+        self.inner.started(connected);
+    }
+    fn interval(&self, iv: &Interval) {
+        let n = self.n.fetch_add(1, Ordering::Relaxed) + 1;
+        let rate = crate::report::iperf3::bitrate(iv.sum.bits_per_second);
+        self.progress.step(n, rate.trim());
+        self.inner.interval(iv);
+    }
+}
+
+/// The loopback test as a phase of `progress` (`routerbench run`): one step per interval,
+/// with its bitrate.
+pub fn run_with_progress(
+    cfg: &LoopbackConfig,
+    progress: &dyn Progress,
+    sink: &dyn IntervalSink,
+    stop: &AtomicBool,
+) -> crate::iperf3::Result<ThroughputResult> {
+    progress.phase("loopback", u64::from(cfg.time) + u64::from(cfg.omit));
+    let outcome = loopback::run_with_sink(cfg, &ProgressIntervals::new(progress, sink), stop);
+    progress.finish();
+    outcome
 }

@@ -7,8 +7,10 @@ pub mod client;
 pub mod compare;
 pub mod crypto;
 pub mod device;
+pub mod json_arg;
 #[cfg(feature = "lab")]
 pub mod lab;
+pub mod log_sink;
 pub mod loopback;
 pub mod monitor;
 #[cfg(feature = "plots")]
@@ -17,6 +19,7 @@ pub mod rrul;
 pub mod run;
 pub mod server;
 pub mod server_config;
+pub mod server_log;
 #[cfg(feature = "lab")]
 pub mod shape;
 

@@ -20,9 +20,10 @@ pub struct MonitorArgs {
     /// seconds (at most --interval; the dump is also paced to a tenth of one core).
     #[arg(long, default_value_t = 0.1)]
     pub queue_interval: f64,
-    /// Print the result as JSON (series with an absolute start time) instead of the lines.
-    #[arg(long)]
-    pub json: bool,
+    /// The result as JSON (series with an absolute start time): `--json [FILE|-]`, see
+    /// `super::json_arg`; on standard output it replaces the lines.
+    #[command(flatten)]
+    pub json: super::json_arg::JsonArg,
     /// Show a router's agent (`routerbench server --monitor` there) instead of this machine.
     #[arg(long, value_name = "HOST[:PORT]")]
     pub remote: Option<String>,
@@ -117,7 +118,7 @@ pub fn start_router(
         Duration::from_secs_f64(a.monitor_interval),
         test_length + Duration::from_secs(120),
     );
-    RemoteMonitor::start(&cfg, None).map(Some)
+    Ok(RemoteMonitor::start(&cfg, None).map(Some)?)
 }
 
 /// Ends the subscription, puts the samples on the test's axis (`t0_unix`) and summarises the
@@ -131,7 +132,8 @@ pub fn finish_router(
     match crate::monitor::remote::finish(remote?, t0_unix, load) {
         Ok(m) => Some(m),
         Err(e) => {
-            notes.push(format!("router samples lost: {e:#}"));
+            // Through anyhow for the cause chain ("…: cannot resolve: <why>").
+            notes.push(format!("router samples lost: {:#}", anyhow::Error::from(e)));
             None
         }
     }
@@ -174,10 +176,11 @@ fn print_live(rx: &std::sync::mpsc::Receiver<MonitorSample>, until: Instant, qui
 
 pub fn run(args: MonitorArgs) -> anyhow::Result<i32> {
     check(&args)?;
+    args.json.check()?;
     // Ctrl-C ends the sampling early; what was sampled is still printed.
     crate::server::signals::install();
     let (tx, rx) = std::sync::mpsc::sync_channel(256);
-    let quiet = args.quiet || args.json;
+    let quiet = args.quiet || args.json.on_stdout();
     let until = Instant::now() + Duration::from_secs_f64(args.duration);
     let (mut result, interrupted) = if let Some(addr) = &args.remote {
         let cfg = RemoteConfig::new(
@@ -205,10 +208,11 @@ pub fn run(args: MonitorArgs) -> anyhow::Result<i32> {
             .notes
             .push("interrupted (SIGINT/SIGTERM): sampled for less than --duration".into());
     }
-    if args.json {
-        crate::outln!("{}", serde_json::to_string_pretty(&result)?);
-    } else {
+    if !args.json.on_stdout() {
         crate::out!("{}", crate::report::monitor::render_text(&result));
+    }
+    if let Some(path) = args.json.write(&result)? {
+        crate::outln!("saved {}", path.display());
     }
     Ok(if interrupted { 1 } else { 0 })
 }

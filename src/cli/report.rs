@@ -61,7 +61,7 @@ pub fn run_report(a: ReportArgs) -> anyhow::Result<i32> {
         } else {
             rows.extend(crate::cli::compare::rows_of(
                 f,
-                crate::crypto::ROW_CIPHER_BLOCK,
+                crate::results::crypto::ROW_CIPHER_BLOCK,
             )?);
         }
     }

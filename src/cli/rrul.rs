@@ -38,9 +38,10 @@ pub struct LatencyArgs {
     /// Use IPv6 only.
     #[arg(short = '6')]
     pub ipv6: bool,
-    /// Write the result (routerbench JSON) to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    /// The result (routerbench JSON): `--json [FILE|-]`, see `super::json_arg`; on standard
+    /// output it replaces the text summary. Give HOST first when --json has no FILE.
+    #[command(flatten)]
+    pub json: super::json_arg::JsonArg,
     /// Write flent's data format (version 4) to FILE.flent.gz.
     #[arg(long, value_name = "FILE")]
     pub flent: Option<PathBuf>,
@@ -159,9 +160,7 @@ fn config(kind: TestKind, streams: u8, a: &LatencyArgs) -> anyhow::Result<TestCo
 /// measured is printed and saved, marked interrupted, and the exit status is 1.
 pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
     let mut cfg = config(kind, streams, &a)?;
-    if let Some(p) = &a.json {
-        super::check_output_file(p, "--json")?;
-    }
+    a.json.check()?;
     if let Some(p) = &a.flent {
         super::check_output_file(p, "--flent")?;
     }
@@ -179,13 +178,15 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
     let load =
         (cfg.kind != TestKind::Ping).then_some((result.delay_s, result.delay_s + result.length_s));
     let router = super::monitor::finish_router(remote, result.t0_unix, load, &mut notes);
-    crate::out!("{}", crate::report::latency::render_text(&result));
-    if let Some(r) = &router {
-        crate::outln!(
-            "\nRouter (agent {}):",
-            a.router.monitor.as_deref().unwrap_or("?")
-        );
-        crate::out!("{}", crate::report::monitor::render_text(r));
+    if !a.json.on_stdout() {
+        crate::out!("{}", crate::report::latency::render_text(&result));
+        if let Some(r) = &router {
+            crate::outln!(
+                "\nRouter (agent {}):",
+                a.router.monitor.as_deref().unwrap_or("?")
+            );
+            crate::out!("{}", crate::report::monitor::render_text(r));
+        }
     }
     for n in &notes {
         crate::errln!("routerbench: {n}");
@@ -196,19 +197,17 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
     run.latency = Some(result.clone());
     run.router = router;
     run.notes.extend(notes);
-    if let Some(path) = &a.json {
-        crate::results::save(&run, path)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-        crate::outln!("saved {}", path.display());
+    if let Some(path) = a.json.write(&run)? {
+        a.json.say(&format!("saved {}", path.display()));
     }
     #[cfg(feature = "plots")]
     if let Some(path) = &a.report {
-        let name = a.json.as_ref().map_or_else(
+        let name = a.json.file().map_or_else(
             || format!("{} to {}", kind.flent_name(), a.host),
             |p| p.display().to_string(),
         );
         crate::cli::report::write_report(&[(run, name)], &[], path)?;
-        crate::outln!("saved {}", path.display());
+        a.json.say(&format!("saved {}", path.display()));
     }
     if let Some(path) = &a.flent {
         let title = if result.interrupted {
@@ -219,12 +218,12 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
             a.title.clone()
         };
         crate::results::flent::write(&result, &title, path)?;
-        crate::outln!(
+        a.json.say(&format!(
             "saved {} (plot: flent -i {} -p {} -o plot.png)",
             path.display(),
             path.display(),
             kind.flent_default_plot()
-        );
+        ));
     }
     if result.interrupted {
         crate::errln!("routerbench: interrupted: the result above and the files are partial");
@@ -233,7 +232,7 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// Runs the standalone routerbench-protocol server until killed.
+/// Runs the shared server with the routerbench protocol alone (no iperf3) until killed.
 pub fn serve(a: ServerArgs) -> anyhow::Result<i32> {
     let bounds = crate::latency::server::Bounds {
         max_sessions: a.max_sessions,
@@ -244,16 +243,15 @@ pub fn serve(a: ServerArgs) -> anyhow::Result<i32> {
         ..Default::default()
     };
     let addr = std::net::SocketAddr::new(a.bind, a.port);
-    let listener = std::net::TcpListener::bind(addr)
-        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e} (port in use? try -p)"))?;
     let service = crate::latency::server::Service::new(bounds)?;
     service.set_log(std::sync::Arc::new(|m: &str| {
         crate::errln!("routerbench latency-server: {m}")
     }));
+    let server = crate::server::latency_only::bind(addr, &service)?;
     crate::errln!(
         "routerbench latency-server: listening on {addr}, UDP reflector on port {}",
         service.udp_port(a.bind.is_ipv6()).unwrap_or(0)
     );
-    crate::latency::server::serve_standalone(listener, service)?;
+    server.run()?;
     Ok(0)
 }

@@ -93,12 +93,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         None
     };
     if want_tp && !stopped() {
-        let cfg = crate::iperf3::loopback::LoopbackConfig {
+        let cfg = crate::server::loopback::LoopbackConfig {
             time: if args.quick { 3 } else { args.loopback_seconds },
             ..Default::default()
         };
-        progress.phase("loopback", u64::from(cfg.time));
-        match crate::iperf3::loopback::run_with_sink(
+        match super::loopback::run_with_progress(
             &cfg,
             progress.as_ref(),
             &crate::iperf3::NoIntervals,
@@ -207,7 +206,7 @@ fn extras(result: &RunResult, json: &std::path::Path, html: &std::path::Path) {
     let row = crate::report::rows::Row::from_result(
         result,
         &json.display().to_string(),
-        crypto::ROW_CIPHER_BLOCK,
+        crate::results::crypto::ROW_CIPHER_BLOCK,
     );
     if let (Some(row), Ok(refs)) = (row, crate::report::reference::builtin()) {
         let st = crate::report::reference::standing(&row, &refs);
@@ -245,12 +244,12 @@ fn sqm_capacity(quick: bool) -> anyhow::Result<crate::results::lab::SqmCapacity>
     plan.refine_steps = 1;
     plan.max_bps = 1_600_000_000;
     plan.budget = std::time::Duration::from_secs(75);
-    let _guard = lab::LabGuard::new(&name);
-    lab::sqm_capacity::search(
+    let _guard = super::lab::guard(&name);
+    Ok(lab::sqm_capacity::search(
         &plan,
         std::sync::Arc::new(lab::native_load::NativeIperf3),
         &mut |_| {},
-    )
+    )?)
 }
 
 /// A short RRUL over loopback against the shared server (iperf3 and routerbench protocols on one

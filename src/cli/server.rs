@@ -3,8 +3,9 @@
 //! lines with `-V`; `-D`, `-I` and SIGHUP as iperf3 users expect.
 
 use super::client::OutputOpts;
-use crate::server::log::LogSink;
-use crate::server::{Server, ServerConfig, ServerEvent, ServerObserver};
+use super::server_log::{Log, spawn_reopen_on_hangup};
+use crate::cli::log_sink::LogSink;
+use crate::server::{Server, ServerConfig};
 use clap::Args;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -143,9 +144,11 @@ pub struct ServerArgs {
     /// `config routerbench`); flags after it override the file.
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
-    /// Print each finished test as iperf3 -J JSON on stdout.
-    #[arg(short = 'J', long = "json")]
-    pub json: bool,
+    /// Each finished test as iperf3 -J JSON: `-J, --json [FILE|-]`, see `super::json_arg`; on
+    /// standard output (or --logfile) it replaces the text, a FILE gets one document per test
+    /// appended.
+    #[command(flatten)]
+    pub json: super::json_arg::JsonArg,
     /// No output at all, only errors.
     #[arg(short = 'q', long = "quiet", conflicts_with = "verbose")]
     pub quiet: bool,
@@ -201,132 +204,6 @@ pub fn agent(args: &ServerArgs) -> anyhow::Result<Option<crate::monitor::agent::
     )))
 }
 
-/// Renders server events the way iperf3's server does: the banner, the accepted connection,
-/// interval lines and the test's summary as output (stdout or `--logfile`); refusals, protocol
-/// sessions and shutdown as log lines (stderr with `-V`, or the log file).
-pub struct Log {
-    pub json: bool,
-    pub verbose: bool,
-    /// No output at all (`-q`), only errors.
-    pub quiet: bool,
-    pub sink: Arc<LogSink>,
-    /// The port shown in the banner (the bound one, also with `-p 0`).
-    pub port: std::sync::atomic::AtomicU16,
-    /// Tests started so far (the banner's "test #N").
-    pub tests: AtomicU64,
-    /// `-1` / `--max-tests`: no banner after the last test.
-    pub max_tests: Option<u64>,
-}
-
-impl Log {
-    fn banner(&self) {
-        let n = self.tests.load(Ordering::Relaxed) + 1;
-        if self.max_tests.is_some_and(|m| n > m) {
-            return;
-        }
-        self.output(&format!(
-            "-----------------------------------------------------------\n\
-             Server listening on {} (test #{n})\n\
-             -----------------------------------------------------------\n",
-            self.port.load(Ordering::Relaxed)
-        ));
-    }
-
-    fn output(&self, text: &str) {
-        if !self.quiet {
-            self.sink.output(text);
-        }
-    }
-
-    /// Text output is iperf3's shape; with -J only the JSON.
-    fn text(&self, text: &str) {
-        if !self.json {
-            self.output(text);
-        }
-    }
-}
-
-impl ServerObserver for Log {
-    fn event(&self, e: &ServerEvent<'_>) {
-        match e {
-            // The banner (with the test number) is printed by `run` and after each test.
-            ServerEvent::Listening(_) => {}
-            ServerEvent::TestStarted { peer } => {
-                self.tests.fetch_add(1, Ordering::Relaxed);
-                self.text(&format!(
-                    "Accepted connection from {}, port {}\n",
-                    crate::net::sockopt::display_ip(peer.ip()),
-                    peer.port()
-                ))
-            }
-            ServerEvent::StreamsConnected { connected, .. } => {
-                self.text(&crate::report::iperf3::render_connected(connected))
-            }
-            ServerEvent::Interval {
-                interval,
-                first,
-                parallel,
-                ..
-            } => self.text(&crate::report::iperf3::render_interval_block(
-                interval, *first, *parallel, true,
-            )),
-            ServerEvent::TestDone { peer, result } => {
-                if self.json {
-                    self.output(&format!("{}\n", crate::iperf3::json::render(result)));
-                } else if self.verbose {
-                    self.output(&crate::report::iperf3::render_final_verbose(result));
-                } else {
-                    self.output(&crate::report::iperf3::render_final(result));
-                }
-                if self.sink.verbose() {
-                    self.sink.log(&format!(
-                        "test from {} done (client version {})",
-                        show(peer),
-                        result.peer_version.as_deref().unwrap_or("unknown")
-                    ));
-                }
-                if !self.json {
-                    self.banner();
-                }
-                self.sink.flush();
-            }
-            ServerEvent::TestFailed { peer, error } => {
-                self.sink.error(&format!(
-                    "routerbench: test from {} failed: {error}",
-                    show(peer)
-                ));
-                if !self.json {
-                    self.banner();
-                }
-                self.sink.flush();
-            }
-            ServerEvent::Refused { peer, reason } => {
-                self.sink.log(&format!("refused {}: {reason}", show(peer)))
-            }
-            // A routerbench-protocol connection (an RRUL opens nine): its session logs one
-            // line when it ends; a connection only logs its error.
-            ServerEvent::Handoff { error: None, .. } => {}
-            ServerEvent::Handoff {
-                peer,
-                error: Some(e),
-            } => self
-                .sink
-                .log(&format!("routerbench connection from {}: {e}", show(peer))),
-            ServerEvent::Stopping { reason } => {
-                self.sink.log(&format!("server stopping: {reason}"))
-            }
-        }
-    }
-}
-
-fn show(peer: &SocketAddr) -> String {
-    format!(
-        "{} port {}",
-        crate::net::sockopt::display_ip(peer.ip()),
-        peer.port()
-    )
-}
-
 pub fn config(args: &ServerArgs) -> ServerConfig {
     let ip = args
         .bind
@@ -343,7 +220,7 @@ pub fn config(args: &ServerArgs) -> ServerConfig {
     cfg.session.max_streams = args.max_streams.clamp(1, 128);
     cfg.session.max_buffer_bytes = args.max_buffer_mib.max(1) << 20;
     cfg.session.idle_timeout = Duration::from_secs(args.rcv_timeout.max(1));
-    cfg.session.interval = if args.quiet && !args.json {
+    cfg.session.interval = if args.quiet && !args.json.is_set() {
         0.0
     } else {
         args.interval
@@ -351,7 +228,7 @@ pub fn config(args: &ServerArgs) -> ServerConfig {
     cfg.session.control_timeout = Duration::from_secs(args.control_timeout.max(1));
     cfg.first_bytes_timeout = Duration::from_secs(args.handshake_timeout.max(1));
     cfg.max_connections = args.max_connections.max(1);
-    cfg.caps = crate::server::limits::Caps {
+    cfg.caps = crate::service::limits::Caps {
         conns_per_host: args.max_conns_per_host.max(1),
         tests_per_host: args.max_tests_per_host.max(1),
         total_streams: args.max_total_streams.max(1),
@@ -424,6 +301,7 @@ fn check(args: &ServerArgs) -> anyhow::Result<()> {
 
 pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
     check(&args)?;
+    args.json.check()?;
     let agent = agent(&args)?;
     if let Some(f) = args.output.format {
         crate::report::iperf3::set_format(f).map_err(|e| anyhow::anyhow!("-f: {e}"))?;
@@ -433,27 +311,8 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         .as_deref()
         .map(crate::server::daemon::PidFile::check)
         .transpose()?;
-    // A relative --logfile stays where the user meant after -D changes to /.
-    let logfile = match &args.output.logfile {
-        Some(p) if p.is_relative() => Some(std::env::current_dir()?.join(p)),
-        other => other.clone(),
-    };
-    let sink = Arc::new(LogSink::open(
-        logfile.as_deref(),
-        args.output.timestamps.clone(),
-        args.output.forceflush,
-        args.output.verbose,
-    )?);
-    crate::server::signals::install();
-    crate::server::signals::install_hangup();
-    // glibc gives each busy thread its own malloc arena (up to 8 per core) and keeps their
-    // memory after the threads end: the soak saw RSS creep wave after wave. Two arenas keep a
-    // long-running server's RSS flat. (musl, OpenWrt's libc, has a single heap.)
-    #[cfg(target_env = "gnu")]
-    // SAFETY: mallopt only sets an allocator parameter; called before any server thread.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
-    }
+    let sink = open_sink(&args)?;
+    prepare_process();
     let mut cfg = config(&args);
     if let (Some(key), Some(users)) = (&args.rsa_private_key_path, &args.authorized_users_path) {
         let mut auth = crate::iperf3::auth::ServerAuth::load(key, users)
@@ -467,19 +326,7 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         // One line, also with -q: the operator should know who can use the server.
         sink.error(&w);
     }
-    let observer = Arc::new(Log {
-        json: args.json,
-        verbose: args.output.verbose,
-        quiet: args.quiet && !args.json,
-        sink: sink.clone(),
-        port: args.port.into(),
-        tests: AtomicU64::new(0),
-        max_tests: if args.one_off {
-            Some(1)
-        } else {
-            args.max_tests
-        },
-    });
+    let observer = Arc::new(observer(&args, sink.clone()));
     // Bound before detaching, so "port in use" reaches the terminal; no thread runs yet.
     let mut server = Server::bind(cfg, observer.clone())?;
     let port = server.local_addr()?.port();
@@ -490,71 +337,9 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
     let _pid = pidfile
         .map(crate::server::daemon::PidFile::write)
         .transpose()?;
-    // routerbench's own protocol (RRUL and friends) on the same port; its UDP probe reflector
-    // listens on the same UDP port number too (clients learn it in the handshake) and hands
-    // iperf3's UDP hellos to the iperf3 tests. Where kernel timestamps are missing (qemu-user
-    // has no SO_TIMESTAMPNS) the latency tests cannot run, but iperf3 can: serve it and say why
-    // latency clients will be refused.
-    let udp_port = args.latency_udp_port.unwrap_or(port);
-    let latency = match crate::latency::server::Service::new(crate::latency::server::Bounds {
-        udp_bind: args.bind,
-        udp_port,
-        max_sessions: args.max_rb_sessions.max(1),
-        max_flows: args.max_rb_flows.max(1),
-        max_duration: Duration::from_secs(args.max_rb_duration.max(1)),
-        max_sessions_per_host: args.max_tests_per_host.max(1),
-        handshake_timeout: Duration::from_secs(args.handshake_timeout.max(1)),
-        token,
-        ..Default::default()
-    }) {
-        Ok(latency) => {
-            if udp_port == port {
-                if let Some(tx) = server.share_udp_port() {
-                    latency.set_foreign(Arc::new(move |from| tx.try_send(from).is_ok()));
-                }
-            }
-            let log_sink = sink.clone();
-            latency.set_log(Arc::new(move |m: &str| log_sink.log(m)));
-            sink.log(&format!(
-                "UDP probe reflector (routerbench protocol) on port {}; iperf3 UDP tests on port {port}",
-                latency
-                    .udp_port(args.bind.is_some_and(|b| b.is_ipv6()))
-                    .or(latency.udp_port(false))
-                    .unwrap_or(0)
-            ));
-            Some(latency)
-        }
-        Err(e) => {
-            sink.error(&format!(
-                "routerbench: warning: latency tests unavailable ({e:#}; UDP port {udp_port} in \
-                 use by another program? pick one with --latency-udp-port); serving iperf3 only"
-            ));
-            None
-        }
-    };
-    // The latency service, or (without it) a refusal naming why.
-    let routerbench_protocol: Arc<dyn crate::server::ProtocolHandler> = match &latency {
-        Some(latency) => Arc::new(latency.clone()),
-        None => Arc::new(LatencyUnavailable),
-    };
-    let handler: Arc<dyn crate::server::ProtocolHandler> = match agent {
-        Some(agent) => {
-            sink.log(&format!(
-                "monitor agent: on (token {})",
-                if args.monitor_token.is_some() || latency_token {
-                    "required"
-                } else {
-                    "not required: loopback only"
-                }
-            ));
-            Arc::new(crate::monitor::agent::Dispatch {
-                agent,
-                inner: routerbench_protocol,
-            })
-        }
-        None => routerbench_protocol,
-    };
-    if !args.json {
+    let latency = start_latency(&args, &mut server, &sink, port, token);
+    let handler = routerbench_handler(&args, latency.as_ref(), agent, latency_token, &sink);
+    if !args.json.on_stdout() {
         observer.banner();
     }
     let hup = spawn_reopen_on_hangup(sink.clone());
@@ -573,40 +358,148 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// Answers routerbench-protocol latency clients when the service could not start.
-struct LatencyUnavailable;
-
-impl crate::server::ProtocolHandler for LatencyUnavailable {
-    fn handle(&self, _stream: std::net::TcpStream, _prefix: &[u8]) -> anyhow::Result<()> {
-        anyhow::bail!(
-            "latency tests are unavailable on this server: its latency service did not start \
-             (see the server's log; no kernel receive timestamps under qemu-user)"
-        )
+/// The observer rendering the server's events with these arguments, writing to `sink`.
+fn observer(args: &ServerArgs, sink: Arc<LogSink>) -> Log {
+    Log {
+        json: args.json.clone(),
+        verbose: args.output.verbose,
+        quiet: args.quiet && !args.json.on_stdout(),
+        sink,
+        port: args.port.into(),
+        tests: AtomicU64::new(0),
+        max_tests: if args.one_off {
+            Some(1)
+        } else {
+            args.max_tests
+        },
+        system_info: crate::iperf3::system_info(),
     }
 }
 
-/// Reopens the log file on SIGHUP (logrotate's habit) and says so in the new file; a
-/// failed reopen keeps the old file and says why on it. Returns the thread's stop flag.
-fn spawn_reopen_on_hangup(sink: Arc<LogSink>) -> Arc<std::sync::atomic::AtomicBool> {
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let flag = stop.clone();
-    let _ = std::thread::Builder::new()
-        .name("rb-sighup".into())
-        .spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(100));
-                if !crate::server::signals::take_hangup() {
-                    continue;
-                }
-                let line = match (sink.logfile(), sink.reopen()) {
-                    (None, _) => "SIGHUP: no --logfile to reopen; still serving".to_string(),
-                    (Some(p), Ok(())) => format!("SIGHUP: reopened log {}", p.display()),
-                    (Some(_), Err(e)) => format!("SIGHUP: {e:#}; still writing the old file"),
-                };
-                sink.error(&format!("routerbench server: {line}"));
-            }
-        });
-    stop
+/// The output and log sink (`--logfile`, `--timestamps`, `--forceflush`, `-V`).
+fn open_sink(args: &ServerArgs) -> anyhow::Result<Arc<LogSink>> {
+    // A relative --logfile stays where the user meant after -D changes to /.
+    let logfile = match &args.output.logfile {
+        Some(p) if p.is_relative() => Some(std::env::current_dir()?.join(p)),
+        other => other.clone(),
+    };
+    Ok(Arc::new(LogSink::open(
+        logfile.as_deref(),
+        args.output.timestamps.clone(),
+        args.output.forceflush,
+        args.output.verbose,
+    )?))
+}
+
+/// Signal handlers and the allocator's set-up, before any server thread starts.
+fn prepare_process() {
+    crate::server::signals::install();
+    crate::server::signals::install_hangup();
+    // glibc gives each busy thread its own malloc arena (up to 8 per core) and keeps their
+    // memory after the threads end: the soak saw RSS creep wave after wave. Two arenas keep a
+    // long-running server's RSS flat. (musl, OpenWrt's libc, has a single heap.)
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt only sets an allocator parameter; called before any server thread.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
+/// routerbench's own protocol (RRUL and friends) on the same port; its UDP probe reflector
+/// listens on the same UDP port number too (clients learn it in the handshake) and hands
+/// iperf3's UDP hellos to the iperf3 tests. Where kernel timestamps are missing (qemu-user
+/// has no SO_TIMESTAMPNS) the latency tests cannot run, but iperf3 can: serve it and say why
+/// latency clients will be refused (`None`).
+fn start_latency(
+    args: &ServerArgs,
+    server: &mut Server,
+    sink: &Arc<LogSink>,
+    port: u16,
+    token: Option<String>,
+) -> Option<crate::latency::server::Service> {
+    let udp_port = args.latency_udp_port.unwrap_or(port);
+    let latency = match crate::latency::server::Service::new(crate::latency::server::Bounds {
+        udp_bind: args.bind,
+        udp_port,
+        max_sessions: args.max_rb_sessions.max(1),
+        max_flows: args.max_rb_flows.max(1),
+        max_duration: Duration::from_secs(args.max_rb_duration.max(1)),
+        max_sessions_per_host: args.max_tests_per_host.max(1),
+        handshake_timeout: Duration::from_secs(args.handshake_timeout.max(1)),
+        token,
+        ..Default::default()
+    }) {
+        Ok(latency) => latency,
+        Err(e) => {
+            sink.error(&format!(
+                "routerbench: warning: latency tests unavailable ({e:#}; UDP port {udp_port} in \
+                 use by another program? pick one with --latency-udp-port); serving iperf3 only"
+            ));
+            return None;
+        }
+    };
+    if udp_port == port {
+        if let Some(tx) = server.share_udp_port() {
+            latency.set_foreign(Arc::new(move |from| tx.try_send(from).is_ok()));
+        }
+    }
+    let log_sink = sink.clone();
+    latency.set_log(Arc::new(move |m: &str| log_sink.log(m)));
+    sink.log(&format!(
+        "UDP probe reflector (routerbench protocol) on port {}; iperf3 UDP tests on port {port}",
+        latency
+            .udp_port(args.bind.is_some_and(|b| b.is_ipv6()))
+            .or(latency.udp_port(false))
+            .unwrap_or(0)
+    ));
+    Some(latency)
+}
+
+/// What serves routerbench-protocol connections: the latency service (or, without it, a
+/// refusal naming why), behind the monitor agent with `--monitor`.
+fn routerbench_handler(
+    args: &ServerArgs,
+    latency: Option<&crate::latency::server::Service>,
+    agent: Option<crate::monitor::agent::Agent>,
+    latency_token: bool,
+    sink: &LogSink,
+) -> Arc<dyn crate::service::ProtocolHandler> {
+    let routerbench_protocol: Arc<dyn crate::service::ProtocolHandler> = match latency {
+        Some(latency) => Arc::new(latency.clone()),
+        None => Arc::new(LatencyUnavailable),
+    };
+    let Some(agent) = agent else {
+        return routerbench_protocol;
+    };
+    sink.log(&format!(
+        "monitor agent: on (token {})",
+        if args.monitor_token.is_some() || latency_token {
+            "required"
+        } else {
+            "not required: loopback only"
+        }
+    ));
+    Arc::new(crate::monitor::agent::Dispatch {
+        agent,
+        inner: routerbench_protocol,
+    })
+}
+
+/// Answers routerbench-protocol latency clients when the service could not start.
+struct LatencyUnavailable;
+
+impl crate::service::ProtocolHandler for LatencyUnavailable {
+    fn handle(
+        &self,
+        _stream: std::net::TcpStream,
+        _prefix: &[u8],
+    ) -> Result<(), crate::service::HandlerError> {
+        Err(
+            "latency tests are unavailable on this server: its latency service did not start \
+             (see the server's log; no kernel receive timestamps under qemu-user)"
+                .into(),
+        )
+    }
 }
 
 #[cfg(test)]

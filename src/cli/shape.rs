@@ -67,8 +67,20 @@ pub fn run(a: ShapeArgs) -> anyhow::Result<i32> {
         duration,
     };
     if a.worker {
-        worker::work(&o)
-    } else {
-        worker::supervise(&o)
+        return Ok(worker::work(&o)?);
     }
+    let ended = worker::supervise(&o)?;
+    // The supervisor's stderr is the forwarder's log (`lab up --aqm userspace` keeps it).
+    crate::errln!(
+        "routerbench shape: worker ended ({}); kernel forwarding {}",
+        ended.status.map_or("unknown".into(), |s| s.to_string()),
+        if ended.restored.is_ok() {
+            "restored"
+        } else {
+            "NOT restored"
+        }
+    );
+    let code = ended.code();
+    ended.restored?;
+    Ok(code)
 }

@@ -8,10 +8,11 @@ pub mod keys;
 pub mod timing;
 
 use crate::results::crypto::{
-    Algorithm, AlgorithmKind, BulkResult, CryptoResult, CryptoSource, PublicKeyResult, TimeBase,
+    Algorithm, AlgorithmKind, BulkResult, CryptoResult, CryptoSource, EngineInfo, PublicKeyResult,
+    ROW_CIPHER_BLOCK, ROW_HASH_BLOCK, TimeBase,
 };
 use crate::util::progress::Progress;
-use engine::{EngineError, EngineKind};
+use engine::{Engine, EngineError, EngineKind};
 
 /// `openssl speed`'s block sizes (`lengths[]` in apps/speed.c).
 pub const BLOCK_SIZES: [u32; 6] = [16, 64, 256, 1024, 8192, 16384];
@@ -21,10 +22,6 @@ pub const DEFAULT_SECONDS_BULK: f64 = 3.0;
 pub const DEFAULT_SECONDS_PKEY: f64 = 10.0;
 /// The longest run per test accepted (one hour).
 pub const MAX_SECONDS: f64 = 3600.0;
-/// The block size of the hash columns of the OpenWrt row.
-pub const ROW_HASH_BLOCK: u32 = 1024;
-/// The default block size of the cipher columns (as OpenSSL 3.x rows of the wiki table read).
-pub const ROW_CIPHER_BLOCK: u32 = 8192;
 
 /// Which block sizes a run measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,20 +142,7 @@ pub fn valid_algorithm_list() -> String {
 /// Runs the suite: every requested algorithm at the planned sizes, `threads` at once.
 /// Progress goes to `progress`; nothing is printed.
 pub fn run_suite(cfg: &SuiteConfig, progress: &dyn Progress) -> Result<CryptoResult, CryptoError> {
-    // Bounded so the timing loop's Duration conversion can never overflow.
-    let positive = |s: f64| s.is_finite() && s > 0.0 && s <= MAX_SECONDS;
-    if !positive(cfg.seconds_bulk) || !positive(cfg.seconds_pkey) {
-        return Err(CryptoError::Config(format!(
-            "seconds must be a positive number up to {MAX_SECONDS}, got {} / {}",
-            cfg.seconds_bulk, cfg.seconds_pkey
-        )));
-    }
-    if cfg.threads == 0 || cfg.threads > 1024 {
-        return Err(CryptoError::Config(format!(
-            "--multi must be between 1 and 1024, got {}",
-            cfg.threads
-        )));
-    }
+    check_config(cfg)?;
     let mut algorithms = cfg.algorithms.clone();
     algorithms.sort();
     algorithms.dedup();
@@ -168,34 +152,7 @@ pub fn run_suite(cfg: &SuiteConfig, progress: &dyn Progress) -> Result<CryptoRes
     } else {
         TimeBase::UserCpu
     };
-    let block_sizes: Vec<u32> = match cfg.sizes {
-        SizePlan::All => BLOCK_SIZES.to_vec(),
-        SizePlan::RowOnly { cipher_block } => {
-            let mut v = vec![ROW_HASH_BLOCK, cipher_block];
-            v.sort();
-            v.dedup();
-            v
-        }
-    };
-    let mut result = CryptoResult {
-        engine: engine.info(),
-        source: CryptoSource::Measured {
-            seconds_bulk: cfg.seconds_bulk,
-            seconds_pkey: cfg.seconds_pkey,
-        },
-        time_base: base,
-        threads: cfg.threads,
-        block_sizes: block_sizes.clone(),
-        bulk: Vec::new(),
-        public_key: Vec::new(),
-        notes: Vec::new(),
-    };
-    if cfg.threads > 1 {
-        result.notes.push(format!(
-            "{} threads at once, rates summed, per wall-clock second (like openssl speed -multi)",
-            cfg.threads
-        ));
-    }
+    let mut result = empty_result(cfg, engine.info(), base);
     let total = algorithms.len() as u64;
     progress.phase("crypto", total);
     let mut coarse_clock = false;
@@ -213,47 +170,13 @@ pub fn run_suite(cfg: &SuiteConfig, progress: &dyn Progress) -> Result<CryptoRes
         progress.step(i as u64, alg.cli_name());
         match alg.kind() {
             AlgorithmKind::Hash | AlgorithmKind::Cipher => {
-                let sizes: Vec<Option<u32>> = block_sizes
-                    .iter()
-                    .map(|&s| match cfg.sizes {
-                        SizePlan::All => Some(s),
-                        SizePlan::RowOnly { cipher_block } => {
-                            let want = if alg.kind() == AlgorithmKind::Hash {
-                                ROW_HASH_BLOCK
-                            } else {
-                                cipher_block
-                            };
-                            (s == want).then_some(s)
-                        }
-                    })
-                    .collect();
-                let mut rates = Vec::with_capacity(sizes.len());
-                let mut note = None;
-                for size in sizes {
-                    let Some(size) = size else {
-                        rates.push(None);
-                        continue;
-                    };
-                    match timing::measure_bulk(engine.as_ref(), alg, size as usize, cfg, base) {
-                        Ok(m) => {
-                            coarse_clock |= m.coarse_clock;
-                            rates.push(Some(m.per_sec * size as f64));
-                        }
-                        Err(EngineError::Unavailable(why)) => {
-                            rates.push(Some(0.0));
-                            note = Some(why);
-                        }
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-                if let Some(n) = &note {
+                let (bulk, coarse) =
+                    measure_bulk_sizes(engine.as_ref(), alg, &result.block_sizes, cfg, base)?;
+                coarse_clock |= coarse;
+                if let Some(n) = &bulk.note {
                     result.notes.push(format!("{}: {n}", alg.cli_name()));
                 }
-                result.bulk.push(BulkResult {
-                    algorithm: alg,
-                    bytes_per_sec: rates,
-                    note,
-                });
+                result.bulk.push(bulk);
             }
             AlgorithmKind::PublicKey => {
                 let (sign, verify) = timing::measure_pkey(engine.as_ref(), alg, cfg, base)?;
@@ -277,6 +200,107 @@ pub fn run_suite(cfg: &SuiteConfig, progress: &dyn Progress) -> Result<CryptoRes
         );
     }
     Ok(result)
+}
+
+/// The run's bounds: seconds (so the timing loop's Duration conversion can never overflow)
+/// and threads.
+fn check_config(cfg: &SuiteConfig) -> Result<(), CryptoError> {
+    let positive = |s: f64| s.is_finite() && s > 0.0 && s <= MAX_SECONDS;
+    if !positive(cfg.seconds_bulk) || !positive(cfg.seconds_pkey) {
+        return Err(CryptoError::Config(format!(
+            "seconds must be a positive number up to {MAX_SECONDS}, got {} / {}",
+            cfg.seconds_bulk, cfg.seconds_pkey
+        )));
+    }
+    if cfg.threads == 0 || cfg.threads > 1024 {
+        return Err(CryptoError::Config(format!(
+            "--multi must be between 1 and 1024, got {}",
+            cfg.threads
+        )));
+    }
+    Ok(())
+}
+
+/// The result before any measurement: engine, time base, the block sizes of the plan, and
+/// the note `--multi` needs.
+fn empty_result(cfg: &SuiteConfig, engine: EngineInfo, base: TimeBase) -> CryptoResult {
+    let block_sizes: Vec<u32> = match cfg.sizes {
+        SizePlan::All => BLOCK_SIZES.to_vec(),
+        SizePlan::RowOnly { cipher_block } => {
+            let mut v = vec![ROW_HASH_BLOCK, cipher_block];
+            v.sort();
+            v.dedup();
+            v
+        }
+    };
+    let mut notes = Vec::new();
+    if cfg.threads > 1 {
+        notes.push(format!(
+            "{} threads at once, rates summed, per wall-clock second (like openssl speed -multi)",
+            cfg.threads
+        ));
+    }
+    CryptoResult {
+        engine,
+        source: CryptoSource::Measured {
+            seconds_bulk: cfg.seconds_bulk,
+            seconds_pkey: cfg.seconds_pkey,
+        },
+        time_base: base,
+        threads: cfg.threads,
+        block_sizes,
+        bulk: Vec::new(),
+        public_key: Vec::new(),
+        notes,
+    }
+}
+
+/// One hash or cipher at each of `block_sizes` the plan measures (the others stay `None`);
+/// an engine without the algorithm gives 0 and a note. Also says whether a run fell back to
+/// wall time.
+fn measure_bulk_sizes(
+    engine: &dyn Engine,
+    alg: Algorithm,
+    block_sizes: &[u32],
+    cfg: &SuiteConfig,
+    base: TimeBase,
+) -> Result<(BulkResult, bool), CryptoError> {
+    let wanted = |s: u32| match cfg.sizes {
+        SizePlan::All => true,
+        SizePlan::RowOnly { cipher_block } => {
+            s == if alg.kind() == AlgorithmKind::Hash {
+                ROW_HASH_BLOCK
+            } else {
+                cipher_block
+            }
+        }
+    };
+    let mut rates = Vec::with_capacity(block_sizes.len());
+    let mut note = None;
+    let mut coarse_clock = false;
+    for &size in block_sizes {
+        if !wanted(size) {
+            rates.push(None);
+            continue;
+        }
+        match timing::measure_bulk(engine, alg, size as usize, cfg, base) {
+            Ok(m) => {
+                coarse_clock |= m.coarse_clock;
+                rates.push(Some(m.per_sec * size as f64));
+            }
+            Err(EngineError::Unavailable(why)) => {
+                rates.push(Some(0.0));
+                note = Some(why);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let bulk = BulkResult {
+        algorithm: alg,
+        bytes_per_sec: rates,
+        note,
+    };
+    Ok((bulk, coarse_clock))
 }
 
 #[cfg(test)]

@@ -25,13 +25,11 @@ pub struct Measured {
 
 /// The calling thread's user CPU time in seconds.
 pub fn thread_user_cpu() -> f64 {
-    // SAFETY: getrusage only writes into the zeroed struct we pass.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    if rc != 0 {
-        return 0.0;
-    }
-    ru.ru_utime.tv_sec as f64 + ru.ru_utime.tv_usec as f64 / 1e6
+    use nix::sys::resource::{UsageWho, getrusage};
+    use nix::sys::time::TimeValLike;
+    getrusage(UsageWho::RUSAGE_THREAD)
+        .map(|ru| ru.user_time().num_microseconds() as f64 / 1e6)
+        .unwrap_or(0.0)
 }
 
 /// Raw counts of one thread's run.

@@ -3,86 +3,15 @@
 //! and in arrival order, each within a short deadline, so a client that never says hello delays
 //! the next set-up by at most that deadline and can never starve it.
 
-use super::control::Control;
-use super::session::SessionEnv;
+use super::control::{Control, refuse};
+use super::env::SessionEnv;
 use super::stream::DataSock;
 use super::{Iperf3Error, Result};
 use crate::wire::iperf3::{self as wire, Cookie, State, errors};
-use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::sync::Mutex;
 use std::sync::mpsc::RecvTimeoutError;
-use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
-
-/// UDP stream set-up on the server port: a FIFO of tests waiting for the unconnected socket.
-#[derive(Debug)]
-pub struct UdpAcceptor {
-    /// The address the server listens on (UDP binds the same address and port).
-    pub bind: SocketAddr,
-    queue: Mutex<Tickets>,
-    turn: Condvar,
-    /// When the latency probe reflector owns the UDP port (it shares the iperf3 port), it
-    /// hands over the source address of every datagram that is not a probe: an iperf3 UDP
-    /// stream's hello. `None`: the test binds its own unconnected socket on the port.
-    pub hellos: Option<Mutex<std::sync::mpsc::Receiver<SocketAddr>>>,
-}
-
-#[derive(Debug, Default)]
-struct Tickets {
-    next: u64,
-    serving: u64,
-    abandoned: BTreeSet<u64>,
-}
-
-impl Tickets {
-    fn advance(&mut self) {
-        self.serving += 1;
-        while self.abandoned.remove(&self.serving) {
-            self.serving += 1;
-        }
-    }
-}
-
-/// The turn of one test at the UDP port; the next test's turn comes when it drops.
-pub struct UdpTurn<'a>(&'a UdpAcceptor);
-
-impl Drop for UdpTurn<'_> {
-    fn drop(&mut self) {
-        if let Ok(mut q) = self.0.queue.lock() {
-            q.advance();
-        }
-        self.0.turn.notify_all();
-    }
-}
-
-impl UdpAcceptor {
-    pub fn new(bind: SocketAddr) -> Self {
-        UdpAcceptor {
-            bind,
-            queue: Mutex::new(Tickets::default()),
-            turn: Condvar::new(),
-            hellos: None,
-        }
-    }
-
-    /// Waits in line for the port until `deadline`; None if the turn did not come in time.
-    pub fn wait_turn(&self, deadline: Instant) -> Option<UdpTurn<'_>> {
-        let mut q = self.queue.lock().ok()?;
-        let ticket = q.next;
-        q.next += 1;
-        loop {
-            if q.serving == ticket {
-                return Some(UdpTurn(self));
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                q.abandoned.insert(ticket);
-                return None;
-            }
-            q = self.turn.wait_timeout(q, left).ok()?.0;
-        }
-    }
-}
 
 /// Waits for `total` TCP data connections with the test's cookie, within the set-up deadline.
 pub(crate) fn accept_tcp(
@@ -100,7 +29,7 @@ pub(crate) fn accept_tcp(
         match rx.recv_timeout(left) {
             Ok(s) => socks.push(s),
             Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {
-                return Err(super::session::refuse(
+                return Err(refuse(
                     ctl,
                     errors::IESTREAMACCEPT,
                     format!(
@@ -126,7 +55,6 @@ pub(crate) fn accept_udp(
     peer_ip: IpAddr,
     total: usize,
 ) -> Result<Vec<DataSock>> {
-    let refuse = super::session::refuse;
     // A test waits behind at most a few others' hello deadlines (per-host test limits bound
     // the line), never behind a renewed one: the line is first come, first served.
     let wait_until = Instant::now() + env.cfg.control_timeout.max(env.cfg.udp_hello_timeout * 4);
@@ -145,9 +73,8 @@ pub(crate) fn accept_udp(
     ctl.send_state(State::CreateStreams)?;
     let deadline = Instant::now() + env.cfg.udp_hello_timeout;
     let mut socks = Vec::with_capacity(total);
-    let same_host = |a: IpAddr, b: IpAddr| {
-        crate::net::sockopt::display_ip(a) == crate::net::sockopt::display_ip(b)
-    };
+    let same_host =
+        |a: IpAddr, b: IpAddr| crate::net::addr::display_ip(a) == crate::net::addr::display_ip(b);
     while socks.len() < total {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -193,7 +120,6 @@ fn accept_udp_handed_over(
     peer_ip: IpAddr,
     total: usize,
 ) -> Result<Vec<DataSock>> {
-    let refuse = super::session::refuse;
     let rx = hellos.lock().unwrap_or_else(|p| p.into_inner());
     // Hellos that arrived while no test was setting up belong to nobody.
     while rx.try_recv().is_ok() {}
@@ -226,7 +152,7 @@ fn accept_udp_handed_over(
             }
         };
         let same_host =
-            crate::net::sockopt::display_ip(from.ip()) == crate::net::sockopt::display_ip(peer_ip);
+            crate::net::addr::display_ip(from.ip()) == crate::net::addr::display_ip(peer_ip);
         if !same_host || seen.contains(&from) {
             continue; // another host's datagram, or a repeated hello
         }
@@ -256,35 +182,4 @@ pub fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
     s.bind(&addr.into())
         .map_err(|e| std::io::Error::new(e.kind(), format!("UDP bind {addr}: {e}")))?;
     Ok(s.into())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn udp_turns_are_first_come_first_served_and_skip_the_abandoned() {
-        let a = UdpAcceptor::new("127.0.0.1:0".parse().unwrap());
-        let first = a
-            .wait_turn(Instant::now())
-            .expect("free port: turn at once");
-        // A second test gives up while the first holds the port.
-        assert!(
-            a.wait_turn(Instant::now() + Duration::from_millis(20))
-                .is_none()
-        );
-        std::thread::scope(|s| {
-            let waiter = s.spawn(|| {
-                a.wait_turn(Instant::now() + Duration::from_secs(5))
-                    .is_some()
-            });
-            std::thread::sleep(Duration::from_millis(50));
-            drop(first);
-            assert!(
-                waiter.join().unwrap(),
-                "the third gets the port after the first"
-            );
-        });
-        assert!(a.wait_turn(Instant::now()).is_some());
-    }
 }

@@ -4,11 +4,10 @@
 
 use super::control::Control;
 use super::cpu::{CpuWindow, ThreadCpu};
-use super::meter::{Meter, MeteredStream};
-use super::stream::{self, Budget, Counters, DataSock, WorkerConfig};
-use super::summary::{self, ResultParts};
-use super::{IntervalSink, Iperf3Error, Result, stream_id};
-use crate::results::throughput::{Role, ThroughputResult};
+use super::running::{Ended, Running, SideInfo, StreamPlan, unix_secs};
+use super::stream::{self, Budget, DataSock};
+use super::{IntervalSink, Iperf3Error, Result};
+use crate::results::throughput::{CpuUtil, Role, ThroughputResult};
 use crate::wire::iperf3::{self as wire, Cookie, Protocol, State, TestParams, TestResults};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
@@ -126,33 +125,111 @@ pub fn run(
     ctl.stream()
         .write_all(cookie.as_bytes())
         .map_err(|e| Iperf3Error::io("send cookie", e))?;
-    let r = run_test(
+    let test = Test {
         cfg,
-        &mut ctl,
         addr,
-        &cookie,
+        cookie: &cookie,
         sink,
         stop,
-        cpu_window,
-        control_cpu,
-    );
+    };
+    let r = run_test(&test, &mut ctl, cpu_window, control_cpu);
     ctl.close_gracefully(Duration::from_secs(1));
     r
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_test(
-    cfg: &ClientConfig,
-    ctl: &mut Control,
+/// One test in progress: what every phase needs.
+struct Test<'a> {
+    cfg: &'a ClientConfig,
     addr: SocketAddr,
-    cookie: &Cookie,
-    sink: &dyn IntervalSink,
-    stop: &AtomicBool,
-    mut cpu: CpuWindow,
+    cookie: &'a Cookie,
+    sink: &'a dyn IntervalSink,
+    stop: &'a AtomicBool,
+}
+
+/// The phases of one test: parameters, streams, the running test, its end, the results.
+fn run_test(
+    t: &Test<'_>,
+    ctl: &mut Control,
+    cpu: CpuWindow,
     control_cpu: ThreadCpu,
 ) -> Result<ThroughputResult> {
     let ctl_mss = crate::net::sockopt::mss(ctl.stream()).ok();
-    let mut params = cfg.params.clone();
+    let params = effective_params(&t.cfg.params, ctl_mss)?;
+    expect_state(ctl, State::ParamExchange)?;
+    ctl.send_json(&params.emit())?;
+    expect_state(ctl, State::CreateStreams)?;
+    let (socks, roles, mut notes) = open_streams(t, &params)?;
+    let buffers = match socks.first() {
+        Some(DataSock::Tcp(t)) => crate::net::sockopt::buffer_sizes(t).unwrap_or((0, 0)),
+        Some(DataSock::Udp(u)) => crate::net::sockopt::buffer_sizes(u).unwrap_or((0, 0)),
+        None => (0, 0),
+    };
+    expect_state(ctl, State::TestStart)?;
+    let timesecs = unix_secs();
+    expect_state(ctl, State::TestRunning)?;
+    let len = params.block_len() as u64;
+    let budget = (params.num > 0 || params.blockcount > 0).then(|| {
+        Arc::new(Budget {
+            claimed: AtomicU64::new(0),
+            limit: if params.num > 0 {
+                params.num
+            } else {
+                params.blockcount * len
+            },
+        })
+    });
+    let client_sends = !params.reverse || params.bidirectional;
+    let plan = StreamPlan {
+        params: &params,
+        sends: &|i| roles[i],
+        send_rate: params.bandwidth,
+        budget: budget.clone(),
+        cpu: t.cfg.cpu,
+        interval: t.cfg.interval,
+        main_sends: client_sends,
+        wake_senders: false,
+    };
+    let mut running = Running::start(socks, &plan, cpu, control_cpu)?;
+    running.go(t.sink);
+    let interrupted = drive(t, ctl, &params, &mut running, budget.is_some())?;
+    // The client stops and joins its senders before TEST_END (as iperf3); its receivers
+    // then drain what the server sent until it closes the streams.
+    let end_t = running.meter.elapsed();
+    running.stop_senders();
+    // Interrupted (SIGINT): CLIENT_TERMINATE instead of TEST_END, and a partial summary from
+    // this side's counters only, as iperf3 prints one.
+    ctl.send_state(if interrupted {
+        State::ClientTerminate
+    } else {
+        State::TestEnd
+    })?;
+    running.stop_receivers();
+    let mut ended = running.finish(end_t, t.sink);
+    let (server, cpu) = if interrupted {
+        (TestResults::default(), ended.cpu_util())
+    } else {
+        exchange_results(ctl, &mut ended)?
+    };
+    let side = SideInfo {
+        role: Role::Client,
+        peer_version: None,
+        host: t.cfg.host.clone(),
+        port: t.cfg.port,
+        tcp_mss_default: ctl_mss,
+        buffers: (buffers.0 as u64, buffers.1 as u64),
+        cookie: t.cookie.text(),
+        timesecs,
+    };
+    notes.dedup();
+    let mut result = ended.summarise(side, &params, &server, cpu, notes);
+    result.interrupted = interrupted;
+    Ok(result)
+}
+
+/// The parameters sent: iperf3's defaults filled in (block size: 128 KiB for TCP, the control
+/// connection's MSS for UDP; UDP at 1 Mbit/s), `-n`/`-k` instead of a time, validated.
+fn effective_params(asked: &TestParams, ctl_mss: Option<u32>) -> Result<TestParams> {
+    let mut params = asked.clone();
     if params.protocol == Protocol::Udp {
         if params.len.is_none() {
             params.len = Some(ctl_mss.unwrap_or(wire::params::DEFAULT_UDP_LEN));
@@ -169,12 +246,16 @@ fn run_test(
     params
         .validate()
         .map_err(|e| Iperf3Error::Protocol(format!("bad test parameters: {e}")))?;
-    expect_state(ctl, State::ParamExchange)?;
-    ctl.send_json(&params.emit())?;
-    expect_state(ctl, State::CreateStreams)?;
+    Ok(params)
+}
+
+/// Connects the data streams in iperf3's creation order: senders first (normal, bidir), then
+/// receivers (-R, bidir). Returns the sockets, whether each sends, and the options' notes.
+fn open_streams(
+    t: &Test<'_>,
+    params: &TestParams,
+) -> Result<(Vec<DataSock>, Vec<bool>, Vec<String>)> {
     let n = params.parallel as usize;
-    let udp = params.protocol == Protocol::Udp;
-    // Creation order: senders first (normal, bidir), then receivers (-R, bidir).
     let mut roles: Vec<bool> = Vec::new();
     if params.bidirectional {
         roles.extend(std::iter::repeat_n(true, n));
@@ -182,100 +263,53 @@ fn run_test(
     } else {
         roles.extend(std::iter::repeat_n(!params.reverse, n));
     }
+    let udp = params.protocol == Protocol::Udp;
     let mut socks = Vec::with_capacity(roles.len());
     let mut notes = Vec::new();
     for i in 0..roles.len() {
-        let local_port = match cfg.cport {
+        let local_port = match t.cfg.cport {
             Some(p) => Some(p.checked_add(i as u16).ok_or_else(|| {
                 Iperf3Error::Protocol(format!("--cport {p} + {i} streams passes port 65535"))
             })?),
             None => None,
         };
         let s = if udp {
-            connect_udp(addr, local_port, &params, cfg.control_timeout, &mut notes)?
+            connect_udp(
+                t.addr,
+                local_port,
+                params,
+                t.cfg.control_timeout,
+                &mut notes,
+            )?
         } else {
             connect_tcp(
-                addr,
+                t.addr,
                 local_port,
-                cookie,
-                &params,
-                cfg.connect_timeout,
+                t.cookie,
+                params,
+                t.cfg.connect_timeout,
                 &mut notes,
             )?
         };
         socks.push(s);
     }
-    let buffers = match socks.first() {
-        Some(DataSock::Tcp(t)) => crate::net::sockopt::buffer_sizes(t).unwrap_or((0, 0)),
-        Some(DataSock::Udp(u)) => crate::net::sockopt::buffer_sizes(u).unwrap_or((0, 0)),
-        None => (0, 0),
-    };
-    let congestion = socks.iter().find_map(|s| match s {
-        DataSock::Tcp(t) => crate::net::sockopt::congestion(t).ok(),
-        DataSock::Udp(_) => None,
-    });
-    expect_state(ctl, State::TestStart)?;
-    let timesecs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    expect_state(ctl, State::TestRunning)?;
-    let len = params.block_len() as u64;
-    let budget = (params.num > 0 || params.blockcount > 0).then(|| {
-        Arc::new(Budget {
-            claimed: AtomicU64::new(0),
-            limit: if params.num > 0 {
-                params.num
-            } else {
-                params.blockcount * len
-            },
-        })
-    });
-    let done_send = Arc::new(AtomicBool::new(false));
-    let gate = Arc::new(stream::Gate::default());
-    let done_recv = Arc::new(AtomicBool::new(false));
-    let mut metered = Vec::new();
-    let mut senders = Vec::new();
-    let mut receivers = Vec::new();
-    let mut connected = Vec::new();
-    for (i, (sock, &sender)) in socks.into_iter().zip(&roles).enumerate() {
-        let id = stream_id(i);
-        let counters = Arc::new(Counters::default());
-        let mut m = MeteredStream::new(id, sender, udp, counters.clone());
-        if let DataSock::Tcp(t) = &sock {
-            m.info = t.try_clone().ok();
-        }
-        connected.push(summary::connected(id, &sock));
-        let wcfg = WorkerConfig {
-            sender,
-            len: len as usize,
-            rate: params.bandwidth,
-            wide: params.udp_counters_64bit,
-            repeating_payload: params.repeating_payload,
-            budget: if sender { budget.clone() } else { None },
-            drain: true,
-            cpu: cfg.cpu,
-        };
-        let done = if sender { &done_send } else { &done_recv };
-        let h = stream::spawn(id, sock, wcfg, counters, done.clone(), gate.clone())
-            .map_err(|e| Iperf3Error::io("spawn stream thread", e))?;
-        metered.push(m);
-        if sender {
-            senders.push(h);
-        } else {
-            receivers.push(h);
-        }
-    }
-    sink.started(&connected);
-    let main_sends = !params.reverse || params.bidirectional;
-    let mut meter = Meter::new(metered, params.omit, cfg.interval, main_sends);
-    gate.open();
-    let test_len = Duration::from_secs(params.time as u64 + params.omit as u64);
+    Ok((socks, roles, notes))
+}
+
+/// The running test: intervals, until the time, the bytes or the blocks are done, or `stop`.
+/// Returns whether `stop` ended it; the server's errors end it with an error.
+fn drive(
+    t: &Test<'_>,
+    ctl: &mut Control,
+    params: &TestParams,
+    running: &mut Running,
+    budgeted: bool,
+) -> Result<bool> {
+    let test_len = Duration::from_secs(u64::from(params.time) + u64::from(params.omit));
     let started = Instant::now();
     let client_sends = !params.reverse || params.bidirectional;
-    let mut interrupted = false;
     loop {
-        let mut tick = meter.until_next().min(Duration::from_millis(100));
+        let mut tick = running.meter.until_next().min(Duration::from_millis(100));
         if params.time > 0 {
             tick = tick.min(test_len.saturating_sub(started.elapsed()));
         }
@@ -295,98 +329,36 @@ fn run_test(
                 )));
             }
         }
-        if let Some(iv) = meter.tick() {
-            sink.interval(iv);
+        if let Some(iv) = running.meter.tick() {
+            t.sink.interval(iv);
         }
-        if stop.load(Ordering::Relaxed) {
-            interrupted = true;
-            break;
+        if t.stop.load(Ordering::Relaxed) {
+            return Ok(true);
         }
-        if meter.omitting() {
+        if running.meter.omitting() {
             continue;
         }
-        let (bytes, blocks) = if client_sends {
-            (meter.total_bytes(true), meter.total_blocks(true))
-        } else {
-            (meter.total_bytes(false), meter.total_blocks(false))
-        };
+        let m = &running.meter;
+        let (bytes, blocks) = (m.total_bytes(client_sends), m.total_blocks(client_sends));
         let time_up = params.time > 0 && started.elapsed() >= test_len;
         let bytes_up = params.num > 0 && bytes >= params.num;
         let blocks_up = params.blockcount > 0 && blocks >= params.blockcount;
-        let senders_done = !senders.is_empty() && senders.iter().all(|h| h.is_finished());
-        if time_up || bytes_up || blocks_up || (budget.is_some() && senders_done) {
-            break;
+        if time_up || bytes_up || blocks_up || (budgeted && running.senders_finished()) {
+            return Ok(false);
         }
     }
-    // The client stops and joins its senders before TEST_END (as iperf3); its receivers
-    // then drain what the server sent until it closes the streams.
-    let end_t = meter.elapsed();
-    done_send.store(true, Ordering::Relaxed);
-    for h in senders {
-        if let Ok(end) = h.join() {
-            cpu.add(end.cpu);
-        }
-    }
-    // Interrupted (SIGINT): CLIENT_TERMINATE instead of TEST_END, and a partial summary from
-    // this side's counters only, as iperf3 prints one.
-    ctl.send_state(if interrupted {
-        State::ClientTerminate
-    } else {
-        State::TestEnd
-    })?;
-    done_recv.store(true, Ordering::Relaxed);
-    for h in receivers {
-        if let Ok(end) = h.join() {
-            cpu.add(end.cpu);
-        }
-    }
-    let before = meter.intervals.len();
-    let ends = meter.finish(end_t);
-    if meter.intervals.len() > before {
-        if let Some(last) = meter.intervals.last() {
-            sink.interval(last);
-        }
-    }
-    let server = if interrupted {
-        cpu.add(control_cpu.stop());
-        TestResults::default()
-    } else {
-        expect_state(ctl, State::ExchangeResults)?;
-        cpu.add(control_cpu.stop());
-        let mine = summary::results_message(&ends, cpu.util(), congestion.clone(), udp, None);
-        ctl.send_json(&mine.emit())?;
-        let body = ctl.read_json(wire::MAX_RESULTS_LEN, "server results")?;
-        let server = TestResults::parse(&body).map_err(|source| Iperf3Error::Wire {
-            context: "server results",
-            source,
-        })?;
-        expect_state(ctl, State::DisplayResults)?;
-        let _ = ctl.send_state(State::IperfDone);
-        server
-    };
-    let cpu_util = cpu.util();
-    let mut result = summary::build_result(ResultParts {
-        role: Role::Client,
-        peer_version: None,
-        host: cfg.host.clone(),
-        port: cfg.port,
-        cookie: cookie.text(),
-        timesecs,
-        setup: summary::setup_from(&params),
-        tcp_mss_default: ctl_mss,
-        buffers: (buffers.0 as u64, buffers.1 as u64),
-        connected,
-        intervals: std::mem::take(&mut meter.intervals),
-        ends: &ends,
-        peer: &server,
-        cpu_local: cpu_util,
-        main_local_sends: main_sends,
-        congestion,
-    });
-    notes.dedup();
-    result.notes = notes;
-    result.interrupted = interrupted;
-    Ok(result)
+}
+
+/// EXCHANGE_RESULTS: ours first, then the server's, DISPLAY_RESULTS, IPERF_DONE. Returns the
+/// server's results and this side's CPU use.
+fn exchange_results(ctl: &mut Control, ended: &mut Ended) -> Result<(TestResults, CpuUtil)> {
+    expect_state(ctl, State::ExchangeResults)?;
+    let cpu = ended.cpu_util();
+    ctl.send_json(&ended.results_message(cpu, None).emit())?;
+    let server = ctl.read_results(wire::MAX_RESULTS_LEN, "server results")?;
+    expect_state(ctl, State::DisplayResults)?;
+    let _ = ctl.send_state(State::IperfDone);
+    Ok((server, cpu))
 }
 
 /// The wildcard address of `addr`'s family with `port`.

@@ -3,9 +3,11 @@
 //! (`shutdown(WR)`, drain to EOF, close) so the last bytes are not lost to a RST.
 
 use super::{Iperf3Error, Result};
-use crate::wire::iperf3::{self as wire, ErrorPayload, State};
+use crate::wire::iperf3::{self as wire, ErrorPayload, State, TestResults};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 /// One control connection (either end).
@@ -80,16 +82,14 @@ impl Control {
     /// Uses poll(2), which keeps millisecond precision (SO_RCVTIMEO rounds up to a jiffy, and
     /// interval boundaries would drift by up to 10 ms).
     pub fn poll_state(&mut self, wait: Duration) -> Result<Option<State>> {
-        let mut pfd = libc::pollfd {
-            fd: std::os::fd::AsRawFd::as_raw_fd(&self.stream),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = wait.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: one valid pollfd for the duration of the call.
-        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if n <= 0 {
-            return Ok(None); // timeout, or EINTR: the caller's loop comes back
+        let mut fds = [PollFd::new(self.stream.as_fd(), PollFlags::POLLIN)];
+        match poll(
+            &mut fds,
+            PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX),
+        ) {
+            Ok(n) if n > 0 => {}
+            // Timeout, or EINTR: the caller's loop comes back.
+            _ => return Ok(None),
         }
         let mut b = [0u8; 1];
         self.stream
@@ -136,6 +136,12 @@ impl Control {
         Ok(body)
     }
 
+    /// Reads the peer's framed results JSON (`context` names it in errors).
+    pub fn read_results(&mut self, max: usize, context: &'static str) -> Result<TestResults> {
+        let body = self.read_json(max, context)?;
+        TestResults::parse(&body).map_err(|source| Iperf3Error::Wire { context, source })
+    }
+
     /// Sends SERVER_ERROR with iperf3's error code.
     pub fn send_error(&mut self, i_errno: i32, errno: i32) -> Result<()> {
         let p = ErrorPayload {
@@ -180,6 +186,13 @@ impl Control {
     pub fn close_gracefully(self, wait: Duration) {
         close_gracefully(self.stream, wait);
     }
+}
+
+/// Refuses a test: SERVER_ERROR with iperf3's `i_errno` to the client (best effort), and the
+/// error with `message` for the server's log.
+pub(crate) fn refuse(ctl: &mut Control, i_errno: i32, message: String) -> Iperf3Error {
+    let _ = ctl.send_error(i_errno, 0);
+    Iperf3Error::Refused { i_errno, message }
 }
 
 /// The 3.21 close for any TCP socket: `shutdown(WR)`, drain to EOF within `wait`, close.

@@ -4,27 +4,26 @@
 //! in one process, are accounted separately (iperf3 uses RUSAGE_SELF: one test per process).
 
 use crate::results::throughput::CpuUtil;
+use nix::sys::resource::{UsageWho, getrusage};
+use nix::sys::time::TimeVal;
 use std::time::Instant;
 
 /// User and system CPU seconds consumed by the calling thread so far.
 pub fn thread_cpu() -> (f64, f64) {
-    rusage(libc::RUSAGE_THREAD)
+    rusage(UsageWho::RUSAGE_THREAD)
 }
 
 /// User and system CPU seconds consumed by the whole process so far.
 pub fn process_cpu() -> (f64, f64) {
-    rusage(libc::RUSAGE_SELF)
+    rusage(UsageWho::RUSAGE_SELF)
 }
 
-fn rusage(who: libc::c_int) -> (f64, f64) {
-    // SAFETY: rusage is plain data; getrusage fills it or fails without touching it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer to a rusage struct.
-    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
+fn rusage(who: UsageWho) -> (f64, f64) {
+    let Ok(ru) = getrusage(who) else {
         return (0.0, 0.0);
-    }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    (secs(ru.ru_utime), secs(ru.ru_stime))
+    };
+    let secs = |t: TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
+    (secs(ru.user_time()), secs(ru.system_time()))
 }
 
 /// Measures the calling thread's CPU from creation to [`ThreadCpu::stop`].

@@ -257,35 +257,10 @@ pub fn http_date(unix: u64) -> String {
     format!("{wd}, {d} {mon} {y} {} GMT", &rfc[11..19])
 }
 
-/// `uname -a`-like text for `start.system_info`.
-pub fn system_info() -> String {
-    // SAFETY: utsname is plain data; uname fills it.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer.
-    if unsafe { libc::uname(&mut u) } != 0 {
-        return String::new();
-    }
-    let f = |a: &[libc::c_char]| {
-        let b: Vec<u8> = a
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
-        String::from_utf8_lossy(&b).into_owned()
-    };
-    format!(
-        "{} {} {} {} {}",
-        f(&u.sysname),
-        f(&u.nodename),
-        f(&u.release),
-        f(&u.version),
-        f(&u.machine)
-    )
-}
-
 /// Renders the iperf3 `-J` document, pretty-printed by serde_json (cJSON indents with tabs;
-/// parsers do not care).
-pub fn render(r: &ThroughputResult) -> String {
+/// parsers do not care). `system_info` is the measuring host's `uname -a`-like line
+/// ([`super::system_info`]).
+pub fn render(r: &ThroughputResult, system_info: &str) -> String {
     let udp = r.setup.protocol == Protocol::Udp;
     let streams = r
         .streams
@@ -307,7 +282,7 @@ pub fn render(r: &ThroughputResult) -> String {
         start: Start {
             connected: &r.connected,
             version: format!("iperf 3.12 (routerbench {})", env!("CARGO_PKG_VERSION")),
-            system_info: system_info(),
+            system_info: system_info.to_string(),
             timestamp: Timestamp {
                 time: http_date(r.timesecs),
                 timesecs: r.timesecs,

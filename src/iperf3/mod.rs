@@ -1,6 +1,7 @@
 //! iperf3-compatible throughput tests: the client and server sessions that speak
 //! [`crate::wire::iperf3`], one thread per data stream, interval accounting, CPU use, the
-//! `-J` JSON schema, and the in-process loopback test.
+//! `-J` JSON schema. (The in-process loopback test, which needs the daemon, is
+//! `crate::server::loopback`.)
 //!
 //! Measuring code here never prints: live intervals go to an [`IntervalSink`], results come
 //! back as [`crate::results::throughput::ThroughputResult`].
@@ -10,10 +11,11 @@ pub mod auth;
 pub mod client;
 pub mod control;
 pub mod cpu;
+pub mod env;
 pub mod json;
-pub mod loopback;
 pub mod meter;
 pub mod ratelimit;
+pub(crate) mod running;
 pub mod session;
 pub mod stream;
 pub mod summary;
@@ -99,24 +101,26 @@ impl IntervalSink for NoIntervals {
     fn interval(&self, _: &Interval) {}
 }
 
-/// Fills `buf` from the kernel's random source (getrandom(2)); falls back to time-based bytes
-/// if the call fails (the cookie needs uniqueness, not secrecy).
+/// Fills `buf` with random bytes ([`crate::util::random`]; the cookie needs uniqueness, not
+/// secrecy).
 pub fn fill_random(buf: &mut [u8]) {
-    // SAFETY: buf is valid for buf.len() bytes.
-    let rc = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
-    if rc != buf.len() as isize {
-        let mut x = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0x9e37_79b9)
-            ^ (std::process::id() as u64) << 32;
-        for b in buf.iter_mut() {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            *b = x as u8;
-        }
-    }
+    crate::util::random::fill(buf);
+}
+
+/// This host's `uname -a`-like line (sysname, nodename, release, version, machine) for the
+/// `-J` document's `start.system_info`; empty if uname fails.
+pub fn system_info() -> String {
+    let Ok(u) = nix::sys::utsname::uname() else {
+        return String::new();
+    };
+    format!(
+        "{} {} {} {} {}",
+        u.sysname().to_string_lossy(),
+        u.nodename().to_string_lossy(),
+        u.release().to_string_lossy(),
+        u.version().to_string_lossy(),
+        u.machine().to_string_lossy()
+    )
 }
 
 /// A fresh random cookie, as iperf3's `make_cookie`.

@@ -5,6 +5,8 @@
 use super::control::{is_reset, is_timeout};
 use super::cpu::ThreadCpu;
 use crate::wire::iperf3::UdpHeader;
+use nix::sys::time::TimeSpec;
+use nix::time::{ClockId, clock_gettime};
 use std::io::Write;
 use std::net::{TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -350,15 +352,13 @@ fn tcp_recv(
 
 /// CLOCK_MONOTONIC now, as (seconds, microseconds) and as f64 seconds.
 pub fn monotonic_now() -> (u32, u32, f64) {
-    // SAFETY: timespec is plain data and clock_gettime fills it.
-    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    let usec = (ts.tv_nsec / 1000) as u32;
+    // CLOCK_MONOTONIC always exists on Linux; a failure would read as the clock's origin.
+    let ts = clock_gettime(ClockId::CLOCK_MONOTONIC).unwrap_or(TimeSpec::new(0, 0));
+    let usec = (ts.tv_nsec() / 1000) as u32;
     (
-        ts.tv_sec as u32,
+        ts.tv_sec() as u32,
         usec,
-        ts.tv_sec as f64 + usec as f64 * 1e-6,
+        ts.tv_sec() as f64 + usec as f64 * 1e-6,
     )
 }
 

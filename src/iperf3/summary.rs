@@ -305,7 +305,7 @@ pub fn setup_from(params: &TestParams) -> TestSetup {
 pub fn connected(id: i32, sock: &super::stream::DataSock) -> Connected {
     let (l, r) = (sock.local_addr().ok(), sock.peer_addr().ok());
     let host = |a: Option<std::net::SocketAddr>| {
-        a.map(|a| crate::net::sockopt::display_ip(a.ip()))
+        a.map(|a| crate::net::addr::display_ip(a.ip()))
             .unwrap_or_default()
     };
     Connected {

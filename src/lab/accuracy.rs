@@ -2,12 +2,12 @@
 //! compared with theory (buffer·8/rate, goodput 1448/1514 × rate). The proof that the lab is
 //! ground truth, runnable without routerbench's own latency test.
 
+use super::error::{Context, LabError, Result};
 use super::load::{LoadGenerator, LoadSpec};
 use super::probe::{EchoServer, ProbePlan, probe};
 use super::topology::qdisc_stats;
 use super::{DEV_RTR_LAN, DEV_RTR_WAN, shape, theory};
 use crate::results::lab::{AccuracyPoint, LabConfig};
-use anyhow::{Context, Result, bail};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,12 +53,16 @@ pub fn measure(
         (cfg.up_rate_bps, DEV_RTR_WAN)
     };
     let Some(rate) = rate else {
-        bail!("the lab is unshaped in that direction: bring it up with --rate/--down-rate");
+        return Err(LabError::State(
+            "the lab is unshaped in that direction: bring it up with --rate/--down-rate".into(),
+        ));
     };
     if plan.seconds < 4
         || plan.warmup + Duration::from_secs(2) > Duration::from_secs(plan.seconds.into())
     {
-        bail!("measure needs at least 4 s and 2 s more than the warm-up");
+        return Err(LabError::Input(
+            "measure needs at least 4 s and 2 s more than the warm-up".into(),
+        ));
     }
     let wan_ip: Ipv4Addr = cfg.wan_ip.parse().context("lab WAN address")?;
     let target = SocketAddrV4::new(wan_ip, ECHO_PORT);
@@ -97,7 +101,7 @@ pub fn measure(
     let probed = probe(&cfg.ns_lan, target, loaded_plan);
     let outcome = load_thread
         .join()
-        .map_err(|_| anyhow::anyhow!("the load thread panicked"))??;
+        .map_err(|_| LabError::Panicked("the load thread panicked"))??;
     let (loaded_sent, loaded) = probed?;
     server.stop()?;
     let drops1 = qdisc_stats(cfg, dev).map(|q| shape::total_drops(&q)).ok();
@@ -119,6 +123,7 @@ pub fn measure(
         buffer_bytes: cfg.buffer_bytes,
         goodput_bps: outcome.goodput_bps,
         goodput_ratio: outcome.goodput_bps / rate as f64,
+        goodput_theory_ratio: theory::goodput_ratio(),
         nat: cfg.nat,
         median_increase_ms: med_inc,
         p99_increase_ms: p99_inc,

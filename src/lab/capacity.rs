@@ -1,10 +1,10 @@
 //! `lab capacity`: forwarding capacity through the router namespace with nothing shaping it,
 //! without and with NAT, with 1 and 4 flows.
 
+use super::error::{Context, LabError, Result};
 use super::load::{LoadGenerator, LoadSpec};
 use super::topology::{LabSpec, up};
 use crate::results::lab::{CapacityPoint, CapacityResult};
-use anyhow::{Context, Result};
 
 /// How to measure capacity.
 #[derive(Debug, Clone)]
@@ -26,18 +26,18 @@ pub fn check_lab_is_free(name: &str) -> Result<()> {
         .map(|part| format!("{name}-{part}"))
         .filter(|ns| super::netns::exists(ns))
         .collect();
-    let config = super::topology::config_path(name);
+    let config = super::state::config_path(name);
     if !taken.is_empty() || config.exists() {
         let what = if taken.is_empty() {
             format!("its configuration {} exists", config.display())
         } else {
             format!("namespaces {} exist", taken.join(", "))
         };
-        anyhow::bail!(
+        return Err(LabError::State(format!(
             "lab {name} already exists ({what}); `lab capacity` builds its own unshaped lab and \
              deletes it afterwards, so it will not touch this one: give another --name \
              (default rbcap), or remove it first with `routerbench lab down --name {name}`"
-        );
+        )));
     }
     Ok(())
 }

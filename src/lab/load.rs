@@ -1,10 +1,10 @@
 //! Bulk TCP load through the lab: server on the WAN host, client on the LAN host. One trait, so
 //! the capacity and accuracy runs do not care which client/server moves the bytes.
 
+use super::error::{Context, LabError, Result};
 use super::netns;
 use super::sys::wait_deadline;
 use crate::results::lab::LabConfig;
-use anyhow::{Context, Result, bail};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -69,7 +69,7 @@ impl LoadGenerator for ExternalIperf3 {
     fn run(&self, lab: &LabConfig, spec: &LoadSpec) -> Result<LoadOutcome> {
         super::sys::tool_path(&self.program)?;
         if spec.flows == 0 || spec.flows > 128 || spec.seconds == 0 || spec.seconds > 3600 {
-            bail!("bad load: flows 1-128 and 1-3600 s");
+            return Err(LabError::Input("bad load: flows 1-128 and 1-3600 s".into()));
         }
         let port = spec.port.to_string();
         let mut server = netns::command_in(&lab.ns_wan, &self.program)?
@@ -120,7 +120,9 @@ impl LoadGenerator for ExternalIperf3 {
             let status = wait_deadline(&mut client, limit)?;
             let json = reader.join().unwrap_or_default();
             if status.is_none() {
-                bail!("iperf3 client did not finish within {limit:?}; killed it");
+                return Err(LabError::State(format!(
+                    "iperf3 client did not finish within {limit:?}; killed it"
+                )));
             }
             parse_iperf3_json(&json)
         })();
@@ -135,7 +137,7 @@ pub fn parse_iperf3_json(text: &str) -> Result<LoadOutcome> {
     let v: serde_json::Value = serde_json::from_str(text.trim())
         .context("iperf3 client did not print JSON (is iperf3 installed and the lab up?)")?;
     if let Some(err) = v.get("error").and_then(|e| e.as_str()) {
-        bail!("iperf3 failed: {err}");
+        return Err(LabError::Unexpected(format!("iperf3 failed: {err}")));
     }
     let end = v.get("end").context("iperf3 JSON has no \"end\" section")?;
     let recv = end
@@ -171,7 +173,9 @@ pub fn wait_listening(ns: &str, port: u16, limit: Duration) -> Result<()> {
             return Ok(());
         }
         if start.elapsed() > limit {
-            bail!("nothing listens on TCP port {port} in {ns} after {limit:?}");
+            return Err(LabError::State(format!(
+                "nothing listens on TCP port {port} in {ns} after {limit:?}"
+            )));
         }
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -15,22 +15,27 @@
 pub mod accuracy;
 pub mod backlog;
 pub mod capacity;
+pub mod error;
+pub mod events;
 pub mod load;
 pub mod native_load;
 pub mod netns;
 pub mod offload;
 pub mod probe;
+pub mod router;
 pub mod run;
 pub mod shape;
 pub mod shape_fwd;
 pub mod sqm_capacity;
+pub mod state;
 pub mod sys;
 pub mod theory;
 mod topology;
 
-pub use topology::{
-    DownReport, LabGuard, LabSpec, config_path, down, load_config, qdisc_stats, status, up,
-};
+pub use error::{LabError, Result};
+pub use events::{LabEvent, LabEvents};
+pub use state::{config_path, load_config};
+pub use topology::{DownReport, LabGuard, LabSpec, down, qdisc_stats, status, up};
 
 /// Device names inside the lab (the same in every lab: each lab has its own namespaces).
 pub const DEV_LAN: &str = "lan0";

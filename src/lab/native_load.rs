@@ -1,12 +1,12 @@
 //! Bulk load with routerbench's own iperf3-compatible server (a thread in the WAN namespace) and
 //! client (a thread in the LAN namespace): no external binary, one process.
 
+use super::error::{Context, LabError, Result};
 use super::load::{LoadGenerator, LoadOutcome, LoadSpec};
 use super::netns;
 use crate::iperf3::{NoIntervals, client};
 use crate::results::lab::LabConfig;
 use crate::server::{Quiet, Server, ServerConfig};
-use anyhow::{Context, Result, anyhow, bail};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,7 +26,7 @@ impl LoadGenerator for NativeIperf3 {
 
     fn run(&self, lab: &LabConfig, spec: &LoadSpec) -> Result<LoadOutcome> {
         if spec.flows == 0 || spec.flows > 128 || spec.seconds == 0 || spec.seconds > 3600 {
-            bail!("bad load: flows 1-128 and 1-3600 s");
+            return Err(LabError::Input("bad load: flows 1-128 and 1-3600 s".into()));
         }
         let wan_ip: IpAddr = lab.wan_ip.parse().context("lab WAN address")?;
         let bind = SocketAddr::new(wan_ip, spec.port);
@@ -38,14 +38,14 @@ impl LoadGenerator for NativeIperf3 {
                 Ok(s) => s,
                 Err(e) => {
                     let _ = tx.send(None);
-                    return Err(anyhow!("iperf3 server cannot listen on {bind}: {e}"));
+                    let msg = format!("iperf3 server cannot listen on {bind}: {e}");
+                    return Err(LabError::Measure(msg).into());
                 }
             };
             let _ = tx.send(Some(server.stop_flag()));
-            server
-                .run()
-                .map(|_| ())
-                .map_err(|e| anyhow!("iperf3 server in the WAN namespace: {e}"))
+            server.run().map(|_| ()).map_err(|e| {
+                LabError::Measure(format!("iperf3 server in the WAN namespace: {e}")).into()
+            })
         })?;
         let stop_server = rx
             .recv_timeout(Duration::from_secs(5))
@@ -53,7 +53,7 @@ impl LoadGenerator for NativeIperf3 {
         let Some(stop_server) = stop_server else {
             return Err(netns::join(server)
                 .err()
-                .unwrap_or_else(|| anyhow!("iperf3 server failed")));
+                .unwrap_or_else(|| LabError::Measure("iperf3 server failed".into())));
         };
         let mut ccfg = client::ClientConfig::new(&lab.wan_ip, spec.port);
         ccfg.params.time = spec.seconds;
@@ -63,8 +63,9 @@ impl LoadGenerator for NativeIperf3 {
         ccfg.interval = 0.0;
         ccfg.connect_timeout = Duration::from_secs(5);
         let result = netns::run_in(&lab.ns_lan, move || {
-            client::run(&ccfg, &NoIntervals, &AtomicBool::new(false))
-                .map_err(|e| anyhow!("iperf3 client in the LAN namespace: {e}"))
+            client::run(&ccfg, &NoIntervals, &AtomicBool::new(false)).map_err(|e| {
+                LabError::Measure(format!("iperf3 client in the LAN namespace: {e}")).into()
+            })
         });
         if result.is_err() {
             stop_server.store(true, Ordering::Relaxed);

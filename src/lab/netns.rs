@@ -3,8 +3,11 @@
 //!
 //! Only the calling thread changes namespace with `setns(CLONE_NEWNET)`, so one process can have a
 //! server thread in the WAN namespace and a client thread in the LAN namespace at the same time.
+//!
+//! The code run inside returns any error (`Result<T, BoxError>`, so `?` works on every kind);
+//! it comes back as [`LabError::Other`].
 
-use anyhow::{Context, Result, anyhow, bail};
+use super::error::{BoxError, IoContext, LabError, Result};
 use nix::sched::{CloneFlags, setns};
 use std::fs::File;
 use std::path::PathBuf;
@@ -33,9 +36,9 @@ pub fn check_name(ns: &str) -> Result<()> {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
         && !ns.starts_with('.');
     if !ok {
-        bail!(
+        return Err(LabError::Input(format!(
             "bad namespace name {ns:?}: use 1-64 characters from [A-Za-z0-9._-], not starting with '.'"
-        );
+        )));
     }
     Ok(())
 }
@@ -44,7 +47,7 @@ pub fn check_name(ns: &str) -> Result<()> {
 fn open_ns(ns: &str) -> Result<File> {
     check_name(ns)?;
     let path = ns_path(ns);
-    File::open(&path).with_context(|| {
+    File::open(&path).io_context(|| {
         format!(
             "cannot open network namespace {} (is the lab up? `routerbench lab up`)",
             path.display()
@@ -59,7 +62,7 @@ fn open_ns(ns: &str) -> Result<File> {
 pub fn spawn_in<T, F>(ns: &str, f: F) -> Result<JoinHandle<Result<T>>>
 where
     T: Send + 'static,
-    F: FnOnce() -> Result<T> + Send + 'static,
+    F: FnOnce() -> std::result::Result<T, BoxError> + Send + 'static,
 {
     let file = open_ns(ns)?;
     let name = ns.to_string();
@@ -67,26 +70,26 @@ where
         .name(format!("netns-{name}"))
         .spawn(move || {
             setns(&file, CloneFlags::CLONE_NEWNET).map_err(|e| {
-                anyhow!("setns into network namespace {name} failed: {e} (needs CAP_NET_ADMIN: run as root)")
+                LabError::Sys(format!("setns into network namespace {name} failed: {e} (needs CAP_NET_ADMIN: run as root)"))
             })?;
             drop(file);
-            f()
+            f().map_err(LabError::Other)
         })
-        .context("cannot spawn a thread for the network namespace")
+        .io_context(|| "cannot spawn a thread for the network namespace".into())
 }
 
 /// Joins a thread from [`spawn_in`], turning a panic into an error.
 pub fn join<T>(handle: JoinHandle<Result<T>>) -> Result<T> {
     handle
         .join()
-        .map_err(|_| anyhow!("a thread inside a lab namespace panicked"))?
+        .map_err(|_| LabError::Panicked("a thread inside a lab namespace panicked"))?
 }
 
 /// Runs `f` in a thread inside network namespace `ns` and returns its value.
 pub fn run_in<T, F>(ns: &str, f: F) -> Result<T>
 where
     T: Send + 'static,
-    F: FnOnce() -> Result<T> + Send + 'static,
+    F: FnOnce() -> std::result::Result<T, BoxError> + Send + 'static,
 {
     join(spawn_in(ns, f)?)
 }
@@ -98,7 +101,9 @@ where
 pub fn command_in(ns: &str, program: &str) -> Result<Command> {
     check_name(ns)?;
     if !exists(ns) {
-        bail!("network namespace {ns} does not exist (is the lab up? `routerbench lab up`)");
+        return Err(LabError::State(format!(
+            "network namespace {ns} does not exist (is the lab up? `routerbench lab up`)"
+        )));
     }
     let mut cmd = Command::new(super::sys::tool_path("ip")?);
     cmd.args(["netns", "exec", ns, program]);
@@ -127,8 +132,8 @@ pub fn sysctl_write(ns: &str, key: &str, value: &str) -> Result<()> {
     let path = sysctl_path(key)?;
     let (ns_s, key_s, value_s) = (ns.to_string(), key.to_string(), value.to_string());
     run_in(ns, move || {
-        std::fs::write(&path, value_s.as_bytes())
-            .with_context(|| format!("cannot set {key_s}={value_s} in namespace {ns_s}"))
+        Ok(std::fs::write(&path, value_s.as_bytes())
+            .io_context(|| format!("cannot set {key_s}={value_s} in namespace {ns_s}"))?)
     })
 }
 
@@ -137,9 +142,9 @@ pub fn sysctl_read(ns: &str, key: &str) -> Result<String> {
     let path = sysctl_path(key)?;
     let (ns_s, key_s) = (ns.to_string(), key.to_string());
     run_in(ns, move || {
-        std::fs::read_to_string(&path)
+        Ok(std::fs::read_to_string(&path)
             .map(|s| s.trim().to_string())
-            .with_context(|| format!("cannot read {key_s} in namespace {ns_s}"))
+            .io_context(|| format!("cannot read {key_s} in namespace {ns_s}"))?)
     })
 }
 
@@ -150,7 +155,7 @@ fn sysctl_path(key: &str) -> Result<PathBuf> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-')
     {
-        bail!("bad sysctl name {key:?}");
+        return Err(LabError::Input(format!("bad sysctl name {key:?}")));
     }
     Ok(PathBuf::from("/proc/sys").join(key.replace('.', "/")))
 }

@@ -3,7 +3,7 @@
 //!
 //! Uses the legacy per-feature commands (ETHTOOL_[GS]GSO/TSO/GRO), which every kernel keeps.
 
-use anyhow::{Result, bail};
+use super::error::{LabError, Result};
 use std::os::fd::{AsRawFd, OwnedFd};
 
 const ETHTOOL_GTSO: u32 = 0x1e;
@@ -48,12 +48,12 @@ fn control_socket() -> Result<OwnedFd> {
         nix::sys::socket::SockFlag::SOCK_CLOEXEC,
         None,
     )
-    .map_err(|e| anyhow::anyhow!("cannot open a control socket for SIOCETHTOOL: {e}"))
+    .map_err(|e| LabError::Sys(format!("cannot open a control socket for SIOCETHTOOL: {e}")))
 }
 
 fn ethtool(fd: &OwnedFd, dev: &str, cmd: u32, data: u32) -> Result<u32> {
     if dev.is_empty() || dev.len() >= libc::IFNAMSIZ {
-        bail!("bad interface name {dev:?}");
+        return Err(LabError::Input(format!("bad interface name {dev:?}")));
     }
     let mut val = EthtoolValue { cmd, data };
     // SAFETY: ifreq is plain old data; zeroed is a valid value.
@@ -67,7 +67,9 @@ fn ethtool(fd: &OwnedFd, dev: &str, cmd: u32, data: u32) -> Result<u32> {
     let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCETHTOOL as _, &mut ifr) };
     if rc < 0 {
         let e = std::io::Error::last_os_error();
-        bail!("SIOCETHTOOL cmd {cmd:#x} on {dev} failed: {e}");
+        return Err(LabError::Sys(format!(
+            "SIOCETHTOOL cmd {cmd:#x} on {dev} failed: {e}"
+        )));
     }
     Ok(val.data)
 }

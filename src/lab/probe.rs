@@ -7,8 +7,8 @@
 //! subtracts: a thread woken late on a busy 2-core VM does not add false queue delay. All lab
 //! namespaces share one CLOCK_REALTIME, so the two ends' stamps are comparable.
 
+use super::error::{BoxError, Context, IoContext, LabError, Result};
 use crate::net::is_timeout;
-use anyhow::{Context, Result};
 use nix::sys::socket::{
     ControlMessageOwned, MsgFlags, SockaddrIn, recvmsg, setsockopt, sockopt::ReceiveTimestampns,
 };
@@ -82,13 +82,16 @@ impl EchoServer {
     pub fn start(ns: &str, ip: Ipv4Addr, port: u16, max_life: Duration) -> Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::result::Result<(), String>>();
         let handle = super::netns::spawn_in(ns, move || {
             let setup = || -> Result<UdpSocket> {
                 let sock = UdpSocket::bind(SocketAddrV4::new(ip, port))
-                    .with_context(|| format!("probe echo server cannot bind {ip}:{port}"))?;
-                sock.set_read_timeout(Some(Duration::from_millis(100)))?;
-                sock.set_write_timeout(Some(Duration::from_millis(500)))?;
+                    .io_context(|| format!("probe echo server cannot bind {ip}:{port}"))?;
+                let timeouts = || "timeouts on the probe echo server".to_string();
+                sock.set_read_timeout(Some(Duration::from_millis(100)))
+                    .io_context(timeouts)?;
+                sock.set_write_timeout(Some(Duration::from_millis(500)))
+                    .io_context(timeouts)?;
                 setsockopt(&sock, ReceiveTimestampns, &true)
                     .context("SO_TIMESTAMPNS on the probe echo server")?;
                 Ok(sock)
@@ -96,8 +99,8 @@ impl EchoServer {
             let sock = match setup() {
                 Ok(s) => s,
                 Err(e) => {
-                    let _ = ready_tx.send(Err(anyhow::anyhow!("{e:#}")));
-                    return Err(e);
+                    let _ = ready_tx.send(Err(super::error::chain(&e)));
+                    return Err(BoxError::from(e));
                 }
             };
             let _ = ready_tx.send(Ok(()));
@@ -116,7 +119,10 @@ impl EchoServer {
                     }
                     Ok(_) => {}
                     Err(e) if is_timeout(&e) => {}
-                    Err(e) => return Err(e).context("probe echo server receive failed"),
+                    Err(source) => {
+                        let what = "probe echo server receive failed".into();
+                        return Err(LabError::Io { what, source }.into());
+                    }
                 }
             }
             Ok(echoed)
@@ -124,7 +130,7 @@ impl EchoServer {
         let ready = ready_rx
             .recv_timeout(Duration::from_secs(5))
             .context("probe echo server did not start within 5 s")?;
-        ready?;
+        ready.map_err(LabError::State)?;
         Ok(Self {
             stop,
             handle: Some(handle),
@@ -164,7 +170,7 @@ pub struct ProbePlan {
 /// Sending and receiving run in one thread: after each send it waits for replies until the next
 /// send time, so late replies of earlier probes are still matched by sequence number.
 pub fn probe(ns: &str, target: SocketAddrV4, plan: ProbePlan) -> Result<(u32, Vec<f64>)> {
-    super::netns::run_in(ns, move || probe_here(target, plan))
+    super::netns::run_in(ns, move || Ok(probe_here(target, plan)?))
 }
 
 struct Series {
@@ -175,10 +181,11 @@ struct Series {
 
 fn probe_here(target: SocketAddrV4, plan: ProbePlan) -> Result<(u32, Vec<f64>)> {
     let sock = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))
-        .context("probe socket bind failed")?;
+        .io_context(|| "probe socket bind failed".into())?;
     sock.connect(target)
-        .with_context(|| format!("probe socket cannot connect to {target}"))?;
-    sock.set_write_timeout(Some(Duration::from_millis(500)))?;
+        .io_context(|| format!("probe socket cannot connect to {target}"))?;
+    sock.set_write_timeout(Some(Duration::from_millis(500)))
+        .io_context(|| "send timeout on the probe socket".into())?;
     setsockopt(&sock, ReceiveTimestampns, &true).context("SO_TIMESTAMPNS on the probe socket")?;
     let count = plan.count.min(100_000);
     let mut series = Series {

@@ -3,6 +3,7 @@
 //! monitor in the router namespace; then the measured queue delay and goodput against theory.
 
 use super::backlog::{BacklogSample, delays_ms};
+use super::error::{Context, LabError, Result, chain};
 use super::{DEV_RTR_LAN, DEV_RTR_WAN, netns, theory};
 use crate::latency::{TestConfig, TestKind};
 use crate::monitor::agent::{Agent, AgentConfig};
@@ -11,7 +12,6 @@ use crate::results::lab::{LabConfig, QueueCheck};
 use crate::results::latency::{LatencyResult, ProbeResult};
 use crate::results::monitor::MonitorResult;
 use crate::util::progress::Progress;
-use anyhow::{Context, Result, anyhow};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
@@ -40,7 +40,10 @@ pub fn run(
     // The server's accept and reflector threads are spawned from a WAN-namespace thread, so
     // they live in the WAN namespace.
     let (addr, service) = netns::run_in(&cfg.ns_wan, move || {
-        crate::latency::server::spawn_in_process(bind, crate::latency::server::Bounds::default())
+        Ok(crate::server::latency_only::spawn_in_process(
+            bind,
+            crate::latency::server::Bounds::default(),
+        )?)
     })
     .context("cannot start the latency server in the WAN namespace")?;
     // The router's view through the agent path (as `--monitor` against `server --monitor`):
@@ -58,25 +61,29 @@ pub fn run(
             Duration::from_millis(100),
             total + Duration::from_secs(120),
         );
-        RemoteMonitor::start(&rc, None)
+        Ok(RemoteMonitor::start(&rc, None)?)
     });
     let mut t = test.clone();
     t.host = addr.ip().to_string();
     t.port = addr.port();
     t.ip = crate::latency::IpPref::V4;
     let result = netns::run_in(&cfg.ns_lan, move || {
-        crate::latency::run_test(&t, progress.as_ref()).map_err(|e| anyhow!("{e}"))
+        crate::latency::run_test(&t, progress.as_ref())
+            .map_err(|e| LabError::Measure(e.to_string()).into())
     });
     service.shutdown();
     let latency = result?;
     let load = (latency.delay_s, latency.delay_s + latency.length_s);
-    let monitor =
-        remote.and_then(|r| crate::monitor::remote::finish(r, latency.t0_unix, Some(load)));
+    let monitor = remote.and_then(|r| {
+        crate::monitor::remote::finish(r, latency.t0_unix, Some(load)).map_err(LabError::other)
+    });
     let mut latency = latency;
     let monitor = match monitor {
         Ok(m) => Some(m),
         Err(e) => {
-            latency.notes.push(format!("router samples lost: {e:#}"));
+            latency
+                .notes
+                .push(format!("router samples lost: {}", chain(&e)));
             None
         }
     };
@@ -327,6 +334,7 @@ mod tests {
             offloads: false,
             cc: "cubic".into(),
             ns_cc: "reno".into(),
+            devices: Default::default(),
         }
     }
 

@@ -1,8 +1,8 @@
 //! The bottleneck: rate and size parsing, the `tc` command lines for tbf and htb+bfifo, and the
 //! total drops of the qdisc counters read back with `crate::monitor::qdisc`.
 
+use super::error::{LabError, Result};
 use crate::results::lab::{QdiscStats, Shaper};
-use anyhow::{Result, bail};
 
 /// Parses a rate in tc's units (`20mbit`, `500kbit`, `1gbit`, `64000bit`, `10mbps` = bytes/s)
 /// or with SI suffixes (`20M`, `1.5G`); `none`/`0` = unshaped (`None`).
@@ -12,17 +12,23 @@ pub fn parse_rate(s: &str) -> Result<Option<u64>> {
         return Ok(None);
     }
     if t.starts_with('-') {
-        bail!("rate {s:?}: must be positive (e.g. 20mbit), or none for unshaped");
+        return Err(LabError::Input(format!(
+            "rate {s:?}: must be positive (e.g. 20mbit), or none for unshaped"
+        )));
     }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let n: f64 = num.parse().map_err(|_| {
-        anyhow::anyhow!("bad rate {s:?}: expected e.g. 20mbit, 500kbit, 1gbit, 20M or none")
+        LabError::Input(format!(
+            "bad rate {s:?}: expected e.g. 20mbit, 500kbit, 1gbit, 20M or none"
+        ))
     })?;
     if n <= 0.0 {
-        bail!("rate {s:?}: must be positive (e.g. 20mbit), or none for unshaped");
+        return Err(LabError::Input(format!(
+            "rate {s:?}: must be positive (e.g. 20mbit), or none for unshaped"
+        )));
     }
     let mult = match unit {
         "" | "bit" => 1.0,
@@ -33,13 +39,17 @@ pub fn parse_rate(s: &str) -> Result<Option<u64>> {
         "kbps" => 8e3,
         "mbps" => 8e6,
         "gbps" => 8e9,
-        _ => bail!(
-            "bad rate unit {unit:?} in {s:?}: use bit, kbit, mbit, gbit (or kbps/mbps = bytes/s)"
-        ),
+        _ => {
+            return Err(LabError::Input(format!(
+                "bad rate unit {unit:?} in {s:?}: use bit, kbit, mbit, gbit (or kbps/mbps = bytes/s)"
+            )));
+        }
     };
     let bps = (n * mult).round();
     if !(bps.is_finite() && (8_000.0..=400e9).contains(&bps)) {
-        bail!("rate {s:?} out of range: use 8kbit to 400gbit, or none for unshaped");
+        return Err(LabError::Input(format!(
+            "rate {s:?} out of range: use 8kbit to 400gbit, or none for unshaped"
+        )));
     }
     Ok(Some(bps as u64))
 }
@@ -49,32 +59,34 @@ pub fn parse_rate(s: &str) -> Result<Option<u64>> {
 pub fn parse_bytes(s: &str) -> Result<u64> {
     let t = s.trim().to_ascii_lowercase();
     if t.starts_with('-') {
-        bail!("byte count {s:?}: must be positive (e.g. 64000, 64k or 1m)");
+        return Err(LabError::Input(format!(
+            "byte count {s:?}: must be positive (e.g. 64000, 64k or 1m)"
+        )));
     }
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| anyhow::anyhow!("bad byte count {s:?}: expected e.g. 64000, 64k or 1m"))?;
+    let n: u64 = num.parse().map_err(|_| {
+        LabError::Input(format!(
+            "bad byte count {s:?}: expected e.g. 64000, 64k or 1m"
+        ))
+    })?;
     let mult = match unit {
         "" | "b" => 1,
         "k" | "kb" => 1_000,
         "m" | "mb" => 1_000_000,
-        _ => bail!("bad byte unit {unit:?} in {s:?}: use plain bytes, k (1000) or m (1000000)"),
+        _ => {
+            return Err(LabError::Input(format!(
+                "bad byte unit {unit:?} in {s:?}: use plain bytes, k (1000) or m (1000000)"
+            )));
+        }
     };
     n.checked_mul(mult)
-        .ok_or_else(|| anyhow::anyhow!("byte count {s:?} too large"))
+        .ok_or_else(|| LabError::Input(format!("byte count {s:?} too large")))
 }
 
-/// Formats bit/s for people: `20 Mbit/s`, `1.5 Gbit/s`.
-pub fn fmt_rate(bps: f64) -> String {
-    if bps >= 1e9 {
-        format!("{:.2} Gbit/s", bps / 1e9)
-    } else if bps >= 1e6 {
-        format!("{:.1} Mbit/s", bps / 1e6)
-    } else {
-        format!("{:.0} kbit/s", bps / 1e3)
-    }
+/// A rate in tc's syntax, exact to the bit: `20000000bit`.
+pub fn tc_rate(bps: u64) -> String {
+    format!("{bps}bit")
 }
 
 /// The `tc` invocations (argument lists, after `tc -n NS`) that install the bottleneck on `dev`.
@@ -87,11 +99,7 @@ pub fn tc_commands(
     burst: u64,
 ) -> Vec<Vec<String>> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    let (rate, buffer, burst) = (
-        format!("{rate_bps}bit"),
-        buffer.to_string(),
-        burst.to_string(),
-    );
+    let (rate, buffer, burst) = (tc_rate(rate_bps), buffer.to_string(), burst.to_string());
     match shaper {
         Shaper::Tbf => vec![s(&[
             "qdisc", "add", "dev", dev, "root", "handle", "1:", "tbf", "rate", &rate, "burst",

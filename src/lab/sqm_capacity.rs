@@ -4,11 +4,11 @@
 //! `lab measure` run (bulk TCP upload + UDP round-trip probes), re-measured once on a miss.
 
 use super::accuracy::{MeasurePlan, measure};
+use super::error::{LabError, Result};
 use super::load::LoadGenerator;
 use super::shape_fwd::{AqmPlace, AqmSpec, apply};
 use super::topology::{LabSpec, up};
 use crate::results::lab::{SqmCapacity, SqmPoint};
-use anyhow::Result;
 use aqm::QdiscKind;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -134,7 +134,7 @@ fn point(
         }
         remeasured = true;
     }
-    result.ok_or_else(|| anyhow::anyhow!("no measurement"))
+    result.ok_or_else(|| LabError::State("no measurement".into()))
 }
 
 /// Runs the search; `on_point` sees each point as it is measured (for progress lines). The lab

@@ -1,16 +1,15 @@
 //! `lab up`, `lab down`, `lab status`: building, reconfiguring and removing the namespaces.
 
+use super::error::{Context, IoContext, LabError, Result, chain};
+use super::events::{LabEvent, LabEvents, NoEvents};
+use super::router::{Bottleneck, apply_shaper, ip, link_exists, tc};
 use super::sys::{require_root, require_tools, run_tool, run_tool_stdin, try_tool};
 use super::{DEV_LAN, DEV_RTR_LAN, DEV_RTR_WAN, DEV_WAN, NFT_TABLE};
 use super::{LAN_IP, LAN_NET, RTR_LAN_IP, RTR_WAN_IP, WAN_IP};
-use super::{netns, offload, shape, theory};
-use crate::results::lab::{LabConfig, LabStatus, NamespaceStatus, QdiscStats, Shaper};
-use anyhow::{Context, Result, bail};
-use std::path::PathBuf;
+use super::{netns, offload, state, theory};
+use crate::results::lab::{LabConfig, LabDevices, LabStatus, NamespaceStatus, QdiscStats, Shaper};
+use std::sync::Arc;
 use std::time::Duration;
-
-/// Where `lab up` records each lab's configuration (tmpfs: gone after a reboot, like the netns).
-pub const STATE_DIR: &str = "/run/routerbench-lab";
 
 /// What to build.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,23 +46,24 @@ impl Default for LabSpec {
 impl LabSpec {
     fn validate(&self) -> Result<()> {
         netns::check_name(&self.name)?;
+        let bad = |m: String| Err(LabError::Input(m));
         if self.name.len() > 40 {
-            bail!(
+            return bad(format!(
                 "lab name {:?} too long: use at most 40 characters",
                 self.name
-            );
+            ));
         }
         if self.buffer_bytes < 1514 {
-            bail!(
+            return bad(format!(
                 "--buffer {} B is smaller than one full Ethernet frame (1514 B)",
                 self.buffer_bytes
-            );
+            ));
         }
         if self.burst_bytes < 1514 {
-            bail!(
+            return bad(format!(
                 "burst {} B is smaller than one full Ethernet frame (1514 B)",
                 self.burst_bytes
-            );
+            ));
         }
         if self.cc.is_empty()
             || !self
@@ -71,9 +71,17 @@ impl LabSpec {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_')
         {
-            bail!("bad congestion control name {:?}", self.cc);
+            return bad(format!("bad congestion control name {:?}", self.cc));
         }
         Ok(())
+    }
+
+    fn bottleneck(&self) -> Bottleneck {
+        Bottleneck {
+            shaper: self.shaper,
+            buffer_bytes: self.buffer_bytes,
+            burst_bytes: self.burst_bytes,
+        }
     }
 }
 
@@ -85,55 +93,20 @@ fn names(name: &str) -> (String, String, String) {
     )
 }
 
-/// The file holding a lab's configuration.
-pub fn config_path(name: &str) -> PathBuf {
-    PathBuf::from(STATE_DIR).join(format!("{name}.json"))
-}
-
-/// Reads the configuration `lab up` saved for `name`.
-pub fn load_config(name: &str) -> Result<LabConfig> {
-    netns::check_name(name)?;
-    let p = config_path(name);
-    let text = std::fs::read_to_string(&p).with_context(|| {
-        format!(
-            "lab {name} is not up ({} missing): run `routerbench lab up --name {name}`",
-            p.display()
-        )
-    })?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a routerbench lab configuration", p.display()))
-}
-
-fn ip(ns: &str, args: &[&str]) -> Result<String> {
-    let mut v = vec!["-n", ns];
-    v.extend_from_slice(args);
-    run_tool("ip", &v)
-}
-
-fn tc(ns: &str, args: &[&str]) -> Result<String> {
-    let mut v = vec!["-n", ns];
-    v.extend_from_slice(args);
-    run_tool("tc", &v)
-}
-
-fn link_exists(ns: &str, dev: &str) -> bool {
-    try_tool("ip", &["-n", ns, "link", "show", "dev", dev])
-}
-
 /// Picks the namespaces' default congestion control: `cc` if a child netns may use it as its
 /// default (it is in the host's tcp_allowed_congestion_control), else reno, which is always
 /// allowed. Sockets can still choose `cc` themselves (root may pick any available one).
 fn ns_default_cc(cc: &str) -> Result<String> {
     let read = |k: &str| {
         std::fs::read_to_string(format!("/proc/sys/net/ipv4/{k}"))
-            .with_context(|| format!("cannot read /proc/sys/net/ipv4/{k}"))
+            .io_context(|| format!("cannot read /proc/sys/net/ipv4/{k}"))
     };
     let available = read("tcp_available_congestion_control")?;
     if !available.split_whitespace().any(|c| c == cc) {
-        bail!(
+        return Err(LabError::State(format!(
             "congestion control {cc} is not available in this kernel (available: {}); try modprobe tcp_{cc}",
             available.trim()
-        );
+        )));
     }
     let allowed = read("tcp_allowed_congestion_control")?;
     Ok(if allowed.split_whitespace().any(|c| c == cc) {
@@ -156,82 +129,11 @@ pub fn up(spec: &LabSpec) -> Result<LabConfig> {
     // A userspace AQM forwarder from an earlier `up --qdisc` goes; kernel forwarding comes back.
     super::shape_fwd::stop(&spec.name)?;
     let (lan, rtr, wan) = names(&spec.name);
-
-    for ns in [&lan, &rtr, &wan] {
-        if !netns::exists(ns) {
-            run_tool("ip", &["netns", "add", ns])
-                .with_context(|| format!("cannot create network namespace {ns}"))?;
-        }
-        ip(ns, &["link", "set", "lo", "up"])?;
-        // Keep the links quiet: no IPv6 router solicitations, MLD or DAD on the bottleneck.
-        netns::sysctl_write(ns, "net.ipv6.conf.all.disable_ipv6", "1")?;
-        netns::sysctl_write(ns, "net.ipv6.conf.default.disable_ipv6", "1")?;
-        // A new namespace starts with ping_group_range "1 0": no ICMP datagram sockets at all,
-        // not even for root. Latency tests ping through the lab with them.
-        netns::sysctl_write(ns, "net.ipv4.ping_group_range", "0 2147483647")?;
-    }
-    // veth pairs created directly inside the namespaces: never in the root namespace.
-    if !link_exists(&rtr, DEV_RTR_LAN) {
-        run_tool(
-            "ip",
-            &[
-                "link",
-                "add",
-                DEV_LAN,
-                "netns",
-                &lan,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                DEV_RTR_LAN,
-                "netns",
-                &rtr,
-            ],
-        )
-        .context("cannot create the LAN veth pair")?;
-    }
-    if !link_exists(&rtr, DEV_RTR_WAN) {
-        run_tool(
-            "ip",
-            &[
-                "link",
-                "add",
-                DEV_WAN,
-                "netns",
-                &wan,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                DEV_RTR_WAN,
-                "netns",
-                &rtr,
-            ],
-        )
-        .context("cannot create the WAN veth pair")?;
-    }
-    let devices = [
-        (&lan, DEV_LAN, LAN_IP),
-        (&rtr, DEV_RTR_LAN, RTR_LAN_IP),
-        (&rtr, DEV_RTR_WAN, RTR_WAN_IP),
-        (&wan, DEV_WAN, WAN_IP),
-    ];
-    for (ns, dev, addr) in devices {
-        ip(ns, &["addr", "replace", &format!("{addr}/24"), "dev", dev])?;
-        ip(ns, &["link", "set", dev, "up"])?;
-        let (dev_s, on) = (dev.to_string(), spec.offloads);
-        netns::run_in(ns, move || offload::set(&dev_s, on))
-            .with_context(|| format!("cannot set offloads on {dev} in {ns}"))?;
-    }
-    ip(&lan, &["route", "replace", "default", "via", RTR_LAN_IP])?;
-    netns::sysctl_write(&rtr, "net.ipv4.ip_forward", "1")?;
-    for ns in [&lan, &rtr, &wan] {
-        netns::sysctl_write(ns, "net.ipv4.tcp_congestion_control", &ns_cc)?;
-    }
-
-    apply_shaper(&rtr, DEV_RTR_WAN, spec, spec.up_rate_bps)?;
-    apply_shaper(&rtr, DEV_RTR_LAN, spec, spec.down_rate_bps)?;
+    make_namespaces([&lan, &rtr, &wan])?;
+    make_links(&lan, &rtr, &wan)?;
+    configure_links(spec, &lan, &rtr, &wan, &ns_cc)?;
+    apply_shaper(&rtr, DEV_RTR_WAN, spec.bottleneck(), spec.up_rate_bps)?;
+    apply_shaper(&rtr, DEV_RTR_LAN, spec.bottleneck(), spec.down_rate_bps)?;
     apply_nat(&rtr, &wan, spec.nat)?;
 
     let cfg = LabConfig {
@@ -252,44 +154,76 @@ pub fn up(spec: &LabSpec) -> Result<LabConfig> {
         offloads: spec.offloads,
         cc: spec.cc.clone(),
         ns_cc,
+        devices: devices(),
     };
-    std::fs::create_dir_all(STATE_DIR).with_context(|| format!("cannot create {STATE_DIR}"))?;
-    let p = config_path(&cfg.name);
-    let text = serde_json::to_string_pretty(&cfg).context("cannot serialize lab config")?;
-    std::fs::write(&p, text + "\n").with_context(|| format!("cannot write {}", p.display()))?;
+    state::save_config(&cfg)?;
     Ok(cfg)
 }
 
-/// True if the router namespace has both lab links.
-pub(crate) fn router_links_exist(rtr: &str) -> bool {
-    link_exists(rtr, DEV_RTR_LAN) && link_exists(rtr, DEV_RTR_WAN)
+/// The lab's device names, as the result model records them.
+pub fn devices() -> LabDevices {
+    LabDevices {
+        lan: DEV_LAN.into(),
+        rtr_lan: DEV_RTR_LAN.into(),
+        rtr_wan: DEV_RTR_WAN.into(),
+        wan: DEV_WAN.into(),
+    }
 }
 
-/// Puts the lab's own FIFO shaper back (after a failed kernel AQM install).
-pub(crate) fn reapply_shaper(cfg: &LabConfig) -> Result<()> {
-    let spec = LabSpec {
-        name: cfg.name.clone(),
-        up_rate_bps: cfg.up_rate_bps,
-        down_rate_bps: cfg.down_rate_bps,
-        buffer_bytes: cfg.buffer_bytes,
-        burst_bytes: cfg.burst_bytes,
-        shaper: cfg.shaper,
-        nat: cfg.nat,
-        offloads: cfg.offloads,
-        cc: cfg.cc.clone(),
-    };
-    apply_shaper(&cfg.ns_rtr, DEV_RTR_WAN, &spec, spec.up_rate_bps)?;
-    apply_shaper(&cfg.ns_rtr, DEV_RTR_LAN, &spec, spec.down_rate_bps)
+/// The three namespaces, quiet (no IPv6) and allowed ICMP datagram sockets.
+fn make_namespaces(all: [&String; 3]) -> Result<()> {
+    for ns in all {
+        if !netns::exists(ns) {
+            run_tool("ip", &["netns", "add", ns])
+                .with_context(|| format!("cannot create network namespace {ns}"))?;
+        }
+        ip(ns, &["link", "set", "lo", "up"])?;
+        // Keep the links quiet: no IPv6 router solicitations, MLD or DAD on the bottleneck.
+        netns::sysctl_write(ns, "net.ipv6.conf.all.disable_ipv6", "1")?;
+        netns::sysctl_write(ns, "net.ipv6.conf.default.disable_ipv6", "1")?;
+        // A new namespace starts with ping_group_range "1 0": no ICMP datagram sockets at all,
+        // not even for root. Latency tests ping through the lab with them.
+        netns::sysctl_write(ns, "net.ipv4.ping_group_range", "0 2147483647")?;
+    }
+    Ok(())
 }
 
-fn apply_shaper(rtr: &str, dev: &str, spec: &LabSpec, rate: Option<u64>) -> Result<()> {
-    // Back to the veth default (noqueue), then add ours: re-running `up` replaces the shaper.
-    try_tool("tc", &["-n", rtr, "qdisc", "del", "dev", dev, "root"]);
-    let Some(rate) = rate else { return Ok(()) };
-    for args in shape::tc_commands(dev, spec.shaper, rate, spec.buffer_bytes, spec.burst_bytes) {
-        let a: Vec<&str> = args.iter().map(String::as_str).collect();
-        tc(rtr, &a)
-            .with_context(|| format!("cannot install the {} shaper on {dev}", spec.shaper))?;
+/// The two veth pairs, created directly inside the namespaces: never in the root namespace.
+fn make_links(lan: &str, rtr: &str, wan: &str) -> Result<()> {
+    for (host, host_dev, rtr_dev, what) in [
+        (lan, DEV_LAN, DEV_RTR_LAN, "LAN"),
+        (wan, DEV_WAN, DEV_RTR_WAN, "WAN"),
+    ] {
+        if !link_exists(rtr, rtr_dev) {
+            let args = [
+                "link", "add", host_dev, "netns", host, "type", "veth", "peer", "name", rtr_dev,
+                "netns", rtr,
+            ];
+            run_tool("ip", &args).with_context(|| format!("cannot create the {what} veth pair"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Addresses, offloads, the LAN host's default route, forwarding and the congestion control.
+fn configure_links(spec: &LabSpec, lan: &str, rtr: &str, wan: &str, ns_cc: &str) -> Result<()> {
+    let devices = [
+        (lan, DEV_LAN, LAN_IP),
+        (rtr, DEV_RTR_LAN, RTR_LAN_IP),
+        (rtr, DEV_RTR_WAN, RTR_WAN_IP),
+        (wan, DEV_WAN, WAN_IP),
+    ];
+    for (ns, dev, addr) in devices {
+        ip(ns, &["addr", "replace", &format!("{addr}/24"), "dev", dev])?;
+        ip(ns, &["link", "set", dev, "up"])?;
+        let (dev_s, on) = (dev.to_string(), spec.offloads);
+        netns::run_in(ns, move || Ok(offload::set(&dev_s, on)?))
+            .with_context(|| format!("cannot set offloads on {dev} in {ns}"))?;
+    }
+    ip(lan, &["route", "replace", "default", "via", RTR_LAN_IP])?;
+    netns::sysctl_write(rtr, "net.ipv4.ip_forward", "1")?;
+    for ns in [lan, rtr, wan] {
+        netns::sysctl_write(ns, "net.ipv4.tcp_congestion_control", ns_cc)?;
     }
     Ok(())
 }
@@ -298,8 +232,8 @@ fn nft_in(rtr: &str, args: &[&str], input: Option<&str>) -> Result<String> {
     let mut v = vec!["netns", "exec", rtr, "nft"];
     v.extend_from_slice(args);
     match input {
-        Some(text) => run_tool_stdin("ip", &v, text),
-        None => run_tool("ip", &v),
+        Some(text) => Ok(run_tool_stdin("ip", &v, text)?),
+        None => Ok(run_tool("ip", &v)?),
     }
 }
 
@@ -334,7 +268,7 @@ pub fn down(name: &str) -> Result<DownReport> {
     netns::check_name(name)?;
     // The forwarder's supervisor restores kernel forwarding and removes its state files.
     let _ = super::shape_fwd::stop(name);
-    super::shape_fwd::remove_log(name);
+    state::remove_log(name);
     let (lan, rtr, wan) = names(name);
     let me = std::process::id() as i32;
     let mut report = DownReport::default();
@@ -369,12 +303,15 @@ pub fn down(name: &str) -> Result<DownReport> {
     for ns in &present {
         match run_tool("ip", &["netns", "del", ns]) {
             Ok(_) => report.removed.push(ns.clone()),
-            Err(e) => failed.push(format!("{ns}: {e:#}")),
+            Err(e) => failed.push(format!("{ns}: {}", chain(&e))),
         }
     }
-    let _ = std::fs::remove_file(config_path(name));
+    state::remove_config(name);
     if !failed.is_empty() {
-        bail!("could not delete: {}", failed.join("; "));
+        return Err(LabError::State(format!(
+            "could not delete: {}",
+            failed.join("; ")
+        )));
     }
     Ok(report)
 }
@@ -382,7 +319,7 @@ pub fn down(name: &str) -> Result<DownReport> {
 /// Qdisc counters of `dev` in the router namespace.
 pub fn qdisc_stats(cfg: &LabConfig, dev: &str) -> Result<Vec<QdiscStats>> {
     let out = tc(&cfg.ns_rtr, &["-s", "-j", "qdisc", "show", "dev", dev])?;
-    crate::monitor::qdisc::parse_qdisc_json(dev, &out)
+    crate::monitor::qdisc::parse_qdisc_json(dev, &out).map_err(LabError::other)
 }
 
 fn ns_status(ns: &str) -> NamespaceStatus {
@@ -421,9 +358,11 @@ pub fn status(name: &str) -> Result<LabStatus> {
     netns::check_name(name)?;
     require_tools(&["ip", "tc"])?;
     let (lan, rtr, wan) = names(name);
+    let config = state::load_config(name).ok();
     let mut st = LabStatus {
         name: name.to_string(),
-        config: load_config(name).ok(),
+        theory: config.as_ref().map(theory::theory),
+        config,
         namespaces: [&lan, &rtr, &wan].iter().map(|n| ns_status(n)).collect(),
         ..Default::default()
     };
@@ -441,15 +380,15 @@ pub fn status(name: &str) -> Result<LabStatus> {
             st.qdiscs.extend(q);
         }
         let d = dev.to_string();
-        if let Ok(o) = netns::run_in(&rtr, move || offload::get(&d)) {
+        if let Ok(o) = netns::run_in(&rtr, move || Ok(offload::get(&d)?)) {
             st.offloads.push(format!("{dev}: {o}"));
         }
     }
     if super::sys::tool_path("nft").is_ok() {
         st.nft_ruleset = nft_in(&rtr, &["list", "ruleset"], None).ok();
     }
-    st.aqm = super::shape_fwd::load_state(name).map(|mut a| {
-        a.kernel_forwarding = super::shape_fwd::kernel_forwarding(&rtr);
+    st.aqm = state::load_state(name).map(|mut a| {
+        a.kernel_forwarding = super::router::kernel_forwarding(&rtr);
         a
     });
     let (reach, rtt) = reachability(&lan, &wan)?;
@@ -474,16 +413,25 @@ fn reachability(lan: &str, wan: &str) -> Result<(bool, Option<f64>)> {
     Ok((!rtts.is_empty(), t.min_ms))
 }
 
-/// Deletes the lab when dropped: tests hold one so the namespaces go even when they fail.
+/// Deletes the lab when dropped: tests hold one so the namespaces go even when they fail. A
+/// cleanup that fails is an event ([`LabEvent::CleanupFailed`]) for the guard's [`LabEvents`].
 pub struct LabGuard {
     name: String,
+    events: Arc<dyn LabEvents>,
 }
 
 impl LabGuard {
     /// Guards lab `name`; create the guard before `up` so a half-built lab is removed too.
+    /// A failed cleanup goes unreported: use [`LabGuard::with_events`] to hear of it.
     pub fn new(name: &str) -> Self {
+        Self::with_events(name, Arc::new(NoEvents))
+    }
+
+    /// Guards lab `name`, telling `events` if the cleanup fails.
+    pub fn with_events(name: &str, events: Arc<dyn LabEvents>) -> Self {
         Self {
             name: name.to_string(),
+            events,
         }
     }
 
@@ -495,7 +443,10 @@ impl LabGuard {
 impl Drop for LabGuard {
     fn drop(&mut self) {
         if let Err(e) = down(&self.name) {
-            crate::errln!("routerbench lab: cleanup of {} failed: {e:#}", self.name);
+            self.events.event(&LabEvent::CleanupFailed {
+                lab: self.name.clone(),
+                error: chain(&e),
+            });
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Frame I/O for the routerbench protocol over a TCP stream, and the random payload of load
 //! flows. The byte format lives in `wire::rb`; this only reads and writes it.
 
+use crate::net::deadline::DeadlineReader;
 use crate::wire::rb::{self, Message, WireError};
 use std::io::{self, Read, Write};
 
@@ -27,27 +28,6 @@ impl From<io::Error> for ConnError {
             | io::ErrorKind::ConnectionAborted => Self::Closed,
             _ => Self::Io(e),
         }
-    }
-}
-
-/// A reader that fails with `TimedOut` once `deadline` has passed, however slowly the peer
-/// dribbles bytes: each read waits at most the time left. Handshakes use it so that a client
-/// sending one byte every few seconds cannot hold a connection (and its thread) for ever.
-pub struct DeadlineReader<'a> {
-    pub stream: &'a mut std::net::TcpStream,
-    pub deadline: std::time::Instant,
-}
-
-impl Read for DeadlineReader<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let left = self
-            .deadline
-            .saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            return Err(io::Error::new(io::ErrorKind::TimedOut, "deadline passed"));
-        }
-        self.stream.set_read_timeout(Some(left))?;
-        self.stream.read(buf)
     }
 }
 
@@ -94,15 +74,9 @@ pub fn random_payload(seed: u64) -> Vec<u8> {
     out
 }
 
-/// A seed that differs between calls and processes (time, pid, a counter, std's random keys).
+/// A seed that differs between calls and processes ([`crate::util::random`]).
 pub fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(crate::net::latency_sockopts::realtime_ns());
-    h.write_u32(std::process::id());
-    h.write_u64(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-    h.finish()
+    crate::util::random::u64()
 }
 
 #[cfg(test)]

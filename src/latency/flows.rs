@@ -3,8 +3,9 @@
 //! the load length, counting bytes per step and sampling TCP_INFO.
 
 use super::conn;
+use super::error::LatencyError;
 use super::plan::FlowPlan;
-use crate::net::latency_sockopts as so;
+use crate::net as so;
 use crate::wire::ROUTERBENCH_MAGIC;
 use crate::wire::rb::{self, Direction, Message};
 use std::io::{Read, Write};
@@ -32,7 +33,7 @@ pub fn open(
     plan: &FlowPlan,
     cc: Option<&str>,
     timeout: Duration,
-) -> anyhow::Result<OpenFlow> {
+) -> Result<OpenFlow, LatencyError> {
     let v6 = server.is_ipv6();
     let domain = if v6 {
         socket2::Domain::IPV6
@@ -45,7 +46,11 @@ pub fn open(
         so::set_congestion(&sock, cc)?;
     }
     sock.connect_timeout(&server.into(), timeout)
-        .map_err(|e| anyhow::anyhow!("load flow {}: cannot connect to {server}: {e}", plan.name))?;
+        .map_err(|error| LatencyError::FlowConnect {
+            flow: plan.name.clone(),
+            server,
+            error,
+        })?;
     let mut stream: TcpStream = sock.into();
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
@@ -69,11 +74,18 @@ pub fn open(
             tos_server: tos,
             cc_server: cc,
         }),
-        Ok(Message::Error { message, .. }) => {
-            anyhow::bail!("server refused load flow {}: {message}", plan.name)
-        }
-        Ok(other) => anyhow::bail!("server answered load flow {} with {other:?}", plan.name),
-        Err(e) => anyhow::bail!("no answer to load flow {}: {e}", plan.name),
+        Ok(Message::Error { message, .. }) => Err(LatencyError::FlowRefused {
+            flow: plan.name.clone(),
+            message,
+        }),
+        Ok(other) => Err(LatencyError::FlowAnswer {
+            flow: plan.name.clone(),
+            answer: format!("{other:?}"),
+        }),
+        Err(error) => Err(LatencyError::FlowNoAnswer {
+            flow: plan.name.clone(),
+            error,
+        }),
     }
 }
 

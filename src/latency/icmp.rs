@@ -1,7 +1,7 @@
 //! ICMP echo for the `Ping (ms) ICMP` series: an unprivileged ping socket where
 //! `net.ipv4.ping_group_range` allows it, a raw socket as root, else a note saying why not.
 
-use crate::net::latency_sockopts as so;
+use crate::net as so;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsFd, BorrowedFd};

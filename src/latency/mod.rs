@@ -2,10 +2,17 @@
 //! routerbench's own protocol, with kernel-timestamped UDP probes, ICMP, per-flow DSCP and
 //! congestion control, clock sync for one-way delays, and flent-compatible series.
 //!
-//! Client: `runner` (timeline) → `flows` (TCP load) + `probe` (UDP/ICMP) → `summary` (result).
-//! Server: `server` (sessions, limits, standalone accept loop) + `reflector` (UDP).
+//! Client: `runner` (set-up, timeline, collection) with `control` (handshake, step reports) →
+//! `flows` (TCP load) + `probe` (UDP/ICMP) → `summary` (result, figures from `figures` and
+//! `crate::stats`). Server: `server` (sessions, limits; hosted by the shared
+//! `crate::server`) + `server_load` (load flows) and
+//! `reflector` (UDP); both sides use `state`, the reflector never the server. It never prints: log
+//! lines go to the `LogSink` its host sets. Errors: `error`.
 
 pub mod conn;
+mod control;
+pub mod error;
+pub mod figures;
 pub mod flows;
 pub mod icmp;
 pub mod plan;
@@ -14,9 +21,9 @@ pub mod reflector;
 pub mod runner;
 pub mod server;
 mod server_load;
-pub mod standalone;
-pub mod stats;
+mod state;
 pub mod summary;
 
+pub use error::{LatencyError, ServiceError};
 pub use plan::TestKind;
-pub use runner::{IpPref, LatencyError, TestConfig, run_loopback, run_test};
+pub use runner::{IpPref, TestConfig, run_test};

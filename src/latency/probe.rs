@@ -2,13 +2,14 @@
 //! ICMP echo, sent on one schedule from one thread, with kernel send and receive timestamps and
 //! the user-space times beside them.
 
+use super::error::LatencyError;
 use super::icmp::IcmpSocket;
 use super::plan::{ProbeKind, ProbePlan};
-use crate::net::latency_sockopts as so;
+use crate::net as so;
 use crate::wire::rb::{self, ProbePacket, ProbeRepr};
 use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -77,10 +78,10 @@ enum Sock {
 }
 
 impl Sock {
-    fn fd(&self) -> Option<i32> {
+    fn fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
         match self {
-            Sock::Udp(s) => Some(s.as_fd().as_raw_fd()),
-            Sock::Icmp(s) => Some(s.as_fd().as_raw_fd()),
+            Sock::Udp(s) => Some(s.as_fd()),
+            Sock::Icmp(s) => Some(s.as_fd()),
             Sock::None => None,
         }
     }
@@ -98,16 +99,16 @@ struct Stream {
 }
 
 /// Opens the sockets of every stream. UDP failures are errors; ICMP failure is a note.
-fn open_streams(cfg: &ProbeConfig, plans: &[ProbePlan]) -> anyhow::Result<Vec<Stream>> {
+fn open_streams(cfg: &ProbeConfig, plans: &[ProbePlan]) -> Result<Vec<Stream>, LatencyError> {
     let v6 = cfg.reflector.is_ipv6();
     let mut out = Vec::new();
     for (i, plan) in plans.iter().enumerate() {
         let (sock, note, unavailable) = match plan.kind {
             ProbeKind::Udp => {
                 let bind: SocketAddr = if v6 {
-                    "[::]:0".parse()?
+                    (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
                 } else {
-                    "0.0.0.0:0".parse()?
+                    (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
                 };
                 let s = UdpSocket::bind(bind)?;
                 s.connect(cfg.reflector)?;
@@ -150,25 +151,21 @@ pub fn run(
     plans: &[ProbePlan],
     live: &Live,
     stop: &AtomicBool,
-) -> anyhow::Result<Vec<StreamData>> {
+) -> Result<Vec<StreamData>, LatencyError> {
     if !(rb::PROBE_HEADER_LEN..=rb::PROBE_MAX_LEN).contains(&cfg.size) {
-        anyhow::bail!(
-            "probe size {} outside {}..={}",
-            cfg.size,
-            rb::PROBE_HEADER_LEN,
-            rb::PROBE_MAX_LEN
-        );
+        return Err(LatencyError::ProbeSize {
+            size: cfg.size,
+            min: rb::PROBE_HEADER_LEN,
+            max: rb::PROBE_MAX_LEN,
+        });
     }
     let mut streams = open_streams(cfg, plans)?;
     // The kernel enables RX timestamping through deferred work after a socket asks for it;
     // a short pause keeps the first probes from going out before stamps are on.
     std::thread::sleep(Duration::from_millis(20));
-    let fds: Vec<(usize, i32)> = streams
-        .iter()
-        .enumerate()
-        .filter_map(|(i, s)| s.sock.fd().map(|fd| (i, fd)))
+    let fds: Vec<usize> = (0..streams.len())
+        .filter(|&i| streams[i].sock.fd().is_some())
         .collect();
-    let raw_fds: Vec<i32> = fds.iter().map(|&(_, fd)| fd).collect();
     let start = Instant::now();
     let end = start + cfg.duration;
     let hard_end = end + cfg.grace;
@@ -201,8 +198,9 @@ pub fn run(
         if ms == 0 && !left.is_zero() {
             std::thread::sleep(left);
         }
-        let revents = so::poll_readable(&raw_fds, ms.min(100))?;
-        for (k, &(i, _)) in fds.iter().enumerate() {
+        let polled: Vec<_> = fds.iter().filter_map(|&i| streams[i].sock.fd()).collect();
+        let revents = so::poll_readable(&polled, ms.min(100))?;
+        for (k, &i) in fds.iter().enumerate() {
             let ev = revents.get(k).copied().unwrap_or(0);
             if ev & libc::POLLERR != 0 {
                 collect_tx(&mut streams[i]);
@@ -348,7 +346,7 @@ pub fn spawn(
     plans: Vec<ProbePlan>,
     live: Arc<Live>,
     stop: Arc<AtomicBool>,
-) -> std::io::Result<std::thread::JoinHandle<anyhow::Result<Vec<StreamData>>>> {
+) -> std::io::Result<std::thread::JoinHandle<Result<Vec<StreamData>, LatencyError>>> {
     std::thread::Builder::new()
         .name("rb-probes".into())
         .spawn(move || run(&cfg, &plans, &live, &stop))

@@ -6,8 +6,9 @@
 //! bytes, rewritten in place, so it is never larger than the probe (no amplification). The reply
 //! carries the probe's own DSCP mark back (EF stays EF in both directions).
 
-use super::server::{Inner, MAX_STREAMS};
-use crate::net::latency_sockopts as so;
+use super::error::ServiceError;
+use super::state::{Inner, MAX_STREAMS};
+use crate::net as so;
 use crate::wire::rb::{self, ProbePacket};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
@@ -22,7 +23,7 @@ pub struct Reflector {
 }
 
 impl Reflector {
-    pub(crate) fn start(inner: Arc<Inner>) -> anyhow::Result<Self> {
+    pub(crate) fn start(inner: Arc<Inner>) -> Result<Self, ServiceError> {
         let b = &inner.bounds;
         let (want_v4, want_v6, ip4, ip6) = match b.udp_bind {
             Some(IpAddr::V4(ip)) => (true, false, ip, Ipv6Addr::UNSPECIFIED),
@@ -55,10 +56,7 @@ impl Reflector {
             }
         }
         if port_v4.is_none() && port_v6.is_none() {
-            anyhow::bail!(
-                "cannot bind the UDP reflector ({}); choose another --udp-port",
-                errors.join("; ")
-            );
+            return Err(ServiceError::ReflectorBind(errors.join("; ")));
         }
         Ok(Self { port_v4, port_v6 })
     }
@@ -88,7 +86,7 @@ fn bind(addr: SocketAddr, v6: bool) -> std::io::Result<UdpSocket> {
     Ok(s)
 }
 
-fn spawn(inner: Arc<Inner>, sock: UdpSocket, v6: bool) -> anyhow::Result<()> {
+fn spawn(inner: Arc<Inner>, sock: UdpSocket, v6: bool) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name(format!("rb-reflector{}", if v6 { "6" } else { "4" }))
         .spawn(move || run(inner, sock, v6))?;

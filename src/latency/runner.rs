@@ -2,21 +2,21 @@
 //! load flows together from T0 + DELAY for LENGTH (spec/latency.md §9). Collects the raw data
 //! and hands it to `summary`.
 
-use super::conn::{self, ConnError};
+use super::conn;
+use super::control::{self, ControlData, Welcome};
+use super::error::LatencyError;
 use super::flows::{self, FlowOutcome};
 use super::plan::{Plan, TestKind};
-use super::probe::{self, Live, ProbeConfig};
+use super::probe::{self, Live, ProbeConfig, StreamData};
 use super::summary::{RawFlow, RawRun};
-use crate::net::latency_sockopts as so;
+use crate::net as so;
 use crate::results::latency::LatencyResult;
 use crate::util::progress::Progress;
-use crate::wire::ROUTERBENCH_MAGIC;
 use crate::wire::rb::{self, Direction, Message};
-use std::collections::HashMap;
-use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Address family preference.
@@ -88,26 +88,6 @@ impl TestConfig {
     }
 }
 
-/// Why a test could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum LatencyError {
-    #[error("cannot resolve {host}: {why}")]
-    Resolve { host: String, why: String },
-    #[error(
-        "cannot connect to {addr}: {error} (is `routerbench latency-server` running there, and the port open?)"
-    )]
-    Connect {
-        addr: SocketAddr,
-        error: std::io::Error,
-    },
-    #[error("server {addr} refused the test: {message}")]
-    Refused { addr: SocketAddr, message: String },
-    #[error("invalid settings: {0}")]
-    Config(String),
-    #[error(transparent)]
-    Other(#[from] anyhow::Error),
-}
-
 fn resolve(cfg: &TestConfig) -> Result<SocketAddr, LatencyError> {
     let addrs = (cfg.host.as_str(), cfg.port)
         .to_socket_addrs()
@@ -159,125 +139,41 @@ fn validate(cfg: &TestConfig) -> Result<(), LatencyError> {
     Ok(())
 }
 
-/// What the server granted in its Welcome.
-struct Welcome {
-    session: u64,
-    udp_port: u16,
-    max_duration_ms: u32,
-    max_flows: u8,
-}
-
-/// Opens the control connection: magic, Hello → Welcome. Returns (stream, grant, handshake RTT).
-fn handshake(
-    addr: SocketAddr,
-    timeout: Duration,
-    token: &str,
-) -> Result<(TcpStream, Welcome, Duration), LatencyError> {
-    let mut ctl = TcpStream::connect_timeout(&addr, timeout)
-        .map_err(|error| LatencyError::Connect { addr, error })?;
-    ctl.set_nodelay(true).map_err(anyhow::Error::from)?;
-    ctl.set_read_timeout(Some(timeout))
-        .map_err(anyhow::Error::from)?;
-    ctl.set_write_timeout(Some(timeout))
-        .map_err(anyhow::Error::from)?;
-    let t = Instant::now();
-    let mut hello = ROUTERBENCH_MAGIC.to_vec();
-    hello.extend_from_slice(
-        &Message::Hello {
-            version: rb::VERSION,
-            token: token.to_string(),
-        }
-        .emit(),
-    );
-    ctl.write_all(&hello).map_err(anyhow::Error::from)?;
-    match conn::read_msg(&mut ctl) {
-        Ok(Message::Welcome { session, udp_port, max_duration_ms, max_flows, .. }) => {
-            Ok((ctl, Welcome { session, udp_port, max_duration_ms, max_flows }, t.elapsed()))
-        }
-        Ok(Message::Error { message, .. }) => Err(LatencyError::Refused { addr, message }),
-        Ok(other) => Err(LatencyError::Refused { addr, message: format!("unexpected answer {other:?}") }),
-        Err(ConnError::Closed) => Err(LatencyError::Refused {
-            addr,
-            message: "connection closed during the handshake (an iperf3-only server, or an older routerbench?)".into(),
-        }),
-        Err(ConnError::Timeout) => Err(LatencyError::Refused {
-            addr,
-            message: format!(
-                "no answer to Hello within {timeout:?}: is this an iperf3-only server (iperf3 -s \
-                 waits for its own cookie), or another service on that port?"
-            ),
-        }),
-        Err(e) => Err(LatencyError::Refused { addr, message: format!("no valid Welcome: {e}") }),
-    }
-}
-
-/// What the control reader collected.
-#[derive(Default)]
-struct ControlData {
-    /// flow id → per step (bytes, server TCP RTT µs).
-    steps: HashMap<u8, Vec<(u64, u32)>>,
-    finished: Option<Vec<rb::StreamCount>>,
-    error: Option<String>,
-}
-
-fn control_reader(mut ctl: TcpStream, data: Arc<Mutex<ControlData>>, upload_live: Arc<AtomicU64>) {
-    let _ = ctl.set_read_timeout(Some(Duration::from_millis(500)));
-    let give_up = Instant::now() + Duration::from_secs(4000);
-    while Instant::now() < give_up {
-        match conn::read_msg(&mut ctl) {
-            Ok(Message::StepReport { step, flows }) => {
-                let Ok(mut d) = data.lock() else { return };
-                // The live line shows the latest whole step (reports arrive just after it ends).
-                upload_live.store(flows.iter().map(|f| f.bytes).sum(), Ordering::Relaxed);
-                for f in flows {
-                    let v = d.steps.entry(f.flow).or_default();
-                    let idx = step as usize;
-                    if idx < 100_000 {
-                        if v.len() <= idx {
-                            v.resize(idx + 1, (0, 0));
-                        }
-                        v[idx] = (f.bytes, f.tcp_rtt_us);
-                    }
-                }
-            }
-            Ok(Message::Finished { streams }) => {
-                if let Ok(mut d) = data.lock() {
-                    d.finished = Some(streams);
-                }
-                return;
-            }
-            Ok(Message::Error { message, .. }) => {
-                if let Ok(mut d) = data.lock() {
-                    d.error = Some(format!("server reported: {message}"));
-                }
-                return;
-            }
-            Ok(other) => {
-                if let Ok(mut d) = data.lock() {
-                    d.error = Some(format!("unexpected control message {other:?}"));
-                }
-                return;
-            }
-            Err(ConnError::Timeout) => {}
-            Err(e) => {
-                if let Ok(mut d) = data.lock() {
-                    d.error = Some(format!("control connection lost: {e}"));
-                }
-                return;
-            }
-        }
-    }
-}
-
-/// Runs the test described by `cfg` against the server at `cfg.host:cfg.port`.
+/// Runs the test described by `cfg` against the server at `cfg.host:cfg.port`: set-up
+/// (validate, resolve, handshake, check the grant), start the probes and flows, drive the
+/// timeline, collect what the threads measured, summarise.
 pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResult, LatencyError> {
     validate(cfg)?;
     let plan = Plan::new(cfg.kind, cfg.streams);
     let addr = resolve(cfg)?;
     let started_at = crate::util::time::now_rfc3339();
-    let (mut ctl, welcome, hs_rtt) = handshake(addr, cfg.connect_timeout, &cfg.token)?;
-    let (session, udp_port) = (welcome.session, welcome.udp_port);
-    // Refuse now what the server would refuse after the idle lead-in.
+    let (ctl, welcome, hs_rtt) = control::handshake(addr, cfg.connect_timeout, &cfg.token)?;
+    check_grant(cfg, &plan, addr, &welcome)?;
+    let mut run = start(cfg, &plan, addr, &welcome, ctl, hs_rtt)?;
+    let ended = drive(cfg, &mut run, progress);
+    let collected = collect(run, &ended, progress)?;
+    let raw = assemble(cfg, addr, started_at, &ended, collected);
+    let mut result = raw.summarise();
+    if ended.interrupted {
+        result.interrupted = true;
+        result.notes.push(format!(
+            "interrupted after {:.1} s: {:.1} s of the {:.1} s load were measured; this is a \
+             partial result",
+            ended.t0.elapsed().as_secs_f64(),
+            ended.measured_load.as_secs_f64(),
+            cfg.length.as_secs_f64()
+        ));
+    }
+    Ok(result)
+}
+
+/// Refuses now what the server would refuse after the idle lead-in.
+fn check_grant(
+    cfg: &TestConfig,
+    plan: &Plan,
+    addr: SocketAddr,
+    welcome: &Welcome,
+) -> Result<(), LatencyError> {
     if plan.has_load() && cfg.length.as_millis() > welcome.max_duration_ms as u128 {
         return Err(LatencyError::Refused {
             addr,
@@ -298,12 +194,46 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
             ),
         });
     }
-    let mut notes = Vec::new();
+    Ok(())
+}
+
+/// A test under way: the control connection and the threads that measure.
+struct Running {
+    ctl: TcpStream,
+    hs_rtt: Duration,
+    reader: JoinHandle<()>,
+    control: Arc<Mutex<ControlData>>,
+    upload_live: Arc<AtomicU64>,
+    download_live: Arc<AtomicU64>,
+    live: Arc<Live>,
+    stop: Arc<AtomicBool>,
+    probes: JoinHandle<Result<Vec<StreamData>, LatencyError>>,
+    /// Per flow: its id, what is known of it before it runs (steps still empty), its thread.
+    flows: Vec<(u8, RawFlow, JoinHandle<FlowOutcome>)>,
+    has_load: bool,
+    /// Idle lead-in (zero without load) and the whole probing time.
+    delay: Duration,
+    total: Duration,
+    t0: Instant,
+    t0_ns: u64,
+    load_start: Instant,
+}
+
+/// Opens the flows, starts the control reader, the probes (T0) and the flow threads (they wait
+/// for T0 + DELAY).
+fn start(
+    cfg: &TestConfig,
+    plan: &Plan,
+    addr: SocketAddr,
+    welcome: &Welcome,
+    ctl: TcpStream,
+    hs_rtt: Duration,
+) -> Result<Running, LatencyError> {
     let mut open = Vec::new();
     for (i, fp) in plan.flows.iter().enumerate() {
         open.push(flows::open(
             addr,
-            session,
+            welcome.session,
             i as u8,
             fp,
             cfg.cc.as_deref(),
@@ -313,12 +243,11 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
     let control = Arc::new(Mutex::new(ControlData::default()));
     let upload_live = Arc::new(AtomicU64::new(0));
     let reader = {
-        let r = ctl.try_clone().map_err(anyhow::Error::from)?;
+        let r = ctl.try_clone()?;
         let (c, u) = (control.clone(), upload_live.clone());
         std::thread::Builder::new()
             .name("rb-control".into())
-            .spawn(move || control_reader(r, c, u))
-            .map_err(anyhow::Error::from)?
+            .spawn(move || control::control_reader(r, c, u))?
     };
     let has_load = plan.has_load();
     let (delay, total) = if has_load {
@@ -329,8 +258,8 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
     let live = Arc::new(Live::default());
     let stop = Arc::new(AtomicBool::new(false));
     let pcfg = ProbeConfig {
-        reflector: SocketAddr::new(addr.ip(), udp_port),
-        session,
+        reflector: SocketAddr::new(addr.ip(), welcome.udp_port),
+        session: welcome.session,
         interval: cfg.probe_interval,
         size: cfg.probe_size,
         duration: total,
@@ -338,8 +267,7 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
     };
     let t0_ns = so::realtime_ns();
     let t0 = Instant::now();
-    let probes = probe::spawn(pcfg, plan.probes.clone(), live.clone(), stop.clone())
-        .map_err(anyhow::Error::from)?;
+    let probes = probe::spawn(pcfg, plan.probes.clone(), live.clone(), stop.clone())?;
     let load_start = t0 + delay;
     let download_live = Arc::new(AtomicU64::new(0));
     let mut handles = Vec::new();
@@ -351,21 +279,56 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
             Arc::new(AtomicU64::new(0))
         };
         let (len, step, st) = (cfg.length, cfg.step, stop.clone());
-        let meta = (
-            f.plan.clone(),
-            f.tos_client,
-            f.tos_server,
-            f.cc_client.clone(),
-            f.cc_server.clone(),
-        );
+        let known = RawFlow {
+            plan: f.plan.clone(),
+            tos_client: f.tos_client,
+            tos_server: Some(f.tos_server),
+            cc_client: f.cc_client.clone(),
+            cc_server: Some(f.cc_server.clone()),
+            steps: Vec::new(),
+        };
         let h = std::thread::Builder::new()
             .name(format!("rb-flow{id}"))
-            .spawn(move || flows::run(f, load_start, len, step, counter, st))
-            .map_err(anyhow::Error::from)?;
-        handles.push((id, meta, h));
+            .spawn(move || flows::run(f, load_start, len, step, counter, st))?;
+        handles.push((id, known, h));
     }
+    Ok(Running {
+        ctl,
+        hs_rtt,
+        reader,
+        control,
+        upload_live,
+        download_live,
+        live,
+        stop,
+        probes,
+        flows: handles,
+        has_load,
+        delay,
+        total,
+        t0,
+        t0_ns,
+        load_start,
+    })
+}
+
+/// How the timeline ended.
+struct Ended {
+    /// Why the test stopped early (a control error), if it did.
+    failure: Option<String>,
+    interrupted: bool,
+    /// The load measured, in whole steps (all of it unless interrupted).
+    measured_load: Duration,
+    /// T0, for the time the interrupted test ran.
+    t0: Instant,
+}
+
+/// Walks the timeline step by step: sends Start ahead of T0 + DELAY, shows the live line,
+/// stops early on an interruption or a control error.
+fn drive(cfg: &TestConfig, run: &mut Running, progress: &dyn Progress) -> Ended {
+    let (t0, delay, load_start, has_load) = (run.t0, run.delay, run.load_start, run.has_load);
     // Start: sent 100 ms ahead, minus half the handshake RTT, so both ends begin together.
-    let steps_total = (total.as_secs_f64() / cfg.step.as_secs_f64()).round() as u64;
+    let steps_total = (run.total.as_secs_f64() / cfg.step.as_secs_f64()).round() as u64;
     progress.phase(cfg.kind.flent_name(), steps_total);
     let lead = Duration::from_millis(100).min(delay);
     let mut start_sent = !has_load;
@@ -386,13 +349,13 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
         if !start_sent && now + lead >= load_start {
             let start_in = load_start
                 .saturating_duration_since(now)
-                .saturating_sub(hs_rtt / 2);
+                .saturating_sub(run.hs_rtt / 2);
             let m = Message::Start {
                 start_in_us: start_in.as_micros() as u32,
                 duration_ms: cfg.length.as_millis() as u32,
                 step_ms: cfg.step.as_millis() as u16,
             };
-            if let Err(e) = conn::write_msg(&mut ctl, &m) {
+            if let Err(e) = conn::write_msg(&mut run.ctl, &m) {
                 failure = Some(format!("cannot send Start: {e}"));
                 break;
             }
@@ -412,11 +375,11 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
         }
         k += 1;
         let (up, down) = (
-            upload_live.load(Ordering::Relaxed),
-            download_live.load(Ordering::Relaxed),
+            run.upload_live.load(Ordering::Relaxed),
+            run.download_live.load(Ordering::Relaxed),
         );
         let mbps = |b: u64| b as f64 * 8.0 / cfg.step.as_secs_f64() / 1e6;
-        let rtt = live.last_rtt_us.load(Ordering::Relaxed) as f64 / 1e3;
+        let rtt = run.live.last_rtt_us.load(Ordering::Relaxed) as f64 / 1e3;
         progress.step(
             k,
             &format!(
@@ -431,14 +394,14 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
             ),
         );
         last_down = down;
-        let error = control.lock().ok().and_then(|d| d.error.clone());
+        let error = run.control.lock().ok().and_then(|d| d.error.clone());
         if let Some(e) = error {
             failure = Some(e);
             break;
         }
     }
     if failure.is_some() || was_interrupted {
-        stop.store(true, Ordering::SeqCst);
+        run.stop.store(true, Ordering::SeqCst);
     }
     // The load measured before an interruption, in whole steps.
     let measured_load = if was_interrupted {
@@ -448,91 +411,134 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
     } else {
         cfg.length
     };
-    let streams = probes
+    Ended {
+        failure,
+        interrupted: was_interrupted,
+        measured_load,
+        t0,
+    }
+}
+
+/// What the threads and the server measured, once they are done.
+struct Collected {
+    streams: Vec<StreamData>,
+    flows: Vec<(u8, RawFlow, FlowOutcome)>,
+    control: ControlData,
+    t0_ns: u64,
+    has_load: bool,
+    notes: Vec<String>,
+}
+
+/// Joins the probe and flow threads, sends Finish and waits (5 s at most) for the server's
+/// probe counts. A control error aborts the test unless it came after an interruption.
+fn collect(
+    run: Running,
+    ended: &Ended,
+    progress: &dyn Progress,
+) -> Result<Collected, LatencyError> {
+    let mut notes = Vec::new();
+    let streams = run
+        .probes
         .join()
-        .map_err(|_| anyhow::anyhow!("probe thread panicked"))??;
-    let mut raw_flows = Vec::new();
-    let mut outcomes: Vec<(u8, FlowOutcome)> = Vec::new();
-    for (id, meta, h) in handles {
-        let out = h
-            .join()
-            .map_err(|_| anyhow::anyhow!("flow thread panicked"))?;
+        .map_err(|_| LatencyError::Panicked("probe"))??;
+    let mut flows = Vec::new();
+    for (id, known, h) in run.flows {
+        let out = h.join().map_err(|_| LatencyError::Panicked("flow"))?;
         if let Some(e) = &out.error {
             notes.push(e.clone());
         }
-        outcomes.push((id, out));
-        raw_flows.push((id, meta));
+        flows.push((id, known, out));
     }
     progress.finish();
+    let mut ctl = run.ctl;
     let _ = conn::write_msg(&mut ctl, &Message::Finish);
     let give_up = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < give_up && !reader.is_finished() {
+    while Instant::now() < give_up && !run.reader.is_finished() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let data = std::mem::take(
-        &mut *control
+        &mut *run
+            .control
             .lock()
-            .map_err(|_| anyhow::anyhow!("control data poisoned"))?,
+            .map_err(|_| LatencyError::Poisoned("control data"))?,
     );
-    match failure.or(data.error.clone()) {
+    match ended.failure.clone().or(data.error.clone()) {
         // Ending early can make the server complain; the measurement still stands.
-        Some(f) if was_interrupted => notes.push(format!("server after the interruption: {f}")),
-        Some(f) => return Err(LatencyError::Other(anyhow::anyhow!("test aborted: {f}"))),
+        Some(f) if ended.interrupted => notes.push(format!("server after the interruption: {f}")),
+        Some(f) => return Err(LatencyError::Aborted(f)),
         None => {}
     }
+    Ok(Collected {
+        streams,
+        flows,
+        control: data,
+        t0_ns: run.t0_ns,
+        has_load: run.has_load,
+        notes,
+    })
+}
+
+/// Puts the client's and the server's figures of each flow side by side per step (the
+/// receiver's bytes, the sender's TCP RTT) and the reflector's counts per probe stream.
+fn assemble(
+    cfg: &TestConfig,
+    addr: SocketAddr,
+    started_at: String,
+    ended: &Ended,
+    c: Collected,
+) -> RawRun {
+    let Collected {
+        streams,
+        flows,
+        control: data,
+        t0_ns,
+        has_load,
+        mut notes,
+    } = c;
     let counts = data.finished.clone().unwrap_or_else(|| {
         notes.push("server sent no probe counts: loss is not split by direction".into());
         Vec::new()
     });
-    let steps = (measured_load.as_secs_f64() / cfg.step.as_secs_f64())
+    let steps = (ended.measured_load.as_secs_f64() / cfg.step.as_secs_f64())
         .round()
         .max(1.0) as usize;
-    let flows = raw_flows
+    let flows = flows
         .into_iter()
-        .zip(outcomes)
-        .map(
-            |((id, (plan, tos_client, tos_server, cc_client, cc_server)), (_, out))| {
-                let server = data.steps.get(&id).cloned().unwrap_or_default();
-                let per_step = (0..steps)
-                    .map(|k| {
-                        let (sb, srtt) = server.get(k).copied().unwrap_or((0, 0));
-                        match plan.direction {
-                            Direction::Upload => (sb, out.rtt_per_step.get(k).copied().flatten()),
-                            Direction::Download => {
-                                (out.bytes_per_step.get(k).copied().unwrap_or(0), Some(srtt))
-                            }
+        .map(|(id, known, out)| {
+            let server = data.steps.get(&id).cloned().unwrap_or_default();
+            let per_step = (0..steps)
+                .map(|k| {
+                    let (sb, srtt) = server.get(k).copied().unwrap_or((0, 0));
+                    match known.plan.direction {
+                        Direction::Upload => (sb, out.rtt_per_step.get(k).copied().flatten()),
+                        Direction::Download => {
+                            (out.bytes_per_step.get(k).copied().unwrap_or(0), Some(srtt))
                         }
-                    })
-                    .collect();
-                RawFlow {
-                    plan,
-                    tos_client,
-                    tos_server: Some(tos_server),
-                    cc_client,
-                    cc_server: Some(cc_server),
-                    steps: per_step,
-                }
-            },
-        )
+                    }
+                })
+                .collect();
+            RawFlow {
+                steps: per_step,
+                ..known
+            }
+        })
         .collect();
-    let reflector_counts = streams
-        .iter()
-        .enumerate()
-        .map(|(i, _)| {
+    let reflector_counts = (0..streams.len())
+        .map(|i| {
             counts
                 .iter()
                 .find(|c| c.stream as usize == i)
                 .map(|c| (c.received, c.reflected))
         })
         .collect();
-    let raw = RawRun {
+    RawRun {
         test: cfg.kind.flent_name().into(),
         host: cfg.host.clone(),
         port: cfg.port,
         ip_version: if addr.is_ipv6() { 6 } else { 4 },
         started_at,
         t0_ns,
-        length_s: measured_load.as_secs_f64(),
+        length_s: ended.measured_load.as_secs_f64(),
         delay_s: cfg.delay.as_secs_f64(),
         step_s: cfg.step.as_secs_f64(),
         has_load,
@@ -543,38 +549,5 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
         probes: streams,
         reflector_counts,
         notes,
-    };
-    let mut result = raw.summarise();
-    if was_interrupted {
-        result.interrupted = true;
-        result.notes.push(format!(
-            "interrupted after {:.1} s: {:.1} s of the {:.1} s load were measured; this is a \
-             partial result",
-            t0.elapsed().as_secs_f64(),
-            measured_load.as_secs_f64(),
-            cfg.length.as_secs_f64()
-        ));
     }
-    Ok(result)
-}
-
-/// Runs `cfg` against a server started in this process on loopback (`routerbench run`).
-pub fn run_loopback(
-    cfg: &TestConfig,
-    progress: &dyn Progress,
-) -> Result<LatencyResult, LatencyError> {
-    let bind: SocketAddr = if cfg.ip == IpPref::V6 {
-        "[::1]:0"
-    } else {
-        "127.0.0.1:0"
-    }
-    .parse()
-    .map_err(|e| LatencyError::Config(format!("{e}")))?;
-    let (addr, service) = super::server::spawn_in_process(bind, super::server::Bounds::default())?;
-    let mut c = cfg.clone();
-    c.host = addr.ip().to_string();
-    c.port = addr.port();
-    let r = run_test(&c, progress);
-    service.shutdown();
-    r
 }

@@ -7,151 +7,17 @@
 //! logged, its slot freed, and the others keep going.
 
 use super::conn::{self, ConnError};
+use super::error::ServiceError;
 use super::reflector::Reflector;
-use crate::net::latency_sockopts as so;
+pub use super::state::{Bounds, ForeignFn, LogSink, MAX_STREAMS};
+use super::state::{Inner, ProbeState, Session};
+use crate::net as so;
 use crate::wire::rb::{self, Direction, ErrorCode, FlowStep, Message};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
-
-/// Limits of one server.
-#[derive(Debug, Clone)]
-pub struct Bounds {
-    /// Concurrent sessions (control connections).
-    pub max_sessions: usize,
-    /// Load flows per session.
-    pub max_flows: u8,
-    /// Longest load phase a client may ask for; the session lives at most this plus slack.
-    pub max_duration: Duration,
-    /// Time a client has to send the magic and its first message.
-    pub handshake_timeout: Duration,
-    /// Time a session may stay silent between Hello, Start and Finish (covers the longest idle
-    /// lead-in or tail a client may ask for, 60 s) before it is dropped.
-    pub idle_timeout: Duration,
-    /// Probes per second per session that the reflector answers (token bucket).
-    pub probe_rate: u32,
-    /// Token-bucket depth.
-    pub probe_burst: u32,
-    /// UDP port of the reflector (0 = ephemeral). Never the iperf3 port.
-    pub udp_port: u16,
-    /// Address the reflector binds; None = the wildcard of each family.
-    pub udp_bind: Option<IpAddr>,
-    /// Sessions one client address may hold at once.
-    pub max_sessions_per_host: usize,
-    /// Shared secret every Hello must carry (`--token`); None = open.
-    pub token: Option<String>,
-}
-
-impl Default for Bounds {
-    fn default() -> Self {
-        Self {
-            max_sessions: 16,
-            max_flows: 32,
-            max_duration: Duration::from_secs(600),
-            handshake_timeout: Duration::from_secs(5),
-            idle_timeout: Duration::from_secs(90),
-            probe_rate: 1000,
-            probe_burst: 200,
-            udp_port: 0,
-            udp_bind: None,
-            max_sessions_per_host: 4,
-            token: None,
-        }
-    }
-}
-
-/// One load flow as the server holds it.
-pub(crate) struct FlowHandle {
-    pub id: u8,
-    pub direction: Direction,
-    /// Bytes received (uploads) since the flow started.
-    pub bytes: Arc<AtomicU64>,
-    /// A clone of the socket, for TCP_INFO.
-    pub sock: TcpStream,
-}
-
-/// Probe counts and the last kernel send stamp, per stream.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct StreamState {
-    pub received: u32,
-    pub reflected: u32,
-    pub prev_tx: Option<(u32, u64)>,
-}
-
-/// The reflector's per-session state.
-pub(crate) struct ProbeState {
-    pub tokens: f64,
-    pub last_refill: Instant,
-    pub streams: HashMap<u8, StreamState>,
-}
-
-pub(crate) struct Session {
-    pub id: u64,
-    pub peer_ip: IpAddr,
-    pub deadline: Instant,
-    pub abort: AtomicBool,
-    /// (start instant, duration) once Start arrived.
-    pub start: Mutex<Option<(Instant, Duration)>>,
-    pub start_cv: Condvar,
-    pub flows: Mutex<Vec<FlowHandle>>,
-    pub probes: Mutex<ProbeState>,
-}
-
-/// Most streams a session may probe with.
-pub const MAX_STREAMS: usize = 16;
-
-pub(crate) struct Inner {
-    pub bounds: Bounds,
-    pub sessions: Mutex<HashMap<u64, Arc<Session>>>,
-    events: Mutex<VecDeque<String>>,
-    /// Where log lines go (the server command's sink); none: kept in `events` only, so an
-    /// in-process server (`run`, `lab run`) never writes into its command's report.
-    log_to: Mutex<Option<LogFn>>,
-    /// Takes the source of a datagram on the reflector's port that is not a probe (an iperf3
-    /// UDP hello when the reflector shares the iperf3 port); true if it was taken.
-    pub(crate) foreign: Mutex<Option<ForeignFn>>,
-    /// At most 20 stderr lines a second: a flood of bad connections must not fill the log.
-    logcap: crate::server::logcap::LogCap,
-    pub shutdown: AtomicBool,
-}
-
-/// Receives the source address of a datagram that is not a probe.
-pub type ForeignFn = Arc<dyn Fn(std::net::SocketAddr) -> bool + Send + Sync>;
-
-/// Receives the service's log lines.
-pub type LogFn = Arc<dyn Fn(&str) + Send + Sync>;
-
-impl Inner {
-    /// Logs a server event to the log hook (if any) and keeps the last 256 for inspection.
-    pub fn log(&self, msg: String) {
-        let hook = self.log_to.lock().ok().and_then(|h| h.clone());
-        if let Some(hook) = hook {
-            // At most 20 lines a second: a flood of bad connections must not fill the log.
-            if let Some(n) = self.logcap.flush() {
-                hook(&format!("{n} more lines not logged (at most 20 a second)"));
-            }
-            if self.logcap.admit() {
-                hook(&msg);
-            }
-        }
-        self.note(msg);
-    }
-
-    /// Keeps an event for inspection without logging it.
-    pub fn note(&self, msg: String) {
-        if let Ok(mut ev) = self.events.lock() {
-            if ev.len() >= 256 {
-                ev.pop_front();
-            }
-            ev.push_back(msg);
-        }
-    }
-    pub fn session(&self, id: u64) -> Option<Arc<Session>> {
-        self.sessions.lock().ok()?.get(&id).cloned()
-    }
-}
 
 /// The routerbench-protocol service: sessions, limits and the UDP reflector.
 #[derive(Clone)]
@@ -172,16 +38,8 @@ impl Drop for StopOnDrop {
 
 impl Service {
     /// Starts the reflector threads and returns the service. Fails if no UDP port can be bound.
-    pub fn new(bounds: Bounds) -> anyhow::Result<Self> {
-        let inner = Arc::new(Inner {
-            bounds,
-            sessions: Mutex::new(HashMap::new()),
-            events: Mutex::new(VecDeque::new()),
-            log_to: Mutex::new(None),
-            foreign: Mutex::new(None),
-            logcap: crate::server::logcap::LogCap::new(20),
-            shutdown: AtomicBool::new(false),
-        });
+    pub fn new(bounds: Bounds) -> Result<Self, ServiceError> {
+        let inner = Arc::new(Inner::new(bounds));
         let reflector = Arc::new(Reflector::start(inner.clone())?);
         let stop = Arc::new(StopOnDrop(inner.clone()));
         Ok(Self {
@@ -196,11 +54,9 @@ impl Service {
         self.reflector.port(v6)
     }
 
-    /// Sends log lines (one per session, and refusals) to `hook`.
-    pub fn set_log(&self, hook: LogFn) {
-        if let Ok(mut h) = self.inner.log_to.lock() {
-            *h = Some(hook);
-        }
+    /// Sends log lines (one per session, and refusals) to `sink` (a closure `Fn(&str)` is one).
+    pub fn set_log(&self, sink: Arc<dyn LogSink>) {
+        self.inner.set_log(sink);
     }
 
     /// Hands datagrams that are not probes to `hook` (the iperf3 server's UDP hellos when
@@ -218,119 +74,28 @@ impl Service {
 
     /// The last logged events (oldest first).
     pub fn events(&self) -> Vec<String> {
-        self.inner
-            .events
-            .lock()
-            .map(|e| e.iter().cloned().collect())
-            .unwrap_or_default()
+        self.inner.events()
     }
 
-    /// Stops the reflector threads (the accept loop of `serve_standalone` stops too).
+    /// Stops the reflector threads (the shared server hosting the service stops too).
     pub fn shutdown(&self) {
         self.inner.shutdown.store(true, Ordering::SeqCst);
     }
 
+    /// A control connection: admission (token, version, reflector, limits), the session, and
+    /// its clean-up whatever the outcome.
     fn control(
         &self,
         mut stream: TcpStream,
         peer: SocketAddr,
         version: u16,
         token: &str,
-    ) -> anyhow::Result<()> {
-        let b = &self.inner.bounds;
-        if let Some(want) = &b.token {
-            if !token_matches(want, token) {
-                let msg = if token.is_empty() {
-                    "this server requires a token (client --token)"
-                } else {
-                    "wrong token"
-                };
-                self.inner.log(format!("{peer}: refused: {msg}"));
-                let _ = conn::write_msg(
-                    &mut stream,
-                    &Message::error(ErrorCode::Unauthorized, msg.to_string()),
-                );
-                return Ok(());
-            }
-        }
-        if version != rb::VERSION {
-            let msg = format!(
-                "client speaks protocol version {version}, this server speaks {}",
-                rb::VERSION
-            );
-            self.inner.log(format!("{peer}: refused: {msg}"));
-            let _ = conn::write_msg(
-                &mut stream,
-                &Message::error(ErrorCode::UnsupportedVersion, msg),
-            );
-            return Ok(());
-        }
-        let v6 = peer.ip().is_ipv6() && !is_mapped(peer.ip());
-        let Some(udp_port) = self.udp_port(v6) else {
-            let msg = format!("no UDP reflector for IPv{}", if v6 { 6 } else { 4 });
-            let _ = conn::write_msg(
-                &mut stream,
-                &Message::error(ErrorCode::BadRequest, msg.clone()),
-            );
-            self.inner.log(format!("{peer}: refused: {msg}"));
+    ) -> Result<(), ServiceError> {
+        let Some(udp_port) = self.admit(&mut stream, peer, version, token) else {
             return Ok(());
         };
-        let session = {
-            let mut map = self
-                .inner
-                .sessions
-                .lock()
-                .map_err(|_| anyhow::anyhow!("session table poisoned"))?;
-            if map.len() >= b.max_sessions {
-                drop(map);
-                let msg = format!(
-                    "all {} session slots are in use: retry later",
-                    b.max_sessions
-                );
-                self.inner.log(format!("{peer}: refused: {msg}"));
-                let _ = conn::write_msg(&mut stream, &Message::error(ErrorCode::Busy, msg));
-                return Ok(());
-            }
-            let mine = map
-                .values()
-                .filter(|s| so::same_ip(s.peer_ip, peer.ip()))
-                .count();
-            if mine >= b.max_sessions_per_host {
-                drop(map);
-                let msg = format!(
-                    "{mine} sessions from this address already (limit {} per host): retry later",
-                    b.max_sessions_per_host
-                );
-                self.inner.log(format!("{peer}: refused: {msg}"));
-                let _ = conn::write_msg(&mut stream, &Message::error(ErrorCode::Busy, msg));
-                return Ok(());
-            }
-            let id = loop {
-                let id = conn::random_u64();
-                if id != 0 && !map.contains_key(&id) {
-                    break id;
-                }
-            };
-            let s = Arc::new(Session {
-                id,
-                peer_ip: peer.ip(),
-                // The load, up to 60 s of idle lead-in and tail each, and slack.
-                deadline: Instant::now()
-                    + b.max_duration
-                    + Duration::from_secs(120)
-                    + b.idle_timeout,
-                abort: AtomicBool::new(false),
-                start: Mutex::new(None),
-                start_cv: Condvar::new(),
-                flows: Mutex::new(Vec::new()),
-                probes: Mutex::new(ProbeState {
-                    tokens: b.probe_burst as f64,
-                    last_refill: Instant::now(),
-                    streams: HashMap::new(),
-                }),
-            });
-            map.insert(id, s.clone());
-            s
+        let Some(session) = self.open_session(&mut stream, peer)? else {
+            return Ok(());
         };
         let opened = Instant::now();
         self.inner
@@ -357,12 +122,117 @@ impl Service {
         outcome
     }
 
+    /// Refuses (with a reason, logged) a wrong token, another protocol version or a family
+    /// without a reflector; otherwise the reflector's UDP port for this client.
+    fn admit(
+        &self,
+        stream: &mut TcpStream,
+        peer: SocketAddr,
+        version: u16,
+        token: &str,
+    ) -> Option<u16> {
+        if let Some(want) = &self.inner.bounds.token {
+            if !token_matches(want, token) {
+                let msg = if token.is_empty() {
+                    "this server requires a token (client --token)"
+                } else {
+                    "wrong token"
+                };
+                self.inner.log(format!("{peer}: refused: {msg}"));
+                let _ = conn::write_msg(
+                    stream,
+                    &Message::error(ErrorCode::Unauthorized, msg.to_string()),
+                );
+                return None;
+            }
+        }
+        if version != rb::VERSION {
+            let msg = format!(
+                "client speaks protocol version {version}, this server speaks {}",
+                rb::VERSION
+            );
+            self.inner.log(format!("{peer}: refused: {msg}"));
+            let _ = conn::write_msg(stream, &Message::error(ErrorCode::UnsupportedVersion, msg));
+            return None;
+        }
+        let v6 = peer.ip().is_ipv6() && !is_mapped(peer.ip());
+        let Some(udp_port) = self.udp_port(v6) else {
+            let msg = format!("no UDP reflector for IPv{}", if v6 { 6 } else { 4 });
+            let _ = conn::write_msg(stream, &Message::error(ErrorCode::BadRequest, msg.clone()));
+            self.inner.log(format!("{peer}: refused: {msg}"));
+            return None;
+        };
+        Some(udp_port)
+    }
+
+    /// Takes a session slot (server-wide and per-host limits; a full table is refused with a
+    /// reason, logged): the new session, or None if refused.
+    fn open_session(
+        &self,
+        stream: &mut TcpStream,
+        peer: SocketAddr,
+    ) -> Result<Option<Arc<Session>>, ServiceError> {
+        let b = &self.inner.bounds;
+        let mut map = self
+            .inner
+            .sessions
+            .lock()
+            .map_err(|_| ServiceError::Poisoned("session table"))?;
+        if map.len() >= b.max_sessions {
+            drop(map);
+            let msg = format!(
+                "all {} session slots are in use: retry later",
+                b.max_sessions
+            );
+            self.inner.log(format!("{peer}: refused: {msg}"));
+            let _ = conn::write_msg(stream, &Message::error(ErrorCode::Busy, msg));
+            return Ok(None);
+        }
+        let mine = map
+            .values()
+            .filter(|s| so::same_ip(s.peer_ip, peer.ip()))
+            .count();
+        if mine >= b.max_sessions_per_host {
+            drop(map);
+            let msg = format!(
+                "{mine} sessions from this address already (limit {} per host): retry later",
+                b.max_sessions_per_host
+            );
+            self.inner.log(format!("{peer}: refused: {msg}"));
+            let _ = conn::write_msg(stream, &Message::error(ErrorCode::Busy, msg));
+            return Ok(None);
+        }
+        let id = loop {
+            let id = conn::random_u64();
+            if id != 0 && !map.contains_key(&id) {
+                break id;
+            }
+        };
+        let s = Arc::new(Session {
+            id,
+            peer_ip: peer.ip(),
+            // The load, up to 60 s of idle lead-in and tail each, and slack.
+            deadline: Instant::now() + b.max_duration + Duration::from_secs(120) + b.idle_timeout,
+            abort: AtomicBool::new(false),
+            start: Mutex::new(None),
+            start_cv: Condvar::new(),
+            flows: Mutex::new(Vec::new()),
+            probes: Mutex::new(ProbeState {
+                tokens: b.probe_burst as f64,
+                last_refill: Instant::now(),
+                streams: HashMap::new(),
+            }),
+        });
+        map.insert(id, s.clone());
+        Ok(Some(s))
+    }
+
     fn run_session(
         &self,
         stream: &mut TcpStream,
         s: &Arc<Session>,
         udp_port: u16,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), ServiceError> {
         let b = &self.inner.bounds;
         conn::write_msg(
             stream,
@@ -377,22 +247,22 @@ impl Service {
         loop {
             let left = s.deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                anyhow::bail!("session exceeded its time limit");
+                return Err(ServiceError::TimeLimit);
             }
             // One deadline per message, not per read: a client dribbling bytes cannot keep
             // the session past its idle timeout or its lifetime.
             let msg = match conn::read_msg_by(stream, Instant::now() + left.min(b.idle_timeout)) {
                 Ok(m) => m,
-                Err(ConnError::Closed) => anyhow::bail!("client vanished (connection closed)"),
+                Err(ConnError::Closed) => return Err(ServiceError::Vanished),
                 Err(ConnError::Timeout) => {
-                    anyhow::bail!("client silent for {:?}", left.min(b.idle_timeout))
+                    return Err(ServiceError::Silent(left.min(b.idle_timeout)));
                 }
                 Err(e) => {
                     let _ = conn::write_msg(
                         stream,
                         &Message::error(ErrorCode::BadRequest, e.to_string()),
                     );
-                    anyhow::bail!("bad control message: {e}");
+                    return Err(ServiceError::BadMessage(e));
                 }
             };
             match msg {
@@ -414,7 +284,7 @@ impl Service {
                             stream,
                             &Message::error(ErrorCode::LimitExceeded, m.clone()),
                         );
-                        anyhow::bail!("{m}");
+                        return Err(ServiceError::Rejected(m));
                     }
                     let start = Instant::now() + Duration::from_micros(start_in_us as u64);
                     if let Ok(mut st) = s.start.lock() {
@@ -454,7 +324,7 @@ impl Service {
                     let m = format!("unexpected message {other:?} on a control connection");
                     let _ =
                         conn::write_msg(stream, &Message::error(ErrorCode::BadRequest, m.clone()));
-                    anyhow::bail!("{m}");
+                    return Err(ServiceError::Rejected(m));
                 }
             }
         }
@@ -468,7 +338,7 @@ impl Service {
         start: Instant,
         duration: Duration,
         step: Duration,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), ServiceError> {
         stream.set_write_timeout(Some(Duration::from_secs(5)))?;
         let steps = (duration.as_secs_f64() / step.as_secs_f64())
             .round()
@@ -478,7 +348,7 @@ impl Service {
             let at = start + step * (k + 1);
             while let Some(left) = at.checked_duration_since(Instant::now()) {
                 if s.abort.load(Ordering::SeqCst) || self.inner.shutdown.load(Ordering::SeqCst) {
-                    anyhow::bail!("aborted");
+                    return Err(ServiceError::Aborted);
                 }
                 std::thread::sleep(left.min(Duration::from_millis(50)));
             }
@@ -502,7 +372,7 @@ impl Service {
                 Err(_) => Vec::new(),
             };
             conn::write_msg(stream, &Message::StepReport { step: k, flows })
-                .map_err(|e| anyhow::anyhow!("client vanished during the load phase ({e})"))?;
+                .map_err(ServiceError::VanishedInLoad)?;
         }
         Ok(())
     }
@@ -522,15 +392,21 @@ pub(crate) fn is_mapped(ip: IpAddr) -> bool {
     matches!(ip, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some())
 }
 
-impl crate::server::ProtocolHandler for Service {
-    fn handle(&self, mut stream: TcpStream, _prefix: &[u8]) -> anyhow::Result<()> {
+impl crate::service::ProtocolHandler for Service {
+    fn handle(
+        &self,
+        mut stream: TcpStream,
+        _prefix: &[u8],
+    ) -> Result<(), crate::service::HandlerError> {
         let peer = stream.peer_addr()?;
         let b = &self.inner.bounds;
         stream.set_write_timeout(Some(b.handshake_timeout))?;
         let _ = stream.set_nodelay(true);
         // The whole first message within the handshake deadline, however it is dribbled.
         match conn::read_msg_by(&mut stream, Instant::now() + b.handshake_timeout) {
-            Ok(Message::Hello { version, token }) => self.control(stream, peer, version, &token),
+            Ok(Message::Hello { version, token }) => {
+                Ok(self.control(stream, peer, version, &token)?)
+            }
             Ok(Message::LoadHello {
                 version,
                 session,
@@ -538,7 +414,7 @@ impl crate::server::ProtocolHandler for Service {
                 direction,
                 tos,
                 cc,
-            }) => self.load(stream, peer, version, session, flow, direction, tos, cc),
+            }) => Ok(self.load(stream, peer, version, session, flow, direction, tos, cc)?),
             Ok(other) => {
                 let m = format!("expected Hello or LoadHello first, got {other:?}");
                 let _ = conn::write_msg(
@@ -562,5 +438,3 @@ impl crate::server::ProtocolHandler for Service {
         }
     }
 }
-
-pub use super::standalone::{serve_standalone, spawn_in_process};

@@ -2,10 +2,11 @@
 //! model: RTTs from kernel timestamps, one-way delays through the clock offset, loss per
 //! direction, per-series statistics, idle vs loaded latency, grade and round trips per minute. No I/O.
 
+use super::figures as stats;
 use super::plan::{FlowPlan, ProbeKind, dir_word};
 use super::probe::{RawProbe, StreamData};
-use super::stats::{self, Exchange};
 use crate::results::latency::*;
+use crate::stats::{Exchange, clock_offset};
 use crate::wire::rb::Direction;
 
 /// One load flow as the runner collected it.
@@ -82,7 +83,7 @@ impl RawRun {
     }
 
     /// Offset at the start (idle lead-in) and end (idle tail) from the UDP probes.
-    fn clock(&self) -> Option<(ClockSync, f64, f64)> {
+    fn clock(&self) -> Option<Clock> {
         let (head_end, tail_start) = if self.has_load {
             (self.delay_s, self.delay_s + self.length_s)
         } else {
@@ -101,9 +102,9 @@ impl RawRun {
                 }
             }
         }
-        let (start, used, at_head) = stats::clock_offset(&head)?;
+        let (start, used, at_head) = clock_offset(&head)?;
         let t_head = self.t_of(at_head);
-        let tail_est = stats::clock_offset(&tail);
+        let tail_est = clock_offset(&tail);
         let end = tail_est.map(|(o, _, _)| o);
         let t_tail = tail_est.map(|(_, _, at)| self.t_of(at)).unwrap_or(t_head);
         let drift_ppm = end
@@ -118,7 +119,8 @@ impl RawRun {
         Some((sync, t_head, t_tail))
     }
 
-    /// Builds the result.
+    /// Builds the result: the clock fit, then each probe series, each flow, and the summary
+    /// over all of them.
     pub fn summarise(mut self) -> LatencyResult {
         let clock = self.clock();
         if let Some(d) = clock
@@ -131,126 +133,167 @@ impl RawRun {
                  are corrected linearly but less certain (NTP stepping the clock during the test?)"
             ));
         }
-        // Offset (ns) at time t: linear between the head and tail estimates (drift correction).
-        let offset_at = |t: f64| -> Option<f64> {
-            let (c, th, tt) = clock.as_ref()?;
-            let start = c.offset_ms * 1e6;
-            Some(match c.offset_end_ms {
-                Some(end) if tt > th => start + (end * 1e6 - start) * (t - th) / (tt - th),
-                _ => start,
-            })
-        };
+        let mut pools = Pools::default();
         let mut probes = Vec::new();
-        let (mut idle_all, mut loaded_all, mut loaded_user, mut up_l, mut down_l, mut user_delay) =
-            (vec![], vec![], vec![], vec![], vec![], vec![]);
-        for (idx, s) in self.probes.iter().enumerate() {
-            let udp = s.plan.kind == ProbeKind::Udp;
-            let mut points = Vec::with_capacity(s.samples.len());
-            let (mut n_kernel_tx, mut n_kernel_rx, mut received) = (0usize, 0usize, 0u32);
-            for p in &s.samples {
-                let t = self.t_of(p.send_user_ns);
-                let mut pt = ProbePoint {
-                    t,
-                    seq: p.seq,
-                    rtt_ms: None,
-                    rtt_user_ms: None,
-                    owd_up_ms: None,
-                    owd_down_ms: None,
-                    user_delay_ms: None,
-                    server_ms: None,
-                };
-                if let Some(recv_user) = p.recv_user_ns {
-                    received += 1;
-                    n_kernel_tx += p.send_kernel_ns.is_some() as usize;
-                    n_kernel_rx += p.recv_kernel_ns.is_some() as usize;
-                    let send = p.send_kernel_ns.unwrap_or(p.send_user_ns);
-                    let recv = p.recv_kernel_ns.unwrap_or(recv_user);
-                    pt.rtt_user_ms = Some(ms(recv_user as i64 - p.send_user_ns as i64));
-                    if let (Some(k), Some(sk)) = (p.recv_kernel_ns, p.send_kernel_ns) {
-                        pt.user_delay_ms = Some(ms((recv_user - k.min(recv_user)) as i64
-                            + (sk as i64 - p.send_user_ns as i64).max(0)));
-                    }
-                    pt.rtt_ms = Some(ms(recv as i64 - send as i64));
-                    if let Some(e) = exchange(p).filter(|_| udp) {
-                        pt.rtt_ms = Some(ms(e.rtt_ns()));
-                        pt.server_ms = Some(ms(e.server_tx as i64 - e.server_rx as i64));
-                        if let Some(off) = offset_at(t) {
-                            // Integer differences first: absolute ns lose precision in an f64.
-                            let up = (e.server_rx as i64 - e.client_send as i64) as f64 - off;
-                            let down = (e.client_recv as i64 - e.server_tx as i64) as f64 + off;
-                            pt.owd_up_ms = Some(up / 1e6);
-                            pt.owd_down_ms = Some(down / 1e6);
-                        }
-                    }
-                }
-                if let Some(r) = pt.rtt_ms {
-                    if self.is_loaded(t) {
-                        loaded_all.push(r);
-                        loaded_user.extend(pt.rtt_user_ms);
-                        up_l.extend(pt.owd_up_ms);
-                        down_l.extend(pt.owd_down_ms);
-                    } else if self.is_idle(t) {
-                        idle_all.push(r);
-                    }
-                }
-                user_delay.extend(pt.user_delay_ms);
-                points.push(pt);
-            }
-            let sent = s.samples.iter().filter(|p| !p.send_failed).count() as u32;
-            let failed = s.samples.len() as u32 - sent;
-            if udp && !s.samples.is_empty() && received == 0 {
-                self.notes.push(format!(
-                    "{}: none of {} UDP probes came back ({failed} sends failed): is the \
-                     reflector's UDP port blocked by a firewall or NAT between here and the server?",
-                    s.plan.name,
-                    s.samples.len()
-                ));
-            }
-            let counts = self
-                .reflector_counts
-                .get(idx)
-                .copied()
-                .flatten()
-                .filter(|_| udp);
-            let timestamps = match (received as usize, n_kernel_tx, n_kernel_rx) {
-                (0, _, _) => "none",
-                (r, tx, rx) if tx * 2 >= r && rx * 2 >= r => "kernel",
-                (r, _, rx) if rx * 2 >= r => "kernel-rx",
-                _ => "user",
-            };
-            let window = |loaded: bool| {
-                stats::series_stats(
-                    points
-                        .iter()
-                        .filter(|p| {
-                            if loaded {
-                                self.is_loaded(p.t)
-                            } else {
-                                self.is_idle(p.t)
-                            }
-                        })
-                        .filter_map(|p| p.rtt_ms),
-                )
-            };
-            probes.push(ProbeResult {
-                name: s.plan.name.clone(),
-                kind: if udp { "udp" } else { "icmp" }.into(),
-                tos: s.plan.tos,
-                timestamps: timestamps.into(),
-                sent,
-                received,
-                lost_up: counts.map(|(r, _)| sent.saturating_sub(r)),
-                lost_down: counts.map(|(_, a)| a.saturating_sub(received)),
-                rtt_ms: stats::series_stats(points.iter().filter_map(|p| p.rtt_ms)),
-                rtt_user_ms: stats::series_stats(points.iter().filter_map(|p| p.rtt_user_ms)),
-                idle_rtt_ms: window(false),
-                loaded_rtt_ms: window(true),
-                samples: points,
-                note: s.note.clone(),
-            });
+        for idx in 0..self.probes.len() {
+            let (result, note) = self.probe_series(idx, clock.as_ref(), &mut pools);
+            self.notes.extend(note);
+            probes.extend(result);
         }
-        let flows: Vec<FlowResult> = self
-            .flows
+        let flows = self.flow_results();
+        for f in flows.iter().filter(|f| f.bytes == 0) {
+            self.notes.push(format!(
+                "{} moved no data: the path dropped or blocked it (a firewall, or a shaper whose \
+                 burst is smaller than the packets?)",
+                f.name
+            ));
+        }
+        let summary = self.latency_summary(pools);
+        LatencyResult {
+            test: self.test.clone(),
+            host: self.host.clone(),
+            port: self.port,
+            ip_version: self.ip_version,
+            started_at: self.started_at.clone(),
+            t0_unix: self.t0_ns as f64 / 1e9,
+            length_s: self.length_s,
+            delay_s: if self.has_load { self.delay_s } else { 0.0 },
+            step_s: self.step_s,
+            total_length_s: self.total_length(),
+            probe_interval_s: self.probe_interval_s,
+            probe_size: self.probe_size,
+            congestion_control: self.congestion_control.clone(),
+            flows,
+            probes,
+            clock: clock.map(|c| c.0),
+            summary,
+            notes: self.notes,
+            interrupted: false,
+        }
+    }
+
+    /// One probe point: RTT (kernel stamps, minus the reflector's hold for UDP), user-space
+    /// RTT and delay, one-way delays through the clock offset.
+    fn probe_point(&self, p: &RawProbe, udp: bool, clock: Option<&Clock>) -> ProbePoint {
+        let t = self.t_of(p.send_user_ns);
+        let mut pt = ProbePoint {
+            t,
+            seq: p.seq,
+            rtt_ms: None,
+            rtt_user_ms: None,
+            owd_up_ms: None,
+            owd_down_ms: None,
+            user_delay_ms: None,
+            server_ms: None,
+        };
+        let Some(recv_user) = p.recv_user_ns else {
+            return pt;
+        };
+        let send = p.send_kernel_ns.unwrap_or(p.send_user_ns);
+        let recv = p.recv_kernel_ns.unwrap_or(recv_user);
+        pt.rtt_user_ms = Some(ms(recv_user as i64 - p.send_user_ns as i64));
+        if let (Some(k), Some(sk)) = (p.recv_kernel_ns, p.send_kernel_ns) {
+            pt.user_delay_ms =
+                Some(ms((recv_user - k.min(recv_user)) as i64
+                    + (sk as i64 - p.send_user_ns as i64).max(0)));
+        }
+        pt.rtt_ms = Some(ms(recv as i64 - send as i64));
+        if let Some(e) = exchange(p).filter(|_| udp) {
+            pt.rtt_ms = Some(ms(e.rtt_ns()));
+            pt.server_ms = Some(ms(e.server_tx as i64 - e.server_rx as i64));
+            if let Some(off) = offset_at(clock, t) {
+                // Integer differences first: absolute ns lose precision in an f64.
+                let up = (e.server_rx as i64 - e.client_send as i64) as f64 - off;
+                let down = (e.client_recv as i64 - e.server_tx as i64) as f64 + off;
+                pt.owd_up_ms = Some(up / 1e6);
+                pt.owd_down_ms = Some(down / 1e6);
+            }
+        }
+        pt
+    }
+
+    /// Probe series `idx`: its points (added to the idle/loaded pools), counts, timestamp kind
+    /// and statistics; plus a note when no UDP probe came back.
+    fn probe_series(
+        &self,
+        idx: usize,
+        clock: Option<&Clock>,
+        pools: &mut Pools,
+    ) -> (Option<ProbeResult>, Option<String>) {
+        let Some(s) = self.probes.get(idx) else {
+            return (None, None);
+        };
+        let udp = s.plan.kind == ProbeKind::Udp;
+        let mut points = Vec::with_capacity(s.samples.len());
+        let (mut n_kernel_tx, mut n_kernel_rx, mut received) = (0usize, 0usize, 0u32);
+        for p in &s.samples {
+            let pt = self.probe_point(p, udp, clock);
+            if p.recv_user_ns.is_some() {
+                received += 1;
+                n_kernel_tx += p.send_kernel_ns.is_some() as usize;
+                n_kernel_rx += p.recv_kernel_ns.is_some() as usize;
+            }
+            pools.add(self, &pt);
+            points.push(pt);
+        }
+        let sent = s.samples.iter().filter(|p| !p.send_failed).count() as u32;
+        let failed = s.samples.len() as u32 - sent;
+        let note = (udp && !s.samples.is_empty() && received == 0).then(|| {
+            format!(
+                "{}: none of {} UDP probes came back ({failed} sends failed): is the \
+                 reflector's UDP port blocked by a firewall or NAT between here and the server?",
+                s.plan.name,
+                s.samples.len()
+            )
+        });
+        let counts = self
+            .reflector_counts
+            .get(idx)
+            .copied()
+            .flatten()
+            .filter(|_| udp);
+        let timestamps = match (received as usize, n_kernel_tx, n_kernel_rx) {
+            (0, _, _) => "none",
+            (r, tx, rx) if tx * 2 >= r && rx * 2 >= r => "kernel",
+            (r, _, rx) if rx * 2 >= r => "kernel-rx",
+            _ => "user",
+        };
+        let window = |loaded: bool| {
+            stats::series_stats(
+                points
+                    .iter()
+                    .filter(|p| {
+                        if loaded {
+                            self.is_loaded(p.t)
+                        } else {
+                            self.is_idle(p.t)
+                        }
+                    })
+                    .filter_map(|p| p.rtt_ms),
+            )
+        };
+        let result = ProbeResult {
+            name: s.plan.name.clone(),
+            kind: if udp { "udp" } else { "icmp" }.into(),
+            tos: s.plan.tos,
+            timestamps: timestamps.into(),
+            sent,
+            received,
+            lost_up: counts.map(|(r, _)| sent.saturating_sub(r)),
+            lost_down: counts.map(|(_, a)| a.saturating_sub(received)),
+            rtt_ms: stats::series_stats(points.iter().filter_map(|p| p.rtt_ms)),
+            rtt_user_ms: stats::series_stats(points.iter().filter_map(|p| p.rtt_user_ms)),
+            idle_rtt_ms: window(false),
+            loaded_rtt_ms: window(true),
+            samples: points,
+            note: s.note.clone(),
+        };
+        (Some(result), note)
+    }
+
+    /// Each flow's throughput and TCP RTT per step, and their statistics.
+    fn flow_results(&self) -> Vec<FlowResult> {
+        self.flows
             .iter()
             .map(|f| {
                 let samples: Vec<ThroughputSample> = f
@@ -278,14 +321,11 @@ impl RawRun {
                     samples,
                 }
             })
-            .collect();
-        for f in flows.iter().filter(|f| f.bytes == 0) {
-            self.notes.push(format!(
-                "{} moved no data: the path dropped or blocked it (a firewall, or a shaper whose \
-                 burst is smaller than the packets?)",
-                f.name
-            ));
-        }
+            .collect()
+    }
+
+    /// Idle vs loaded over all probe series, grade, RPM, throughput per direction.
+    fn latency_summary(&self, pools: Pools) -> LatencySummary {
         let dir_mbps = |d: Direction| {
             let fl: Vec<&RawFlow> = self
                 .flows
@@ -301,10 +341,10 @@ impl RawRun {
                     / 1e6
             })
         };
-        let idle = stats::series_stats(idle_all);
-        let loaded = stats::series_stats(loaded_all);
+        let idle = stats::series_stats(pools.idle);
+        let loaded = stats::series_stats(pools.loaded);
         let increase = loaded.mean.zip(idle.mean).map(|(l, i)| l - i);
-        let summary = LatencySummary {
+        LatencySummary {
             grade: increase.map(|x| stats::grade(x).to_string()),
             increase_ms: increase,
             rpm_loaded: loaded.mean.and_then(stats::rpm),
@@ -313,32 +353,51 @@ impl RawRun {
             loaded_rtt_ms: loaded,
             upload_mbps: dir_mbps(Direction::Upload),
             download_mbps: dir_mbps(Direction::Download),
-            loaded_owd_up_ms: stats::series_stats(up_l),
-            loaded_owd_down_ms: stats::series_stats(down_l),
-            loaded_rtt_user_ms: stats::series_stats(loaded_user),
-            user_delay_ms: stats::series_stats(user_delay),
-        };
-        LatencyResult {
-            test: self.test.clone(),
-            host: self.host.clone(),
-            port: self.port,
-            ip_version: self.ip_version,
-            started_at: self.started_at.clone(),
-            t0_unix: self.t0_ns as f64 / 1e9,
-            length_s: self.length_s,
-            delay_s: if self.has_load { self.delay_s } else { 0.0 },
-            step_s: self.step_s,
-            total_length_s: self.total_length(),
-            probe_interval_s: self.probe_interval_s,
-            probe_size: self.probe_size,
-            congestion_control: self.congestion_control.clone(),
-            flows,
-            probes,
-            clock: clock.map(|c| c.0),
-            summary,
-            notes: self.notes,
-            interrupted: false,
+            loaded_owd_up_ms: stats::series_stats(pools.up),
+            loaded_owd_down_ms: stats::series_stats(pools.down),
+            loaded_rtt_user_ms: stats::series_stats(pools.loaded_user),
+            user_delay_ms: stats::series_stats(pools.user_delay),
         }
+    }
+}
+
+/// The clock fit: the sync figures, and the times (s since T0) of the head and tail estimates.
+type Clock = (ClockSync, f64, f64);
+
+/// Offset (ns) at time t: linear between the head and tail estimates (drift correction).
+fn offset_at(clock: Option<&Clock>, t: f64) -> Option<f64> {
+    let (c, th, tt) = clock?;
+    let start = c.offset_ms * 1e6;
+    Some(match c.offset_end_ms {
+        Some(end) if tt > th => start + (end * 1e6 - start) * (t - th) / (tt - th),
+        _ => start,
+    })
+}
+
+/// The samples of every probe series together, for the summary.
+#[derive(Default)]
+struct Pools {
+    idle: Vec<f64>,
+    loaded: Vec<f64>,
+    loaded_user: Vec<f64>,
+    up: Vec<f64>,
+    down: Vec<f64>,
+    user_delay: Vec<f64>,
+}
+
+impl Pools {
+    fn add(&mut self, run: &RawRun, pt: &ProbePoint) {
+        if let Some(r) = pt.rtt_ms {
+            if run.is_loaded(pt.t) {
+                self.loaded.push(r);
+                self.loaded_user.extend(pt.rtt_user_ms);
+                self.up.extend(pt.owd_up_ms);
+                self.down.extend(pt.owd_down_ms);
+            } else if run.is_idle(pt.t) {
+                self.idle.push(r);
+            }
+        }
+        self.user_delay.extend(pt.user_delay_ms);
     }
 }
 

@@ -3,6 +3,7 @@
 //! subscription runs its own sampler for at most the server's duration limit; subscriptions
 //! are bounded, a token is checked before anything is sampled, and every phase has a deadline.
 
+use super::error::MonitorError;
 use super::{Sampler, SamplerConfig};
 use crate::results::monitor::MonitorSample;
 use crate::wire::rb::{self, WireError};
@@ -65,7 +66,7 @@ fn send(w: &mut impl Write, m: &AgentMessage) -> io::Result<()> {
     w.write_all(&m.emit())
 }
 
-fn refuse(stream: &mut TcpStream, code: u8, message: String) -> anyhow::Result<()> {
+fn refuse(stream: &mut TcpStream, code: u8, message: String) -> Result<(), MonitorError> {
     let _ = send(
         stream,
         &AgentMessage::Error {
@@ -73,7 +74,7 @@ fn refuse(stream: &mut TcpStream, code: u8, message: String) -> anyhow::Result<(
             message: message.clone(),
         },
     );
-    anyhow::bail!("monitor subscription refused: {message}")
+    Err(MonitorError::SubscriptionRefused(message))
 }
 
 /// Compares without stopping at the first differing byte.
@@ -105,7 +106,7 @@ impl Agent {
     }
 
     /// Serves one subscription on a stream positioned after the magic.
-    pub fn handle(&self, mut stream: TcpStream) -> anyhow::Result<()> {
+    pub fn handle(&self, mut stream: TcpStream) -> Result<(), MonitorError> {
         let c = &self.cfg;
         let deadline = Instant::now() + c.handshake_timeout;
         stream.set_read_timeout(Some(c.handshake_timeout))?;
@@ -113,7 +114,7 @@ impl Agent {
         let _ = stream.set_nodelay(true);
         // Whole frames before the deadline, however slowly their bytes are dribbled.
         let by = |stream: &mut TcpStream| {
-            read_frame(&mut crate::latency::conn::DeadlineReader { stream, deadline })
+            read_frame(&mut crate::net::deadline::DeadlineReader { stream, deadline })
         };
         let (interval_ms, duration_ms, token) = match by(&mut stream) {
             Ok(AgentMessage::Hello {
@@ -136,7 +137,7 @@ impl Agent {
                     format!("expected MonitorHello, got {other:?}"),
                 );
             }
-            Err(e) => anyhow::bail!("monitor subscription: bad first message: {e}"),
+            Err(e) => return Err(MonitorError::BadFirstMessage(e)),
         };
         if c.token
             .as_ref()
@@ -181,20 +182,20 @@ impl Agent {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                anyhow::bail!("monitor subscription: no MonitorStart within the handshake time");
+                return Err(MonitorError::NoStart);
             }
             match by(&mut stream)? {
                 AgentMessage::TimeRequest { client_ns }
                     if exchanges < rb_agent::MAX_TIME_EXCHANGES =>
                 {
-                    let agent_rx_ns = crate::net::latency_sockopts::realtime_ns();
+                    let agent_rx_ns = crate::net::timestamp::realtime_ns();
                     exchanges += 1;
                     send(
                         &mut stream,
                         &AgentMessage::TimeReply {
                             client_ns,
                             agent_rx_ns,
-                            agent_tx_ns: crate::net::latency_sockopts::realtime_ns(),
+                            agent_tx_ns: crate::net::timestamp::realtime_ns(),
                         },
                     )?;
                 }
@@ -216,7 +217,7 @@ impl Agent {
         mut stream: TcpStream,
         interval: Duration,
         duration: Duration,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), MonitorError> {
         let (tx, rx) = std::sync::mpsc::sync_channel::<MonitorSample>(64);
         let sampler = Sampler::start(SamplerConfig {
             interval,
@@ -225,7 +226,7 @@ impl Agent {
             keep_samples: false,
             ..SamplerConfig::default()
         })?;
-        let start_unix_ns = crate::net::latency_sockopts::realtime_ns();
+        let start_unix_ns = crate::net::timestamp::realtime_ns();
         send(&mut stream, &AgentMessage::Started { start_unix_ns })?;
         // A reader thread sees Stop (or the client going away) while samples are sent.
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -255,7 +256,7 @@ impl Agent {
         while !stop.load(Ordering::Relaxed) && Instant::now() < end {
             match rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(s) => {
-                    let doc = serde_json::to_vec(&s)?;
+                    let doc = serde_json::to_vec(&s).map_err(MonitorError::Encode)?;
                     let sent = rb_agent::chunks(ChunkKind::Sample, &doc)
                         .iter()
                         .try_for_each(|m| send(&mut stream, m));
@@ -272,10 +273,10 @@ impl Agent {
         let mut result = sampler.stop();
         let _ = watcher.join();
         if let Some(e) = failed {
-            anyhow::bail!("monitor subscriber went away: {e}");
+            return Err(MonitorError::SubscriberGone(e));
         }
         result.samples.clear();
-        let doc = serde_json::to_vec(&result)?;
+        let doc = serde_json::to_vec(&result).map_err(MonitorError::Encode)?;
         for m in rb_agent::chunks(ChunkKind::Final, &doc) {
             send(&mut stream, &m)?;
         }
@@ -292,7 +293,7 @@ pub fn spawn_local(
     accept_timeout: Duration,
 ) -> io::Result<(
     std::net::SocketAddr,
-    std::thread::JoinHandle<anyhow::Result<()>>,
+    std::thread::JoinHandle<Result<(), MonitorError>>,
 )> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
@@ -307,7 +308,7 @@ pub fn spawn_local(
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock && Instant::now() < until => {
                         std::thread::sleep(Duration::from_millis(10));
                     }
-                    Err(e) => anyhow::bail!("local monitor agent: no subscriber: {e}"),
+                    Err(e) => return Err(MonitorError::NoSubscriber(e)),
                 }
             };
             stream.set_nonblocking(false)?;
@@ -315,7 +316,7 @@ pub fn spawn_local(
             let mut magic = [0u8; 8];
             stream.read_exact(&mut magic)?;
             if magic != crate::wire::ROUTERBENCH_MAGIC {
-                anyhow::bail!("local monitor agent: not the routerbench magic");
+                return Err(MonitorError::NotMagic);
             }
             agent.handle(stream)
         })?;
@@ -327,16 +328,16 @@ pub fn spawn_local(
 /// byte, peeked so `inner` reads its frames untouched.
 pub struct Dispatch {
     pub agent: Agent,
-    pub inner: Arc<dyn crate::server::ProtocolHandler>,
+    pub inner: Arc<dyn crate::service::ProtocolHandler>,
 }
 
-impl crate::server::ProtocolHandler for Dispatch {
-    fn handle(&self, stream: TcpStream, prefix: &[u8]) -> anyhow::Result<()> {
+impl crate::service::ProtocolHandler for Dispatch {
+    fn handle(&self, stream: TcpStream, prefix: &[u8]) -> Result<(), crate::service::HandlerError> {
         stream.set_read_timeout(Some(self.agent.cfg.handshake_timeout))?;
         let mut b = [0u8; 1];
         let n = stream.peek(&mut b)?;
         if n == 1 && AgentMessage::is_hello(b[0]) {
-            self.agent.handle(stream)
+            Ok(self.agent.handle(stream)?)
         } else {
             self.inner.handle(stream, prefix)
         }

@@ -3,7 +3,9 @@
 
 pub mod agent;
 pub mod bql;
+pub mod error;
 pub mod netlink;
+pub mod processes;
 pub mod procfs;
 pub mod qdisc;
 pub mod queues;
@@ -13,4 +15,5 @@ pub mod sources;
 pub mod summary;
 pub mod tc_stats;
 
+pub use error::MonitorError;
 pub use sampler::{Sampler, SamplerConfig};

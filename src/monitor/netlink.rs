@@ -5,8 +5,13 @@
 //! size comparison. Parsing is in [`super::tc_stats`].
 
 use super::tc_stats::{self, QdiscReading};
+use nix::errno::Errno;
+use nix::sys::socket::{
+    self, AddressFamily, MsgFlags, NetlinkAddr, SockFlag, SockProtocol, SockType, sockopt,
+};
+use nix::sys::time::TimeVal;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 const RTM_NEWQDISC: u16 = 36;
@@ -27,58 +32,25 @@ pub struct QdiscDumper {
     buf: Vec<u8>,
 }
 
-fn last_error(what: &str) -> io::Error {
-    let e = io::Error::last_os_error();
+fn nl_error(what: &str, e: Errno) -> io::Error {
+    let e = io::Error::from(e);
     io::Error::new(e.kind(), format!("rtnetlink {what}: {e}"))
 }
 
 impl QdiscDumper {
     /// Opens the socket in the calling thread's network namespace.
     pub fn open() -> io::Result<Self> {
-        // SAFETY: plain socket(2) call; the fd is owned below.
-        let raw = unsafe {
-            libc::socket(
-                libc::AF_NETLINK,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                libc::NETLINK_ROUTE,
-            )
-        };
-        if raw < 0 {
-            return Err(last_error("socket"));
-        }
-        // SAFETY: `raw` is a fresh fd that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        let tv = libc::timeval {
-            tv_sec: 1,
-            tv_usec: 0,
-        };
-        // SAFETY: valid fd, pointer to a timeval of the stated size.
-        let rc = unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVTIMEO,
-                (&tv as *const libc::timeval).cast(),
-                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            return Err(last_error("SO_RCVTIMEO"));
-        }
-        // SAFETY: zeroed sockaddr_nl is valid (pid 0: the kernel assigns one).
-        let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-        sa.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-        // SAFETY: valid fd and sockaddr of the stated size.
-        let rc = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&sa as *const libc::sockaddr_nl).cast(),
-                std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            return Err(last_error("bind"));
-        }
+        let fd = socket::socket(
+            AddressFamily::Netlink,
+            SockType::Raw,
+            SockFlag::SOCK_CLOEXEC,
+            SockProtocol::NetlinkRoute,
+        )
+        .map_err(|e| nl_error("socket", e))?;
+        socket::setsockopt(&fd, sockopt::ReceiveTimeout, &TimeVal::new(1, 0))
+            .map_err(|e| nl_error("SO_RCVTIMEO", e))?;
+        // pid 0: the kernel assigns one.
+        socket::bind(fd.as_raw_fd(), &NetlinkAddr::new(0, 0)).map_err(|e| nl_error("bind", e))?;
         Ok(Self {
             fd,
             seq: 0,
@@ -102,46 +74,26 @@ impl QdiscDumper {
     pub fn dump(&mut self) -> io::Result<Vec<QdiscReading>> {
         self.seq = self.seq.wrapping_add(1);
         let req = Self::request(self.seq);
-        // SAFETY: zeroed sockaddr_nl addresses the kernel (pid 0).
-        let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-        kernel.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-        // SAFETY: valid fd, buffer and address of the stated sizes.
-        let sent = unsafe {
-            libc::sendto(
-                self.fd.as_raw_fd(),
-                req.as_ptr().cast(),
-                req.len(),
-                0,
-                (&kernel as *const libc::sockaddr_nl).cast(),
-                std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-            )
-        };
-        if sent < 0 {
-            return Err(last_error("sendto"));
-        }
+        // pid 0 addresses the kernel.
+        socket::sendto(
+            self.fd.as_raw_fd(),
+            &req,
+            &NetlinkAddr::new(0, 0),
+            MsgFlags::empty(),
+        )
+        .map_err(|e| nl_error("sendto", e))?;
         let deadline = Instant::now() + DUMP_DEADLINE;
         let mut out = Vec::new();
         for _ in 0..MAX_DATAGRAMS {
             if Instant::now() > deadline {
                 break;
             }
-            // SAFETY: valid fd; the kernel writes at most buf.len() bytes.
-            let n = unsafe {
-                libc::recv(
-                    self.fd.as_raw_fd(),
-                    self.buf.as_mut_ptr().cast(),
-                    self.buf.len(),
-                    0,
-                )
+            let n = match socket::recv(self.fd.as_raw_fd(), &mut self.buf, MsgFlags::empty()) {
+                Ok(n) => n,
+                Err(Errno::EINTR) => continue,
+                Err(e) => return Err(nl_error("recv", e)),
             };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(last_error("recv"));
-            }
-            match walk(&self.buf[..n as usize], self.seq, &mut out)? {
+            match walk(self.buf.get(..n).unwrap_or(&[]), self.seq, &mut out)? {
                 Walk::Done => return Ok(out),
                 Walk::More => {}
             }
@@ -205,14 +157,8 @@ fn walk(mut b: &[u8], seq: u32, out: &mut Vec<QdiscReading>) -> io::Result<Walk>
 
 /// The name of device `ifindex` in the calling thread's namespace (`if_indextoname`).
 pub fn ifname(ifindex: i32) -> Option<String> {
-    let mut buf = [0 as libc::c_char; libc::IF_NAMESIZE];
-    // SAFETY: the buffer holds IF_NAMESIZE bytes as if_indextoname requires.
-    let p = unsafe { libc::if_indextoname(ifindex as libc::c_uint, buf.as_mut_ptr()) };
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: on success the buffer holds a NUL-terminated name.
-    let name = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
+    let index = u32::try_from(ifindex).ok()?;
+    let name = nix::net::if_::if_indextoname(index).ok()?;
     Some(name.to_string_lossy().into_owned())
 }
 

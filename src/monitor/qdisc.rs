@@ -2,16 +2,15 @@
 //! same numbers as the rtnetlink dump; LibreQoS reads them the same way). One `tc` process
 //! covers every device of the namespace it runs in. Used by the monitor and by the lab.
 
+use super::error::MonitorError;
 use crate::results::lab::QdiscStats;
-use anyhow::{Result, bail};
 
 /// Parses `tc -s -j qdisc show [dev DEV]` output. Without `dev`, tc names each qdisc's device
 /// (`"dev"`); with it, tc leaves the name out and `dev` is used.
-pub fn parse_qdisc_json(dev: &str, text: &str) -> Result<Vec<QdiscStats>> {
-    let v: serde_json::Value = serde_json::from_str(text.trim())
-        .map_err(|e| anyhow::anyhow!("cannot parse `tc -s -j qdisc show` output: {e}"))?;
+pub fn parse_qdisc_json(dev: &str, text: &str) -> Result<Vec<QdiscStats>, MonitorError> {
+    let v: serde_json::Value = serde_json::from_str(text.trim()).map_err(MonitorError::TcJson)?;
     let Some(list) = v.as_array() else {
-        bail!("`tc -s -j qdisc show` did not print a JSON array");
+        return Err(MonitorError::TcNotArray);
     };
     let num = |q: &serde_json::Value, k: &str| q.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
     let text_of =

@@ -4,11 +4,11 @@
 //! time axis (one t0).
 
 use super::agent::read_frame;
-use crate::latency::stats::{Exchange, clock_offset};
-use crate::net::latency_sockopts::realtime_ns;
+use super::error::MonitorError;
+use crate::net::timestamp::realtime_ns;
 use crate::results::monitor::{AgentClock, MonitorResult, MonitorSample};
+use crate::stats::{Exchange, clock_offset};
 use crate::wire::rb_agent::{self, AgentMessage, ChunkKind};
-use anyhow::{Context, Result, anyhow, bail};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::mpsc::SyncSender;
@@ -43,7 +43,7 @@ impl RemoteConfig {
 }
 
 /// Resolves `HOST[:PORT]`.
-pub fn resolve(address: &str) -> Result<SocketAddr> {
+pub fn resolve(address: &str) -> Result<SocketAddr, MonitorError> {
     let port = crate::wire::iperf3::DEFAULT_PORT;
     if let Ok(a) = address.parse::<SocketAddr>() {
         return Ok(a);
@@ -58,41 +58,57 @@ pub fn resolve(address: &str) -> Result<SocketAddr> {
         (address, port).to_socket_addrs()
     };
     found
-        .with_context(|| format!("--monitor {address}: cannot resolve"))?
+        .map_err(|error| MonitorError::Resolve {
+            address: address.to_string(),
+            error,
+        })?
         .next()
-        .ok_or_else(|| anyhow!("--monitor {address}: no address"))
+        .ok_or_else(|| MonitorError::NoAddress {
+            address: address.to_string(),
+        })
 }
 
 /// A running subscription.
 pub struct RemoteMonitor {
     writer: TcpStream,
-    handle: Option<JoinHandle<Result<MonitorResult>>>,
+    handle: Option<JoinHandle<Result<MonitorResult, MonitorError>>>,
 }
 
-fn expect_reply(stream: &mut TcpStream, addr: SocketAddr) -> Result<AgentMessage> {
+fn expect_reply(stream: &mut TcpStream, addr: SocketAddr) -> Result<AgentMessage, MonitorError> {
     match read_frame(stream) {
-        Ok(AgentMessage::Error { code, message }) => bail!(
-            "monitor agent {addr} refused (code {code}): {message}{}",
-            if code == 3 && message.contains("0x10") {
+        Ok(AgentMessage::Error { code, message }) => Err(MonitorError::Refused {
+            addr,
+            code,
+            hint: if code == 3 && message.contains("0x10") {
                 " — is the server there started with --monitor?"
             } else {
                 ""
-            }
-        ),
+            },
+            message,
+        }),
         Ok(m) => Ok(m),
-        Err(e) => Err(anyhow!(
-            "monitor agent {addr}: no valid reply ({e}); is `routerbench server --monitor` running there?"
-        )),
+        Err(error) => Err(MonitorError::NoReply { addr, error }),
+    }
+}
+
+fn unexpected(addr: SocketAddr, expected: &'static str, got: &AgentMessage) -> MonitorError {
+    MonitorError::Unexpected {
+        addr,
+        expected,
+        got: format!("{got:?}"),
     }
 }
 
 impl RemoteMonitor {
     /// Connects, subscribes, measures the clock offset and starts the samples; a refusal (wrong
     /// token, busy agent, no agent) is an error here, before any test starts.
-    pub fn start(cfg: &RemoteConfig, live: Option<SyncSender<MonitorSample>>) -> Result<Self> {
+    pub fn start(
+        cfg: &RemoteConfig,
+        live: Option<SyncSender<MonitorSample>>,
+    ) -> Result<Self, MonitorError> {
         let addr = resolve(&cfg.address)?;
         let mut s = TcpStream::connect_timeout(&addr, cfg.connect_timeout)
-            .with_context(|| format!("monitor agent {addr}: cannot connect"))?;
+            .map_err(|error| MonitorError::Connect { addr, error })?;
         s.set_read_timeout(Some(Duration::from_secs(10)))?;
         s.set_write_timeout(Some(Duration::from_secs(10)))?;
         let _ = s.set_nodelay(true);
@@ -106,7 +122,7 @@ impl RemoteMonitor {
         s.write_all(&hello.emit())?;
         let granted = match expect_reply(&mut s, addr)? {
             AgentMessage::Welcome { interval_ms, .. } => Duration::from_millis(interval_ms.into()),
-            other => bail!("monitor agent {addr}: expected Welcome, got {other:?}"),
+            other => return Err(unexpected(addr, "Welcome", &other)),
         };
         let mut ex = Vec::new();
         for _ in 0..cfg.exchanges.min(rb_agent::MAX_TIME_EXCHANGES) {
@@ -128,14 +144,14 @@ impl RemoteMonitor {
                     server_tx: agent_tx_ns,
                     client_recv: realtime_ns(),
                 }),
-                other => bail!("monitor agent {addr}: expected TimeReply, got {other:?}"),
+                other => return Err(unexpected(addr, "TimeReply", &other)),
             }
         }
         let clock = clock_of(&cfg.address, &ex);
         s.write_all(&AgentMessage::Start.emit())?;
         let start_unix_ns = match expect_reply(&mut s, addr)? {
             AgentMessage::Started { start_unix_ns } => start_unix_ns,
-            other => bail!("monitor agent {addr}: expected Started, got {other:?}"),
+            other => return Err(unexpected(addr, "Started", &other)),
         };
         let writer = s.try_clone()?;
         // Samples arrive every interval; a silent agent for 5 intervals + 5 s is gone.
@@ -152,11 +168,11 @@ impl RemoteMonitor {
 
     /// Ends the subscription and returns what the agent sent (t_s on the agent's own axis,
     /// `start_unix_s` already on this machine's clock).
-    pub fn stop(mut self) -> Result<MonitorResult> {
+    pub fn stop(mut self) -> Result<MonitorResult, MonitorError> {
         let _ = self.writer.write_all(&AgentMessage::Stop.emit());
         match self.handle.take().map(JoinHandle::join) {
             Some(Ok(r)) => r,
-            _ => bail!("the monitor receiver thread failed"),
+            _ => Err(MonitorError::ReceiverFailed),
         }
     }
 }
@@ -191,20 +207,20 @@ fn receive(
     clock: AgentClock,
     start_unix_ns: u64,
     interval: Duration,
-) -> Result<MonitorResult> {
+) -> Result<MonitorResult, MonitorError> {
     let mut samples = Vec::new();
     let mut doc = Vec::new();
     let mut final_doc = None;
     while Instant::now() < until {
         let m = match read_frame(&mut s) {
             Ok(m) => m,
-            Err(e) => bail!("monitor agent {addr}: the sample stream broke off: {e}"),
+            Err(error) => return Err(MonitorError::BrokeOff { addr, error }),
         };
         let AgentMessage::Chunk { kind, last, bytes } = m else {
-            bail!("monitor agent {addr}: expected a Chunk, got {m:?}");
+            return Err(unexpected(addr, "a Chunk", &m));
         };
         if doc.len() + bytes.len() > 16 << 20 {
-            bail!("monitor agent {addr}: a document over 16 MiB");
+            return Err(MonitorError::TooLarge { addr });
         }
         doc.extend_from_slice(&bytes);
         if !last {
@@ -213,8 +229,12 @@ fn receive(
         let d = std::mem::take(&mut doc);
         match kind {
             ChunkKind::Sample => {
-                let sample: MonitorSample = serde_json::from_slice(&d)
-                    .with_context(|| format!("monitor agent {addr}: a sample is not valid JSON"))?;
+                let sample: MonitorSample =
+                    serde_json::from_slice(&d).map_err(|error| MonitorError::BadJson {
+                        addr,
+                        what: "a sample",
+                        error,
+                    })?;
                 if let Some(tx) = &live {
                     let _ = tx.try_send(sample.clone());
                 }
@@ -229,10 +249,14 @@ fn receive(
         }
     }
     let Some(d) = final_doc else {
-        bail!("monitor agent {addr}: no final summary before the deadline");
+        return Err(MonitorError::NoFinal { addr });
     };
-    let mut r: MonitorResult = serde_json::from_slice(&d)
-        .with_context(|| format!("monitor agent {addr}: the final summary is not valid JSON"))?;
+    let mut r: MonitorResult =
+        serde_json::from_slice(&d).map_err(|error| MonitorError::BadJson {
+            addr,
+            what: "the final summary",
+            error,
+        })?;
     // The agent keeps no samples: the summary's per-sample figures come from ours.
     let queues = std::mem::take(&mut r.summary.queues);
     r.summary = super::sampler::summarize(&samples);
@@ -261,7 +285,11 @@ pub fn onto_test_axis(m: &mut MonitorResult, t0_unix: f64) {
 
 /// Ends the subscription, puts the samples on the test's axis (`t0_unix`) and summarises the
 /// load window `[from, to)` (on that axis) against the idle lead-in.
-pub fn finish(r: RemoteMonitor, t0_unix: f64, load: Option<(f64, f64)>) -> Result<MonitorResult> {
+pub fn finish(
+    r: RemoteMonitor,
+    t0_unix: f64,
+    load: Option<(f64, f64)>,
+) -> Result<MonitorResult, MonitorError> {
     let mut m = r.stop()?;
     onto_test_axis(&mut m, t0_unix);
     if let Some((from, to)) = load {

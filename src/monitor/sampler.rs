@@ -1,10 +1,11 @@
 //! A background sampler: started before a test, stopped after it, it returns a
 //! `MonitorResult`. Bounded in samples and duration so it can never run away.
 
+use super::processes::{busiest, process_ticks};
 use super::procfs::{self, CpuTicks, SoftnetRow};
 use super::queues::QueueReader;
 use super::sources::{self, ProcFiles};
-use crate::results::monitor::{MonitorResult, MonitorSample, MonitorSummary, ProcessCpu};
+use crate::results::monitor::{MonitorResult, MonitorSample, MonitorSummary};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -162,31 +163,6 @@ fn max_temperature(files: &mut ProcFiles, sensors: &[String]) -> Option<f64> {
     best
 }
 
-/// CPU ticks of every process: pid → (comm, ticks). Bounded to 4096 processes.
-fn process_ticks(root: &Path) -> HashMap<u32, (String, u64)> {
-    let mut out = HashMap::new();
-    let Ok(dir) = std::fs::read_dir(root.join("proc")) else {
-        return out;
-    };
-    let mut buf = String::with_capacity(1024);
-    let mut path = root.join("proc");
-    for e in dir.flatten().take(4096) {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        path.push(pid.to_string());
-        path.push("stat");
-        let parsed =
-            sources::read_into(&path, &mut buf).and_then(|()| procfs::parse_pid_stat(&buf));
-        if let Some(parsed) = parsed {
-            out.insert(pid, parsed);
-        }
-        path.pop();
-        path.pop();
-    }
-    out
-}
-
 fn interval(prev: &Snapshot, cur: &Snapshot, t_s: f64) -> MonitorSample {
     let dt = match (prev.at, cur.at) {
         (Some(a), Some(b)) => b.duration_since(a).as_secs_f64().max(1e-6),
@@ -247,6 +223,8 @@ fn interval(prev: &Snapshot, cur: &Snapshot, t_s: f64) -> MonitorSample {
     s
 }
 
+/// The sampler thread: set-up (sources, notes on the missing ones, queue reader), the
+/// sampling loop, then the whole-run figures (busiest processes, summary, queues).
 fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
     let start = Instant::now();
     let procs_before = process_ticks(&cfg.root);
@@ -259,65 +237,134 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
         start_unix_s: Some(crate::util::time::unix_now_f64() - start.elapsed().as_secs_f64()),
         ..Default::default()
     };
-    if first.irq_cpus.is_empty() {
-        result
-            .notes
-            .push("/proc/interrupts missing: no interrupt rates".into());
-    }
     let has_meminfo = files.read("proc/meminfo").is_some();
+    let has_cpufreq = !sources::cpu_freq_mhz(&mut files, &result.cpus).is_empty();
+    result.notes = missing_sources(&first, has_meminfo, has_cpufreq);
+    let queue_gap = cfg.queue_interval.clamp(
+        Duration::from_millis(10),
+        cfg.interval.max(Duration::from_millis(10)),
+    );
+    let queues = QueueReader::new(&cfg.root, cfg.qdiscs, queue_gap);
+    if queues.active() {
+        result.queue_interval_s = Some(queue_gap.as_secs_f64());
+    }
+    let mut run = Run {
+        procs_prev: procs_before.clone(),
+        procs_at: Instant::now(),
+        cfg: &cfg,
+        files,
+        sensors,
+        queues,
+        queue_gap,
+        has_meminfo,
+    };
+    run.sample_until_stopped(start, first, stop, &mut result);
+    let elapsed = start.elapsed().as_secs_f64().max(1e-6);
+    let procs_after = process_ticks(&cfg.root);
+    result.top_processes = busiest(&procs_before, &procs_after, elapsed, 8);
+    result.summary = summarize(&result.samples);
+    result.notes.append(&mut run.queues.notes);
+    result.summary.queues = run.queues.summary();
+    result
+}
+
+/// A note for each source the first snapshot found missing.
+fn missing_sources(first: &Snapshot, has_meminfo: bool, has_cpufreq: bool) -> Vec<String> {
+    let mut notes: Vec<String> = Vec::new();
+    if first.irq_cpus.is_empty() {
+        notes.push("/proc/interrupts missing: no interrupt rates".into());
+    }
     if !has_meminfo {
-        result
-            .notes
-            .push("/proc/meminfo missing: no available memory".into());
+        notes.push("/proc/meminfo missing: no available memory".into());
     }
-    if sources::cpu_freq_mhz(&mut files, &result.cpus).is_empty() {
-        result
-            .notes
-            .push("no cpufreq (fixed clock, or not exposed): no CPU frequency".into());
+    if !has_cpufreq {
+        notes.push("no cpufreq (fixed clock, or not exposed): no CPU frequency".into());
     }
-    let mut procs_prev = procs_before.clone();
-    let mut procs_at = Instant::now();
     if first.cpus.is_empty() {
-        result
-            .notes
-            .push("/proc/stat missing or unreadable: no CPU load".into());
+        notes.push("/proc/stat missing or unreadable: no CPU load".into());
     }
     if first.softirq_cpus.is_empty() {
-        result
-            .notes
-            .push("/proc/softirqs missing: no NET_RX/NET_TX rates".into());
+        notes.push("/proc/softirqs missing: no NET_RX/NET_TX rates".into());
     }
     if first.softnet.is_none() {
-        result.notes.push(
+        notes.push(
             "/proc/net/softnet_stat missing (stripped /proc?): no softnet drops or time_squeeze"
                 .into(),
         );
     }
     if first.temp_max_c.is_none() {
-        result.notes.push("no temperature sensor".into());
+        notes.push("no temperature sensor".into());
     }
-    let queue_gap = cfg.queue_interval.clamp(
-        Duration::from_millis(10),
-        cfg.interval.max(Duration::from_millis(10)),
-    );
-    let mut queues = QueueReader::new(&cfg.root, cfg.qdiscs, queue_gap);
-    if queues.active() {
-        result.queue_interval_s = Some(queue_gap.as_secs_f64());
+    notes
+}
+
+/// What the sampling loop reads from, and the busiest-process scan it keeps.
+struct Run<'a> {
+    cfg: &'a SamplerConfig,
+    files: ProcFiles,
+    sensors: Vec<String>,
+    queues: QueueReader,
+    queue_gap: Duration,
+    has_meminfo: bool,
+    procs_prev: HashMap<u32, (String, u64)>,
+    procs_at: Instant,
+}
+
+impl Run<'_> {
+    /// One sample per interval until `stop`, `max_duration` or MAX_SAMPLES; each goes live
+    /// and (if kept) into `result`.
+    fn sample_until_stopped(
+        &mut self,
+        start: Instant,
+        first: Snapshot,
+        stop: &AtomicBool,
+        result: &mut MonitorResult,
+    ) {
+        let cfg = self.cfg;
+        let mut next_queue = Instant::now() + self.queue_gap;
+        let mut prev = first;
+        let mut taken = 0usize;
+        let mut next = start + cfg.interval;
+        loop {
+            self.wait(next, &mut next_queue, stop);
+            let cur = snapshot(&mut self.files, &self.sensors);
+            let t = start.elapsed().as_secs_f64();
+            if cur
+                .at
+                .zip(prev.at)
+                .is_some_and(|(c, p)| c.duration_since(p) >= cfg.interval / 4)
+            {
+                let s = self.sample(&prev, &cur, t, &result.cpus);
+                if let Some(tx) = &cfg.live {
+                    let _ = tx.try_send(s.clone());
+                }
+                taken += 1;
+                if cfg.keep_samples {
+                    result.samples.push(s);
+                }
+                prev = cur;
+            }
+            if stop.load(Ordering::Relaxed)
+                || start.elapsed() >= cfg.max_duration
+                || taken >= MAX_SAMPLES
+            {
+                break;
+            }
+            next += cfg.interval;
+        }
     }
-    let mut next_queue = Instant::now() + queue_gap;
-    let mut prev = first;
-    let mut taken = 0usize;
-    let mut next = start + cfg.interval;
-    loop {
-        // Sleep in short slices so `stop` is seen quickly; read the queues in between.
+
+    /// Sleeps until `next` in short slices so `stop` is seen quickly, reading the queues in
+    /// between.
+    fn wait(&mut self, next: Instant, next_queue: &mut Instant, stop: &AtomicBool) {
         while Instant::now() < next && !stop.load(Ordering::Relaxed) {
-            if queues.active() && Instant::now() >= next_queue {
-                queues.read();
-                next_queue = (next_queue + queue_gap).max(Instant::now());
+            if self.queues.active() && Instant::now() >= *next_queue {
+                self.queues.read();
+                *next_queue = (*next_queue + self.queue_gap).max(Instant::now());
             }
             // Wake for the next queue reading or sample, at least every 100 ms to see `stop`.
-            let wake = if queues.active() {
-                next.min(next_queue)
+            let wake = if self.queues.active() {
+                next.min(*next_queue)
             } else {
                 next
             };
@@ -325,84 +372,41 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
                 Duration::from_millis(100).min(wake.saturating_duration_since(Instant::now())),
             );
         }
-        let cur = snapshot(&mut files, &sensors);
-        let t = start.elapsed().as_secs_f64();
-        if cur
-            .at
-            .zip(prev.at)
-            .is_some_and(|(c, p)| c.duration_since(p) >= cfg.interval / 4)
-        {
-            let mut s = interval(&prev, &cur, t);
-            s.queues = queues.take_interval();
-            s.cpu_freq_mhz = sources::cpu_freq_mhz(&mut files, &result.cpus);
-            if has_meminfo {
-                s.mem_available_kib = files
-                    .read("proc/meminfo")
-                    .and_then(sources::parse_mem_available_kib);
-            }
-            s.wireless = files
-                .read("proc/net/wireless")
-                .map(sources::parse_wireless)
-                .unwrap_or_default();
-            // The busiest process about once a second: a scan reads every /proc/PID/stat.
-            if procs_at.elapsed() >= Duration::from_millis(950) {
-                let now = process_ticks(&cfg.root);
-                s.top_process = busiest(&procs_prev, &now, procs_at.elapsed().as_secs_f64(), 1)
-                    .into_iter()
-                    .next();
-                procs_prev = now;
-                procs_at = Instant::now();
-            }
-            if let Some(tx) = &cfg.live {
-                let _ = tx.try_send(s.clone());
-            }
-            taken += 1;
-            if cfg.keep_samples {
-                result.samples.push(s);
-            }
-            prev = cur;
-        }
-        if stop.load(Ordering::Relaxed)
-            || start.elapsed() >= cfg.max_duration
-            || taken >= MAX_SAMPLES
-        {
-            break;
-        }
-        next += cfg.interval;
     }
-    let elapsed = start.elapsed().as_secs_f64().max(1e-6);
-    let procs_after = process_ticks(&cfg.root);
-    result.top_processes = busiest(&procs_before, &procs_after, elapsed, 8);
-    result.summary = summarize(&result.samples);
-    result.notes.append(&mut queues.notes);
-    result.summary.queues = queues.summary();
-    result
-}
 
-/// The `n` processes that used the most CPU between two scans `elapsed_s` apart.
-fn busiest(
-    before: &HashMap<u32, (String, u64)>,
-    after: &HashMap<u32, (String, u64)>,
-    elapsed_s: f64,
-    n: usize,
-) -> Vec<ProcessCpu> {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    let mut top: Vec<ProcessCpu> = after
-        .iter()
-        .filter_map(|(pid, (comm, ticks))| {
-            let before = before.get(pid).map_or(0, |(_, t)| *t);
-            let d = ticks.saturating_sub(before);
-            (d > 0).then(|| ProcessCpu {
-                pid: *pid,
-                comm: comm.clone(),
-                cpu_pct: 100.0 * d as f64 / hz / elapsed_s.max(1e-6),
-            })
-        })
-        .collect();
-    top.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
-    top.truncate(n);
-    top
+    /// The interval between two snapshots, with the queues, CPU frequency, memory, wireless
+    /// and (about once a second) the busiest process.
+    fn sample(&mut self, prev: &Snapshot, cur: &Snapshot, t: f64, cpus: &[u32]) -> MonitorSample {
+        let mut s = interval(prev, cur, t);
+        s.queues = self.queues.take_interval();
+        s.cpu_freq_mhz = sources::cpu_freq_mhz(&mut self.files, cpus);
+        if self.has_meminfo {
+            s.mem_available_kib = self
+                .files
+                .read("proc/meminfo")
+                .and_then(sources::parse_mem_available_kib);
+        }
+        s.wireless = self
+            .files
+            .read("proc/net/wireless")
+            .map(sources::parse_wireless)
+            .unwrap_or_default();
+        // The busiest process about once a second: a scan reads every /proc/PID/stat.
+        if self.procs_at.elapsed() >= Duration::from_millis(950) {
+            let now = process_ticks(&self.cfg.root);
+            s.top_process = busiest(
+                &self.procs_prev,
+                &now,
+                self.procs_at.elapsed().as_secs_f64(),
+                1,
+            )
+            .into_iter()
+            .next();
+            self.procs_prev = now;
+            self.procs_at = Instant::now();
+        }
+        s
+    }
 }
 
 /// The summary of a window's samples (queues are filled in by the caller).

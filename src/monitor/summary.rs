@@ -2,15 +2,10 @@
 //! which queue filled and how far, drops and time_squeeze, temperature rise. Pure functions
 //! over samples that lie on a test's time axis.
 
-use crate::latency::stats::percentile;
 use crate::results::monitor::{LoadSummary, MonitorResult, MonitorSample};
 
-fn p95(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(percentile(&v, 95.0))
+fn p95(v: Vec<f64>) -> Option<f64> {
+    crate::stats::percentile_of(v, 95.0)
 }
 
 /// A sample covers `(t_s − interval, t_s]`: inside the load when it lies wholly in it.

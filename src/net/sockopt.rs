@@ -1,21 +1,13 @@
 //! Socket options for test traffic, usable on any std socket (`TcpStream`, `UdpSocket`,
-//! `TcpListener`): DSCP/TOS, congestion control, buffer sizes (checked), MSS, pacing rate,
-//! don't-fragment, and timeouts. Each function says which option it sets and why it may fail.
+//! `TcpListener`): DSCP/TOS (set, read back, reported per datagram), congestion control, buffer
+//! sizes (checked), MSS, pacing rate, don't-fragment. Each function says which option it sets and
+//! why it may fail. Through socket2 and nix; a raw `setsockopt` only for the two options neither
+//! names (SO_MAX_PACING_RATE, IP_MTU_DISCOVER).
 
+use nix::sys::socket::{MsgFlags, getsockopt, setsockopt, sockopt};
 use socket2::SockRef;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd};
-
-/// An IP for display: IPv4-mapped IPv6 (`::ffff:127.0.0.1`) shown as plain IPv4.
-pub fn display_ip(ip: std::net::IpAddr) -> String {
-    match ip {
-        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => v4.to_string(),
-            None => v6.to_string(),
-        },
-        v4 => v4.to_string(),
-    }
-}
 
 /// The TOS byte for a DSCP code point (DSCP sits in the upper 6 bits).
 pub fn tos_from_dscp(dscp: u8) -> u8 {
@@ -108,6 +100,23 @@ pub fn congestion<S: AsFd>(sock: &S) -> io::Result<String> {
     Ok(String::from_utf8_lossy(&raw[..end]).into_owned())
 }
 
+/// Reads the TOS byte or traffic class back from a socket.
+pub fn tos(sock: &impl AsFd, v6: bool) -> io::Result<u8> {
+    let s = SockRef::from(sock);
+    Ok((if v6 { s.tclass_v6()? } else { s.tos_v4()? }) as u8)
+}
+
+/// Asks the kernel to report each datagram's TOS byte (IPv4, IP_RECVTOS) or traffic class
+/// (IPv6, IPV6_RECVTCLASS); [`super::timestamp::recv_timestamped`] returns it.
+pub fn enable_recv_tos(sock: &impl AsFd, v6: bool) -> io::Result<()> {
+    if v6 {
+        setsockopt(sock, sockopt::Ipv6RecvTClass, &true)?;
+    } else {
+        setsockopt(sock, sockopt::IpRecvTos, &true)?;
+    }
+    Ok(())
+}
+
 /// Actual send and receive buffer sizes (what the kernel reports, i.e. doubled).
 pub fn buffer_sizes<S: AsFd>(sock: &S) -> io::Result<(usize, usize)> {
     let s = SockRef::from(sock);
@@ -132,32 +141,23 @@ pub fn set_buffers<S: AsFd>(sock: &S, bytes: usize) -> io::Result<()> {
 }
 
 /// Sets TCP_MAXSEG (`-M`).
-pub fn set_mss<S: AsRawFd>(sock: &S, mss: u32) -> io::Result<()> {
-    setsockopt_u32(sock, libc::IPPROTO_TCP, libc::TCP_MAXSEG, mss)
+pub fn set_mss<S: AsFd>(sock: &S, mss: u32) -> io::Result<()> {
+    Ok(setsockopt(sock, sockopt::TcpMaxSeg, &mss)?)
 }
 
 /// Reads TCP_MAXSEG: the MSS of a connected TCP socket.
-pub fn mss<S: AsRawFd>(sock: &S) -> io::Result<u32> {
-    getsockopt_u32(sock, libc::IPPROTO_TCP, libc::TCP_MAXSEG)
+pub fn mss<S: AsFd>(sock: &S) -> io::Result<u32> {
+    Ok(getsockopt(sock, sockopt::TcpMaxSeg)?)
 }
 
 /// `recv(MSG_WAITALL)`: blocks until `buf` is full, the read timeout passes (then returns
 /// what arrived, or a timeout error if nothing did), EOF or an error.
 pub fn recv_waitall<S: AsRawFd>(sock: &S, buf: &mut [u8]) -> io::Result<usize> {
-    // SAFETY: buf is valid for writes of buf.len() bytes for the duration of the call.
-    let n = unsafe {
-        libc::recv(
-            sock.as_raw_fd(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            libc::MSG_WAITALL,
-        )
-    };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
+    Ok(nix::sys::socket::recv(
+        sock.as_raw_fd(),
+        buf,
+        MsgFlags::MSG_WAITALL,
+    )?)
 }
 
 /// Sets SO_MAX_PACING_RATE in bytes/s (`--fq-rate`, needs the fq qdisc or TCP internal pacing).
@@ -176,8 +176,9 @@ pub fn set_dont_fragment<S: AsRawFd>(sock: &S) -> io::Result<()> {
     )
 }
 
+/// `setsockopt` of a 32-bit value, for the options nix has no wrapper for.
 fn setsockopt_u32<S: AsRawFd>(sock: &S, level: i32, name: i32, v: u32) -> io::Result<()> {
-    // SAFETY: passes a pointer to a live u32 and its exact size.
+    // SAFETY: passes a pointer to a live u32 and its exact size; the kernel only reads it.
     let rc = unsafe {
         libc::setsockopt(
             sock.as_raw_fd(),
@@ -189,26 +190,6 @@ fn setsockopt_u32<S: AsRawFd>(sock: &S, level: i32, name: i32, v: u32) -> io::Re
     };
     if rc == 0 {
         Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-fn getsockopt_u32<S: AsRawFd>(sock: &S, level: i32, name: i32) -> io::Result<u32> {
-    let mut v: u32 = 0;
-    let mut len = std::mem::size_of::<u32>() as libc::socklen_t;
-    // SAFETY: passes a pointer to a live u32 and its exact size.
-    let rc = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            level,
-            name,
-            (&mut v as *mut u32).cast(),
-            &mut len,
-        )
-    };
-    if rc == 0 {
-        Ok(v)
     } else {
         Err(io::Error::last_os_error())
     }

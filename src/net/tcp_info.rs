@@ -1,8 +1,10 @@
 //! `getsockopt(TCP_INFO)` on Linux, decoded at the kernel ABI offsets of `struct tcp_info`
 //! (include/uapi/linux/tcp.h), so fields newer than libc's struct (`tcpi_snd_wnd`, 5.4+) are read
-//! when the kernel returns them. Used for the sender's RTT, cwnd and retransmits.
+//! when the kernel returns them. Used for the sender's RTT, cwnd and retransmits, and the latency
+//! flows' RTT: the one TCP_INFO reader (nix has no wrapper for this option, so the
+//! `getsockopt` call is raw).
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 
 /// The fields iperf3 reports, from one `TCP_INFO` sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -49,13 +51,13 @@ impl TcpInfo {
 }
 
 /// Reads TCP_INFO of a TCP socket.
-pub fn tcp_info<S: AsRawFd>(sock: &S) -> std::io::Result<TcpInfo> {
+pub fn tcp_info<S: AsFd>(sock: &S) -> std::io::Result<TcpInfo> {
     let mut buf = [0u8; 256];
     let mut len = buf.len() as libc::socklen_t;
     // SAFETY: the buffer is valid for `len` bytes and the kernel writes at most `len`.
     let rc = unsafe {
         libc::getsockopt(
-            sock.as_raw_fd(),
+            sock.as_fd().as_raw_fd(),
             libc::IPPROTO_TCP,
             libc::TCP_INFO,
             buf.as_mut_ptr().cast(),
@@ -68,6 +70,11 @@ pub fn tcp_info<S: AsRawFd>(sock: &S) -> std::io::Result<TcpInfo> {
     let got = (len as usize).min(buf.len());
     TcpInfo::parse(&buf[..got])
         .ok_or_else(|| std::io::Error::other(format!("TCP_INFO too short: {got} bytes")))
+}
+
+/// Smoothed RTT (µs) from TCP_INFO, or None if the kernel refuses.
+pub fn tcp_rtt_us(sock: &impl AsFd) -> Option<u32> {
+    tcp_info(sock).ok().map(|i| i.rtt_us)
 }
 
 #[cfg(test)]
@@ -93,5 +100,6 @@ mod tests {
         let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let i = tcp_info(&c).unwrap();
         assert!(i.snd_mss > 0 && i.snd_cwnd_segments > 0, "{i:?}");
+        assert!(tcp_rtt_us(&c).is_some());
     }
 }

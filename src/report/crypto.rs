@@ -2,11 +2,10 @@
 //! §6.5) and `openssl speed`'s own summary text (§2, §6.4) so existing awk scripts keep working.
 //! Nothing here measures.
 
-use crate::results::crypto::{Algorithm, AlgorithmKind, CryptoResult, CryptoSource, TimeBase};
+use crate::results::crypto::{
+    Algorithm, AlgorithmKind, CryptoResult, CryptoSource, ROW_HASH_BLOCK, TimeBase,
+};
 use crate::results::device::DeviceInfo;
-
-/// The hash columns of the row are read at this block size (the wiki awk's `$5`).
-pub const ROW_HASH_BLOCK: u32 = crate::crypto::ROW_HASH_BLOCK;
 
 /// The 13 numeric column titles of the OpenWrt table, in order.
 pub const ROW_TITLES: [&str; 13] = [

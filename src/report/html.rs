@@ -170,7 +170,7 @@ fn result_section(run: &RunResult, source: &str) -> String {
 pub fn render(runs: &[(RunResult, String)], extra: &[Row]) -> String {
     let mut rows: Vec<Row> = runs
         .iter()
-        .filter_map(|(r, src)| Row::from_result(r, src, crate::crypto::ROW_CIPHER_BLOCK))
+        .filter_map(|(r, src)| Row::from_result(r, src, crate::results::crypto::ROW_CIPHER_BLOCK))
         .collect();
     rows.extend(extra.iter().cloned());
     let mut out = format!(

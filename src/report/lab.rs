@@ -1,10 +1,10 @@
 //! Rendering of the lab's results: configuration with theory, status, the capacity table and the
 //! accuracy table (markdown, so they paste into docs as they are).
 
-use crate::lab::shape::fmt_rate;
 use crate::results::lab::{
     AccuracyPoint, CapacityResult, LabConfig, LabResult, LabStatus, LabTheory, QueueCheck,
 };
+use crate::util::units::human_rate as fmt_rate;
 use std::fmt::Write;
 
 fn rate_or_unshaped(r: Option<u64>) -> String {
@@ -28,21 +28,21 @@ pub fn config(cfg: &LabConfig, th: &LabTheory) -> String {
         "lab {}: {} ({} {}) -> {} -> {} ({} {})",
         cfg.name,
         cfg.ns_lan,
-        crate::lab::DEV_LAN,
+        cfg.devices.lan,
         cfg.lan_ip,
         cfg.ns_rtr,
         cfg.ns_wan,
-        crate::lab::DEV_WAN,
+        cfg.devices.wan,
         cfg.wan_ip
     );
     let _ = writeln!(
         s,
         "  upload   {} on {} ({}), download {} on {}",
         rate_or_unshaped(cfg.up_rate_bps),
-        crate::lab::DEV_RTR_WAN,
+        cfg.devices.rtr_wan,
         cfg.shaper,
         rate_or_unshaped(cfg.down_rate_bps),
-        crate::lab::DEV_RTR_LAN
+        cfg.devices.rtr_lan
     );
     let _ = writeln!(
         s,
@@ -107,13 +107,12 @@ pub fn render_result(r: &LabResult) -> String {
     s
 }
 
-/// `lab status`.
 /// One line per SQM capacity point (progress of `lab capacity --qdisc`).
 pub fn sqm_point(p: &crate::results::lab::SqmPoint) -> String {
     format!(
         "  {:>10}: goodput {} ({:.3} of theory), p99 +{} -> {}{}{}\n",
-        crate::lab::shape::fmt_rate(p.rate_bps as f64),
-        crate::lab::shape::fmt_rate(p.goodput_bps),
+        fmt_rate(p.rate_bps as f64),
+        fmt_rate(p.goodput_bps),
         p.goodput_of_theory,
         p.p99_increase_ms
             .map_or("n/a".to_string(), |v| format!("{v:.2} ms")),
@@ -149,9 +148,9 @@ fn capacity_words(c: &crate::results::lab::SqmCapacity) -> String {
         None => "below the lowest rate tried".to_string(),
         Some(r) if !c.points.is_empty() && c.points.iter().all(|p| p.pass) => format!(
             "at least {} (no rate tried failed: the search stopped at its ceiling)",
-            crate::lab::shape::fmt_rate(r as f64)
+            fmt_rate(r as f64)
         ),
-        Some(r) => crate::lab::shape::fmt_rate(r as f64),
+        Some(r) => fmt_rate(r as f64),
     }
 }
 
@@ -174,34 +173,15 @@ pub fn aqm_line(a: &crate::results::lab::AqmState) -> String {
     line
 }
 
+/// `lab status`.
 pub fn status(st: &LabStatus) -> String {
-    let mut s = String::new();
     if !st.up {
-        let present: Vec<&str> = st
-            .namespaces
-            .iter()
-            .filter(|n| n.exists)
-            .map(|n| n.name.as_str())
-            .collect();
-        let _ = writeln!(
-            s,
-            "lab {}: DOWN{}",
-            st.name,
-            if present.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " (partly present: {}; run `routerbench lab down --name {}`)",
-                    present.join(", "),
-                    st.name
-                )
-            }
-        );
-        return s;
+        return down_line(st);
     }
+    let mut s = String::new();
     let _ = writeln!(s, "lab {}: UP", st.name);
-    if let Some(cfg) = &st.config {
-        s.push_str(&config(cfg, &crate::lab::theory::theory(cfg)));
+    if let (Some(cfg), Some(th)) = (&st.config, &st.theory) {
+        s.push_str(&config(cfg, th));
     }
     match &st.aqm {
         Some(a) => {
@@ -211,6 +191,50 @@ pub fn status(st: &LabStatus) -> String {
             let _ = writeln!(s, "aqm: fifo in the kernel (the shaper's FIFO)");
         }
     }
+    s.push_str(&namespaces(st));
+    s.push_str(&router_state(st));
+    match st.reachable {
+        Some(true) => {
+            let _ = writeln!(
+                s,
+                "== reachability LAN -> WAN (UDP echo): ok, {} ms",
+                ms(st.reach_rtt_ms)
+            );
+        }
+        Some(false) => {
+            let _ = writeln!(s, "== reachability LAN -> WAN (UDP echo): FAILED");
+        }
+        None => {}
+    }
+    s
+}
+
+/// A lab that is down, and what of it is still there.
+fn down_line(st: &LabStatus) -> String {
+    let present: Vec<&str> = st
+        .namespaces
+        .iter()
+        .filter(|n| n.exists)
+        .map(|n| n.name.as_str())
+        .collect();
+    format!(
+        "lab {}: DOWN{}\n",
+        st.name,
+        if present.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (partly present: {}; run `routerbench lab down --name {}`)",
+                present.join(", "),
+                st.name
+            )
+        }
+    )
+}
+
+/// Each namespace: congestion control, forwarding, addresses and routes.
+fn namespaces(st: &LabStatus) -> String {
+    let mut s = String::new();
     for n in &st.namespaces {
         let _ = writeln!(
             s,
@@ -230,6 +254,12 @@ pub fn status(st: &LabStatus) -> String {
             let _ = writeln!(s, "  route {r}");
         }
     }
+    s
+}
+
+/// The router's qdisc counters, offloads and nftables rules.
+fn router_state(st: &LabStatus) -> String {
+    let mut s = String::new();
     for q in &st.qdiscs {
         let _ = writeln!(
             s,
@@ -258,19 +288,6 @@ pub fn status(st: &LabStatus) -> String {
                 let _ = writeln!(s, "  {l}");
             }
         }
-    }
-    match st.reachable {
-        Some(true) => {
-            let _ = writeln!(
-                s,
-                "== reachability LAN -> WAN (UDP echo): ok, {} ms",
-                ms(st.reach_rtt_ms)
-            );
-        }
-        Some(false) => {
-            let _ = writeln!(s, "== reachability LAN -> WAN (UDP echo): FAILED");
-        }
-        None => {}
     }
     s
 }
@@ -340,7 +357,7 @@ pub fn accuracy_row(p: &AccuracyPoint) -> String {
         ratio(p.p99_ratio),
         fmt_rate(p.goodput_bps),
         p.goodput_ratio,
-        p.goodput_ratio / crate::lab::theory::goodput_ratio(),
+        p.goodput_ratio / p.goodput_theory_ratio,
         opt(p.retransmits),
         opt(p.qdisc_drops),
         loss
@@ -452,13 +469,25 @@ mod tests {
             offloads: false,
             cc: "cubic".into(),
             ns_cc: "reno".into(),
+            devices: Default::default(),
+        }
+    }
+
+    /// What `lab::theory` computes for `cfg()`: 64000 B at 20 Mbit/s up, download unshaped.
+    fn theory() -> LabTheory {
+        LabTheory {
+            up_queue_delay_ms: Some(25.6),
+            down_queue_delay_ms: None,
+            goodput_ratio: 1448.0 / 1514.0,
+            up_goodput_bps: Some(20e6 * 1448.0 / 1514.0),
+            down_goodput_bps: None,
         }
     }
 
     #[test]
     fn config_text_has_theory() {
         let c = cfg();
-        let t = config(&c, &crate::lab::theory::theory(&c));
+        let t = config(&c, &theory());
         assert!(t.contains("full queue adds 25.6 ms"), "{t}");
         assert!(
             t.contains("download unshaped") || t.contains("theory down: unshaped"),
@@ -471,7 +500,7 @@ mod tests {
     fn result_section_lists_what_was_measured() {
         let c = cfg();
         let mut r = LabResult {
-            theory: crate::lab::theory::theory(&c),
+            theory: theory(),
             config: c,
             capacity: None,
             accuracy: Vec::new(),
@@ -486,6 +515,72 @@ mod tests {
             points: Vec::new(),
         });
         assert!(render_result(&r).contains("forwarding capacity"));
+    }
+
+    #[test]
+    fn status_text() {
+        use crate::results::lab::NamespaceStatus;
+        let ns = |name: &str, exists| NamespaceStatus {
+            name: name.into(),
+            exists,
+            ..Default::default()
+        };
+        let mut st = LabStatus {
+            name: "t".into(),
+            namespaces: vec![ns("t-lan", true), ns("t-rtr", false), ns("t-wan", false)],
+            ..Default::default()
+        };
+        let down = status(&st);
+        assert!(
+            down.starts_with("lab t: DOWN (partly present: t-lan;"),
+            "{down}"
+        );
+        assert_eq!(down.lines().count(), 1, "{down}");
+        st.up = true;
+        st.config = Some(cfg());
+        st.theory = Some(theory());
+        st.reachable = Some(true);
+        st.reach_rtt_ms = Some(0.05);
+        let up = status(&st);
+        assert!(
+            up.starts_with("lab t: UP\nlab t: t-lan (lan0 10.201.1.2)"),
+            "{up}"
+        );
+        assert!(up.contains("full queue adds 25.6 ms"), "{up}");
+        assert!(up.contains("aqm: fifo in the kernel"), "{up}");
+        assert!(up.contains("== t-lan  cc=? ip_forward=?"), "{up}");
+        assert!(up.ends_with("(UDP echo): ok, 0.05 ms\n"), "{up}");
+    }
+
+    #[test]
+    fn old_files_without_devices_or_goodput_theory_render_as_before() {
+        // A lab section as routerbench wrote it before `devices` and `goodput_theory_ratio`.
+        let mut v = serde_json::to_value(LabResult {
+            theory: theory(),
+            config: cfg(),
+            capacity: None,
+            accuracy: Vec::new(),
+            test: None,
+            checks: Vec::new(),
+        })
+        .unwrap();
+        v["config"].as_object_mut().unwrap().remove("devices");
+        let rtt = serde_json::json!({"sent": 20, "received": 20, "median_ms": 0.1,
+            "p90_ms": 0.1, "p99_ms": 0.2, "min_ms": 0.1, "max_ms": 0.2});
+        v["accuracy"] = serde_json::json!([{
+            "direction": "up", "flows": 1, "cc": "cubic", "rate_bps": 20_000_000,
+            "buffer_bytes": 64_000, "goodput_bps": 19.1e6, "goodput_ratio": 0.955,
+            "idle": rtt, "loaded": rtt, "theory_ms": 25.6, "median_increase_ms": 24.0,
+            "p99_increase_ms": 25.4, "median_ratio": 0.94, "p99_ratio": 0.99,
+            "retransmits": 3, "qdisc_drops": 5, "method": "m"
+        }]);
+        let r: LabResult = serde_json::from_value(v).unwrap();
+        assert_eq!(r.config.devices.rtr_wan, "rtr-wan");
+        let text = render_result(&r);
+        assert!(text.contains("(lan0 10.201.1.2)"), "{text}");
+        assert!(text.contains("on rtr-wan (tbf)"), "{text}");
+        // 0.955 / (1448/1514) = 0.999
+        assert!(text.contains("| 0.955 | 0.999 |"), "{text}");
     }
 
     #[test]

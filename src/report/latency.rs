@@ -33,7 +33,14 @@ fn row(out: &mut String, name: &str, s: &SeriesStats, prec: usize, extra: &str) 
 /// The human summary printed after a test.
 pub fn render_text(r: &LatencyResult) -> String {
     let mut out = String::new();
-    let s = &r.summary;
+    render_header(&mut out, r);
+    render_summary(&mut out, r);
+    render_series(&mut out, r);
+    out
+}
+
+/// The test line: what ran against whom, its timeline and step.
+fn render_header(out: &mut String, r: &LatencyResult) {
     let timeline = if r.flows.is_empty() {
         format!("{} s of idle probing", r.length_s)
     } else {
@@ -55,6 +62,12 @@ pub fn render_text(r: &LatencyResult) -> String {
     if let Some(cc) = &r.congestion_control {
         let _ = writeln!(out, "congestion control: {cc} (set on both ends)");
     }
+}
+
+/// The summary block: idle and loaded latency, grade, throughput, one-way delays, user-space
+/// delay, clock offset.
+fn render_summary(out: &mut String, r: &LatencyResult) {
+    let s = &r.summary;
     let _ = writeln!(out);
     let _ = writeln!(
         out,
@@ -121,6 +134,10 @@ pub fn render_text(r: &LatencyResult) -> String {
             c.samples
         );
     }
+}
+
+/// The per-series table (flows, then probes) and the notes.
+fn render_series(out: &mut String, r: &LatencyResult) {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
@@ -141,7 +158,7 @@ pub fn render_text(r: &LatencyResult) -> String {
             fl.cc_client.as_deref().unwrap_or("-"),
             fl.cc_server.as_deref().unwrap_or("-"),
         );
-        row(&mut out, &fl.name, &fl.mbps, 2, &marks);
+        row(out, &fl.name, &fl.mbps, 2, &marks);
     }
     for p in &r.probes {
         if p.sent == 0 {
@@ -153,7 +170,7 @@ pub fn render_text(r: &LatencyResult) -> String {
             _ => format!("lost {}", p.sent.saturating_sub(p.received)),
         };
         row(
-            &mut out,
+            out,
             &p.name,
             &p.rtt_ms,
             3,
@@ -170,7 +187,6 @@ pub fn render_text(r: &LatencyResult) -> String {
     for n in &r.notes {
         let _ = writeln!(out, "  note: {n}");
     }
-    out
 }
 
 #[cfg(test)]

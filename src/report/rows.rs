@@ -80,7 +80,7 @@ impl Row {
             match alg.kind() {
                 AlgorithmKind::Hash | AlgorithmKind::Cipher => {
                     let size = if alg.kind() == AlgorithmKind::Hash {
-                        crate::report::crypto::ROW_HASH_BLOCK
+                        crate::results::crypto::ROW_HASH_BLOCK
                     } else {
                         cipher_block
                     };

@@ -19,7 +19,7 @@ pub fn render_run(r: &RunResult) -> String {
             .as_ref()
             .map(super::device::row_identity_cells)
             .unwrap_or_else(|| vec!["unknown".into()]);
-        let block = crate::crypto::ROW_CIPHER_BLOCK;
+        let block = crate::results::crypto::ROW_CIPHER_BLOCK;
         out.push_str("\nOpenWrt table row:\n");
         let labels = match &r.device {
             Some(d) => super::device::row_identity_labels(d, &identity),

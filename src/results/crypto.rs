@@ -4,6 +4,11 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The block size of the hash columns of the OpenWrt row (the wiki awk's `$5`).
+pub const ROW_HASH_BLOCK: u32 = 1024;
+/// The default block size of the cipher columns (as OpenSSL 3.x rows of the wiki table read).
+pub const ROW_CIPHER_BLOCK: u32 = 8192;
+
 /// The eleven algorithms of the OpenWrt benchmark table, in the table's column order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Algorithm {

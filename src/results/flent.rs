@@ -64,16 +64,59 @@ fn flent_time(unix: f64) -> String {
     format!("{}.{micros:06}Z", base.trim_end_matches('Z'))
 }
 
+/// A series interpolated onto the grid, by name.
+type Interpolated = Vec<(String, Vec<Option<f64>>)>;
+
+/// The per-series parts of the document, filled series by series.
+#[derive(Default)]
+struct Series {
+    raw: Map<String, Value>,
+    meta: Map<String, Value>,
+    interpolated: Interpolated,
+}
+
 /// Builds the flent document (uncompressed JSON value).
 pub fn to_flent_json(r: &LatencyResult, title: &str) -> Value {
     let n = (r.total_length_s / r.step_s).round() as usize + 1;
     let grid: Vec<f64> = (0..n)
         .map(|i| ((i as f64 * r.step_s) * 1e6).round() / 1e6)
         .collect();
+    let mut series = Series::default();
+    add_flows(r, &grid, &mut series);
+    add_probes(r, &grid, &mut series);
+    let computed = computed_series(r, &series.interpolated, n);
+    let Series {
+        mut raw,
+        mut meta,
+        interpolated,
+    } = series;
     let mut results: Map<String, Value> = Map::new();
-    let mut raw: Map<String, Value> = Map::new();
-    let mut meta: Map<String, Value> = Map::new();
-    let mut interpolated: Vec<(String, Vec<Option<f64>>)> = Vec::new();
+    for (name, values) in interpolated {
+        results.insert(name, json!(values));
+    }
+    for (name, values, units) in computed {
+        let present: Vec<f64> = values.iter().flatten().copied().collect();
+        let mean =
+            (!present.is_empty()).then(|| present.iter().sum::<f64>() / present.len() as f64);
+        meta.insert(
+            name.clone(),
+            json!({"UNITS": units, "RUNNER": "computed", "MEAN_VALUE": mean}),
+        );
+        results.insert(name.clone(), json!(values));
+        raw.insert(name, json!([]));
+    }
+    json!({
+        "version": FILEFORMAT_VERSION,
+        "x_values": grid,
+        "results": results,
+        "raw_values": raw,
+        "metadata": metadata(r, title, meta),
+    })
+}
+
+/// The TCP flows: throughput samples (with the RTT flent's `tcp_rtt` plots read) and their
+/// marking and congestion control.
+fn add_flows(r: &LatencyResult, grid: &[f64], out: &mut Series) {
     for f in &r.flows {
         let pts: Vec<(f64, f64)> = f.samples.iter().map(|s| (s.t, s.mbps)).collect();
         let raw_pts: Vec<Value> = f
@@ -88,9 +131,10 @@ pub fn to_flent_json(r: &LatencyResult, title: &str) -> Value {
                 o
             })
             .collect();
-        raw.insert(f.name.clone(), Value::Array(raw_pts));
-        interpolated.push((f.name.clone(), interpolate(&pts, &grid)));
-        meta.insert(
+        out.raw.insert(f.name.clone(), Value::Array(raw_pts));
+        out.interpolated
+            .push((f.name.clone(), interpolate(&pts, grid)));
+        out.meta.insert(
             f.name.clone(),
             json!({
                 "UNITS": "Mbits/s",
@@ -106,6 +150,10 @@ pub fn to_flent_json(r: &LatencyResult, title: &str) -> Value {
             }),
         );
     }
+}
+
+/// The latency probes: round trips (with one-way delays when known), lost probes marked.
+fn add_probes(r: &LatencyResult, grid: &[f64], out: &mut Series) {
     for p in &r.probes {
         let mut pts = Vec::new();
         let mut raw_pts = Vec::new();
@@ -124,9 +172,10 @@ pub fn to_flent_json(r: &LatencyResult, title: &str) -> Value {
                 None => raw_pts.push(json!({"t": t, "seq": s.seq, "lost": true})),
             }
         }
-        raw.insert(p.name.clone(), Value::Array(raw_pts));
-        interpolated.push((p.name.clone(), interpolate(&pts, &grid)));
-        meta.insert(
+        out.raw.insert(p.name.clone(), Value::Array(raw_pts));
+        out.interpolated
+            .push((p.name.clone(), interpolate(&pts, grid)));
+        out.meta.insert(
             p.name.clone(),
             json!({
                 "UNITS": "ms",
@@ -142,7 +191,15 @@ pub fn to_flent_json(r: &LatencyResult, title: &str) -> Value {
             }),
         );
     }
-    // Computed series, as the test's .conf defines them.
+}
+
+/// Computed series, as the test's .conf defines them: per-direction avg and sum, and for the
+/// rrul family the TCP totals and the ping average. `(name, values, units)`.
+fn computed_series(
+    r: &LatencyResult,
+    interpolated: &Interpolated,
+    n: usize,
+) -> Vec<(String, Vec<Option<f64>>, &'static str)> {
     let pick = |pred: &dyn Fn(&str) -> bool| -> Vec<&Vec<Option<f64>>> {
         interpolated
             .iter()
@@ -150,7 +207,7 @@ pub fn to_flent_json(r: &LatencyResult, title: &str) -> Value {
             .map(|(_, v)| v)
             .collect()
     };
-    let mut computed: Vec<(String, Vec<Option<f64>>, &str)> = Vec::new();
+    let mut computed: Vec<(String, Vec<Option<f64>>, &'static str)> = Vec::new();
     // tcp_bidirectional's .conf defines no computed series.
     let with_avg = r.test != "tcp_bidirectional";
     for dir in ["upload", "download"] {
@@ -175,20 +232,11 @@ pub fn to_flent_json(r: &LatencyResult, title: &str) -> Value {
         let pings = pick(&|name: &str| name.starts_with("Ping (ms)"));
         computed.push(("Ping (ms) avg".into(), combine(&pings, n, true), "ms"));
     }
-    for (name, values) in interpolated {
-        results.insert(name, json!(values));
-    }
-    for (name, values, units) in computed {
-        let present: Vec<f64> = values.iter().flatten().copied().collect();
-        let mean =
-            (!present.is_empty()).then(|| present.iter().sum::<f64>() / present.len() as f64);
-        meta.insert(
-            name.clone(),
-            json!({"UNITS": units, "RUNNER": "computed", "MEAN_VALUE": mean}),
-        );
-        results.insert(name.clone(), json!(values));
-        raw.insert(name, json!([]));
-    }
+    computed
+}
+
+/// flent's `metadata`: the test, its timing, hosts, parameters, and `SERIES_META`.
+fn metadata(r: &LatencyResult, title: &str, series_meta: Map<String, Value>) -> Value {
     let mut test_parameters = Map::new();
     let nflows = r.flows.len();
     match r.test.as_str() {
@@ -207,7 +255,7 @@ pub fn to_flent_json(r: &LatencyResult, title: &str) -> Value {
     let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
-    let metadata = json!({
+    json!({
         "NAME": r.test,
         "TITLE": title,
         "NOTE": r.notes.join("; "),
@@ -226,31 +274,44 @@ pub fn to_flent_json(r: &LatencyResult, title: &str) -> Value {
         "FAILED_RUNNERS": 0,
         // Ended by SIGINT/SIGTERM: LENGTH is what was measured (NOTE says so too).
         "INTERRUPTED": r.interrupted,
-        "SERIES_META": meta,
+        "SERIES_META": series_meta,
         "DATA_FILENAME": Value::Null,
-    });
-    json!({
-        "version": FILEFORMAT_VERSION,
-        "x_values": grid,
-        "results": results,
-        "raw_values": raw,
-        "metadata": metadata,
     })
 }
 
+/// Why a flent file could not be written: the file and the cause.
+#[derive(Debug, thiserror::Error)]
+pub enum FlentError {
+    #[error("cannot create {}: {cause}", path.display())]
+    Create {
+        path: std::path::PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("cannot write {}: {cause}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        cause: std::io::Error,
+    },
+}
+
 /// Writes `r` as a gzip-compressed flent data file (the name should end in `.flent.gz`).
-pub fn write(r: &LatencyResult, title: &str, path: &Path) -> anyhow::Result<()> {
+pub fn write(r: &LatencyResult, title: &str, path: &Path) -> Result<(), FlentError> {
     let mut doc = to_flent_json(r, title);
     if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
         doc["metadata"]["DATA_FILENAME"] = json!(name);
     }
-    let file = std::fs::File::create(path)
-        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?;
+    let file = std::fs::File::create(path).map_err(|cause| FlentError::Create {
+        path: path.to_path_buf(),
+        cause,
+    })?;
+    let write_err = |cause: std::io::Error| FlentError::Write {
+        path: path.to_path_buf(),
+        cause,
+    };
     let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
-    serde_json::to_writer(&mut gz, &doc)?;
-    gz.write_all(b"\n")?;
-    gz.finish()
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    serde_json::to_writer(&mut gz, &doc).map_err(|e| write_err(e.into()))?;
+    gz.write_all(b"\n").map_err(write_err)?;
+    gz.finish().map_err(write_err)?;
     Ok(())
 }
 

@@ -57,6 +57,35 @@ pub struct LabConfig {
     /// may only pick one listed in the host's `tcp_allowed_congestion_control`, so this can be
     /// `reno` when `cc` is `cubic`.
     pub ns_cc: String,
+    /// The lab's device names (files from before this field: the names every lab has used).
+    #[serde(default)]
+    pub devices: LabDevices,
+}
+
+/// The four veth ends of a lab, the same in every lab (each lab has its own namespaces).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LabDevices {
+    /// The LAN host's device (in `ns_lan`).
+    pub lan: String,
+    /// The router's LAN side (in `ns_rtr`): the download bottleneck's egress.
+    pub rtr_lan: String,
+    /// The router's WAN side (in `ns_rtr`): the upload bottleneck's egress.
+    pub rtr_wan: String,
+    /// The WAN host's device (in `ns_wan`).
+    pub wan: String,
+}
+
+impl Default for LabDevices {
+    /// `lan0`, `rtr-lan`, `rtr-wan`, `wan0`: what `lab up` has always created (`crate::lab`
+    /// checks that its names match).
+    fn default() -> Self {
+        Self {
+            lan: "lan0".into(),
+            rtr_lan: "rtr-lan".into(),
+            rtr_wan: "rtr-wan".into(),
+            wan: "wan0".into(),
+        }
+    }
 }
 
 /// What the lab should show, from its configuration alone.
@@ -125,6 +154,10 @@ pub struct AccuracyPoint {
     pub goodput_bps: f64,
     /// goodput / rate (theory: [`LabTheory::goodput_ratio`]).
     pub goodput_ratio: f64,
+    /// What theory expects for goodput / rate: 1448/1514 (files from before this field: that
+    /// value, the only one used then).
+    #[serde(default = "single_direction_goodput_ratio")]
+    pub goodput_theory_ratio: f64,
     pub idle: RttSummary,
     pub loaded: RttSummary,
     /// buffer·8/rate, ms.
@@ -142,6 +175,12 @@ pub struct AccuracyPoint {
     pub qdisc_drops: Option<u64>,
     /// Which load generator and probe were used.
     pub method: String,
+}
+
+/// TCP payload per Ethernet frame with one direction loaded, 1448/1514: the default of
+/// [`AccuracyPoint::goodput_theory_ratio`] (`crate::lab::theory` computes it and checks they match).
+pub fn single_direction_goodput_ratio() -> f64 {
+    1448.0 / 1514.0
 }
 
 /// A latency test's queue delay (and goodput) in one direction against theory (`lab run`).
@@ -214,6 +253,9 @@ pub struct LabStatus {
     /// All three namespaces and both router veths exist.
     pub up: bool,
     pub config: Option<LabConfig>,
+    /// What theory predicts for `config`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theory: Option<LabTheory>,
     pub namespaces: Vec<NamespaceStatus>,
     pub qdiscs: Vec<QdiscStats>,
     /// `dev: gso=on tso=off gro=off` for the router's two devices.
@@ -279,6 +321,15 @@ pub struct AqmState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_forwarding: Option<bool>,
     pub note: String,
+}
+
+/// `routerbench lab up`: the lab built, its theory, and the AQM put on it (None: the shaper's
+/// own FIFO in the kernel).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LabUp {
+    pub config: LabConfig,
+    pub theory: LabTheory,
+    pub aqm: Option<AqmState>,
 }
 
 /// The lab section of a [`super::RunResult`].

@@ -206,12 +206,18 @@ pub fn load(path: &std::path::Path) -> Result<RunResult, LoadError> {
 
 /// Writes `result` as pretty JSON, atomically (temp file + rename), creating the directory.
 pub fn save(result: &RunResult, path: &std::path::Path) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(result).map_err(std::io::Error::other)?;
+    write_atomic(path, &(text + "\n"))
+}
+
+/// Writes `text` to a temporary file next to `path` (its directory created), then renames it
+/// over `path`, so a reader never sees half a document.
+pub fn write_atomic(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
     let tmp = path.with_extension("json.tmp");
-    let text = serde_json::to_string_pretty(result).map_err(std::io::Error::other)?;
-    std::fs::write(&tmp, text + "\n")?;
+    std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, path)
 }
 

@@ -3,21 +3,16 @@
 //! The listener is bound *before* detaching, so "port in use" reaches the user's terminal;
 //! the fork happens before any thread starts.
 
+use super::ServerError;
 use std::path::{Path, PathBuf};
 
 /// Detaches from the terminal: fork, new session, cwd `/`, stdin/stdout/stderr to /dev/null
 /// (what iperf3's `-D` does through daemon(3)). Only the child returns.
-pub fn detach() -> anyhow::Result<()> {
-    // SAFETY: called before this process started any thread; daemon(3) forks and the parent
-    // exits inside it.
-    let r = unsafe { libc::daemon(0, 0) };
-    if r != 0 {
-        anyhow::bail!(
-            "cannot run in the background (-D): {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    Ok(())
+/// Call before this process starts any thread: daemon(3) forks, and only the calling thread
+/// lives on in the child.
+pub fn detach() -> Result<(), ServerError> {
+    nix::unistd::daemon(false, false)
+        .map_err(|errno| ServerError::Detach(std::io::Error::from(errno)))
 }
 
 /// A written pid file, removed when dropped (the server's normal exit).
@@ -27,11 +22,13 @@ pub struct PidFile {
 
 impl PidFile {
     /// Refuses when `path` names a live process (another server), else writes our pid.
-    pub fn check(path: &Path) -> anyhow::Result<PathBuf> {
+    pub fn check(path: &Path) -> Result<PathBuf, ServerError> {
         let abs = if path.is_absolute() {
             path.to_path_buf()
         } else {
-            std::env::current_dir()?.join(path)
+            std::env::current_dir()
+                .map_err(|e| ServerError::io("pid file: current directory", e))?
+                .join(path)
         };
         let running = std::fs::read_to_string(&abs)
             .ok()
@@ -42,26 +39,28 @@ impl PidFile {
                     && Path::new(&format!("/proc/{pid}")).exists()
             });
         if let Some(pid) = running {
-            anyhow::bail!(
-                "pid file {} names a running process ({pid}): another server? stop it or use \
-                 another -I file",
-                abs.display()
-            );
+            return Err(ServerError::PidFileLive {
+                path: abs.display().to_string(),
+                pid,
+            });
         }
         if let Some(dir) = abs.parent().filter(|d| !d.is_dir()) {
-            anyhow::bail!(
-                "pid file {}: directory {} does not exist",
-                abs.display(),
-                dir.display()
-            );
+            return Err(ServerError::PidFileDir {
+                path: abs.display().to_string(),
+                dir: dir.display().to_string(),
+            });
         }
         Ok(abs)
     }
 
     /// Writes this process's pid to `path` (made absolute by [`PidFile::check`]).
-    pub fn write(path: PathBuf) -> anyhow::Result<PidFile> {
-        std::fs::write(&path, format!("{}\n", std::process::id()))
-            .map_err(|e| anyhow::anyhow!("cannot write pid file {}: {e}", path.display()))?;
+    pub fn write(path: PathBuf) -> Result<PidFile, ServerError> {
+        std::fs::write(&path, format!("{}\n", std::process::id())).map_err(|source| {
+            ServerError::PidFileWrite {
+                path: path.display().to_string(),
+                source,
+            }
+        })?;
         Ok(PidFile { path })
     }
 }

@@ -4,33 +4,69 @@
 //! Unlike iperf3 (one test at a time), several tests run at once, each on its own threads and
 //! bounded by [`ServerConfig`]: concurrent tests, streams, duration, pending handshakes. A
 //! connection that sends nothing is dropped after `first_bytes_timeout`.
+//!
+//! The server composes what `iperf3` and `service` provide; it never prints: events and results
+//! go to a [`ServerObserver`] (the CLI renders them). This accept loop is the only one:
+//! `loopback.rs` runs it for the in-process loopback test, `latency_only.rs` for the latency
+//! protocol alone; `conn.rs` handles each accepted connection.
 
 pub mod broker;
+mod conn;
 pub mod daemon;
-pub mod limits;
-pub mod log;
-pub mod logcap;
+pub mod latency_only;
+pub mod loopback;
 pub mod signals;
+
+pub use crate::service::ProtocolHandler;
 
 use crate::iperf3::Iperf3Error;
 use crate::iperf3::auth::ServerAuth;
-use crate::iperf3::session::{self, SessionConfig, SessionEnv, StreamBroker, UdpAcceptor};
+use crate::iperf3::session::{SessionConfig, UdpAcceptor};
 use crate::results::throughput::ThroughputResult;
-use crate::wire::iperf3::{COOKIE_SIZE, Cookie, State};
-use broker::{Broker, Route};
-use limits::{Caps, ConnGuard, Ledger};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
+use crate::service::limits::{Caps, Ledger};
+use crate::service::logcap::LogCap;
+use broker::Broker;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A protocol served on the shared port besides iperf3 (routerbench's own protocol).
-/// The server calls `handle` on a thread of its own after the first bytes identified the
-/// protocol; `prefix` holds the bytes the server already read (the full magic).
-pub trait ProtocolHandler: Send + Sync {
-    fn handle(&self, stream: TcpStream, prefix: &[u8]) -> anyhow::Result<()>;
+/// What can stop the daemon or its set-up (the per-test errors are [`Iperf3Error`]s).
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+    #[error("cannot run in the background (-D): {0}")]
+    Detach(std::io::Error),
+    #[error(
+        "pid file {path} names a running process ({pid}): another server? stop it or use \
+         another -I file"
+    )]
+    PidFileLive { path: String, pid: i32 },
+    #[error("pid file {path}: directory {dir} does not exist")]
+    PidFileDir { path: String, dir: String },
+    #[error("cannot write pid file {path}: {source}")]
+    PidFileWrite {
+        path: String,
+        source: std::io::Error,
+    },
+    /// The hosted latency service did not start (its error, as text).
+    #[error("{0}")]
+    Service(String),
+}
+
+impl ServerError {
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        ServerError::Io {
+            context: context.into(),
+            source,
+        }
+    }
 }
 
 /// Server settings.
@@ -54,6 +90,9 @@ pub struct ServerConfig {
     pub auth: Option<Arc<ServerAuth>>,
     /// Stop on SIGINT/SIGTERM (the CLI installs the handler).
     pub handle_signals: bool,
+    /// Serve iperf3 tests. Off: only the routerbench protocol (the whole magic is read before
+    /// the hand-off, anything else is refused), as `routerbench latency-server` serves it.
+    pub iperf3: bool,
 }
 
 impl ServerConfig {
@@ -68,6 +107,7 @@ impl ServerConfig {
             caps: Caps::default(),
             auth: None,
             handle_signals: false,
+            iperf3: true,
         }
     }
 
@@ -129,9 +169,15 @@ pub enum ServerEvent<'a> {
     },
 }
 
-/// Receives server events.
+/// Receives server events (the CLI renders them).
 pub trait ServerObserver: Send + Sync {
     fn event(&self, event: &ServerEvent<'_>);
+
+    /// The text a client asking `--get-server-output` receives: this server's own output for
+    /// the test, as the observer renders it. `None` (the default): no text.
+    fn server_output(&self, _result: &ThroughputResult) -> Option<String> {
+        None
+    }
 }
 
 /// Ignores events (tests, loopback).
@@ -149,15 +195,20 @@ pub struct ServerSummary {
     pub refused: u64,
 }
 
+/// A condition that stops the server when it turns true (polled by the accept loop).
+pub type StopWhen = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// The server's state, shared with its connection threads (`conn.rs`).
 struct Shared {
     cfg: ServerConfig,
     broker: Broker,
     udp: UdpAcceptor,
     stop: Arc<AtomicBool>,
+    stop_when: Option<StopWhen>,
     observer: Arc<dyn ServerObserver>,
     handler: Option<Arc<dyn ProtocolHandler>>,
     ledger: Arc<Ledger>,
-    logcap: logcap::LogCap,
+    logcap: LogCap,
     active_tests: AtomicUsize,
     connections: AtomicUsize,
     started_tests: AtomicU64,
@@ -201,10 +252,11 @@ impl Server {
             shared: Arc::new(Shared {
                 udp: UdpAcceptor::new(bind),
                 ledger: Arc::new(Ledger::new(cfg.caps.clone())),
-                logcap: logcap::LogCap::new(20),
+                logcap: LogCap::new(20),
                 cfg,
                 broker: Broker::default(),
                 stop: Arc::new(AtomicBool::new(false)),
+                stop_when: None,
                 observer,
                 handler: None,
                 active_tests: AtomicUsize::new(0),
@@ -236,6 +288,14 @@ impl Server {
         let (tx, rx) = std::sync::mpsc::sync_channel(256);
         s.udp.hellos = Some(Mutex::new(rx));
         Some(tx)
+    }
+
+    /// Stops the server (as its stop flag does) once `when` returns true; call before `run`.
+    pub fn stop_when(mut self, when: StopWhen) -> Self {
+        if let Some(s) = Arc::get_mut(&mut self.shared) {
+            s.stop_when = Some(when);
+        }
+        self
     }
 
     /// Keeps every finished test's result (loopback reads them back).
@@ -272,7 +332,9 @@ impl Server {
             .event(&ServerEvent::Listening(self.listener.local_addr()?));
         self.listener.set_nonblocking(true)?;
         let reason = loop {
-            if sh.cfg.handle_signals && signals::signalled() {
+            if (sh.cfg.handle_signals && signals::signalled())
+                || sh.stop_when.as_ref().is_some_and(|when| when())
+            {
                 sh.stop.store(true, Ordering::Relaxed);
             }
             if sh.stop.load(Ordering::Relaxed) {
@@ -299,7 +361,7 @@ impl Server {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     // EMFILE and friends: back off instead of spinning.
-                    log_refusal(
+                    conn::log_refusal(
                         sh,
                         self.listener.local_addr()?,
                         format!("accept failed: {e}"),
@@ -325,7 +387,7 @@ impl Server {
                 Ok(g) => g,
                 Err(reason) => {
                     sh.refused.fetch_add(1, Ordering::Relaxed);
-                    log_refusal(sh, peer, reason);
+                    conn::log_refusal(sh, peer, reason);
                     continue;
                 }
             };
@@ -335,7 +397,7 @@ impl Server {
             let spawned = std::thread::Builder::new()
                 .name("rb-conn".into())
                 .spawn(move || {
-                    handle_connection(&shared, stream, peer, seq, guard);
+                    conn::handle_connection(&shared, stream, peer, seq, guard);
                     shared.connections.fetch_sub(1, Ordering::Relaxed);
                 });
             if spawned.is_err() {
@@ -356,233 +418,8 @@ impl Server {
     }
 }
 
-/// One refusal line, within the log's budget (a flood is summarised by the accept loop).
-fn log_refusal(sh: &Shared, peer: SocketAddr, reason: String) {
-    if sh.logcap.admit() {
-        sh.observer.event(&ServerEvent::Refused { peer, reason });
-    }
-}
-
-fn wait_readable(l: &TcpListener, ms: i32) -> bool {
-    let mut pfd = libc::pollfd {
-        fd: l.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    unsafe { libc::poll(&mut pfd, 1, ms) > 0 }
-}
-
-fn read_prefix(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> Result<(), String> {
-    let mut got = 0;
-    while got < buf.len() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(format!(
-                "sent {got} of {} first bytes, then nothing: timed out",
-                buf.len()
-            ));
-        }
-        let _ = stream.set_read_timeout(Some(left));
-        match stream.read(&mut buf[got..]) {
-            Ok(0) => return Err(format!("closed after {got} bytes")),
-            Ok(n) => got += n,
-            Err(e) if crate::iperf3::control::is_timeout(&e) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("read error: {e}")),
-        }
-    }
-    Ok(())
-}
-
-fn deny(sh: &Shared, mut stream: TcpStream, peer: SocketAddr, reason: String) {
-    let _ = stream.write_all(&[State::AccessDenied.to_byte()]);
-    sh.refused.fetch_add(1, Ordering::Relaxed);
-    log_refusal(sh, peer, reason);
-}
-
-fn handle_connection(
-    sh: &Arc<Shared>,
-    mut stream: TcpStream,
-    peer: SocketAddr,
-    seq: u64,
-    guard: ConnGuard,
-) {
-    let _ = stream.set_nonblocking(false);
-    let deadline = Instant::now() + sh.cfg.first_bytes_timeout;
-    let mut first = [0u8; 1];
-    if let Err(why) = read_prefix(&mut stream, &mut first, deadline) {
-        sh.refused.fetch_add(1, Ordering::Relaxed);
-        log_refusal(sh, peer, format!("no cookie: {why}"));
-        return;
-    }
-    if Cookie::is_routerbench(first[0]) {
-        let magic = crate::wire::ROUTERBENCH_MAGIC;
-        let mut rest = vec![0u8; magic.len() - 1];
-        let r = read_prefix(&mut stream, &mut rest, deadline);
-        let mut prefix = first.to_vec();
-        prefix.extend_from_slice(&rest);
-        let error = match (r, &sh.handler) {
-            (Err(why), _) => Some(format!("routerbench magic: {why}")),
-            (Ok(()), _) if prefix != magic => {
-                Some("first byte 0xFF but not the routerbench magic".into())
-            }
-            (Ok(()), None) => Some("routerbench protocol not enabled on this server".into()),
-            (Ok(()), Some(h)) => {
-                let _ = stream.set_read_timeout(None);
-                h.handle(stream, &prefix).err().map(|e| format!("{e:#}"))
-            }
-        };
-        // Failed handoffs are refusals too: within the log's budget.
-        if error.is_none() || sh.logcap.admit() {
-            sh.observer.event(&ServerEvent::Handoff { peer, error });
-        }
-        return;
-    }
-    let mut cookie_buf = [0u8; COOKIE_SIZE];
-    cookie_buf[0] = first[0];
-    if let Err(why) = read_prefix(&mut stream, &mut cookie_buf[1..], deadline) {
-        sh.refused.fetch_add(1, Ordering::Relaxed);
-        log_refusal(sh, peer, format!("incomplete cookie: {why}"));
-        return;
-    }
-    let cookie = Cookie(cookie_buf);
-    if !cookie.is_plausible() {
-        // Not an iperf3 client: close at once, one log line, no slot taken.
-        sh.refused.fetch_add(1, Ordering::Relaxed);
-        log_refusal(
-            sh,
-            peer,
-            "garbage instead of an iperf3 cookie: closed".into(),
-        );
-        return;
-    }
-    // Classified: a data stream or a test holds no half-open slot of its host any more
-    // (routerbench sessions keep theirs, above, for their whole life).
-    drop(guard);
-    match sh.broker.route(&cookie) {
-        Route::Stream(tx) => {
-            if let Err(e) = tx.send((seq, stream)) {
-                deny(
-                    sh,
-                    (e.0).1,
-                    peer,
-                    "data stream for a test that stopped accepting".into(),
-                );
-            }
-        }
-        Route::Deny => deny(
-            sh,
-            stream,
-            peer,
-            "data connection for a running test (or a duplicate cookie)".into(),
-        ),
-        Route::NewTest => run_test(sh, stream, peer, cookie),
-    }
-}
-
-/// Hands a test's streams and intervals to the observer (the server's interval lines).
-struct ObserverIntervals<'a> {
-    observer: &'a dyn ServerObserver,
-    peer: SocketAddr,
-    first: AtomicBool,
-    parallel: AtomicUsize,
-}
-
-impl crate::iperf3::IntervalSink for ObserverIntervals<'_> {
-    fn started(&self, connected: &[crate::results::throughput::Connected]) {
-        // Bidir connects 2·P streams; `interval` halves it.
-        self.parallel.store(connected.len(), Ordering::Relaxed);
-        self.observer.event(&ServerEvent::StreamsConnected {
-            peer: self.peer,
-            connected,
-        });
-    }
-    fn interval(&self, interval: &crate::results::throughput::Interval) {
-        let bidir = interval.sum_bidir_reverse.is_some();
-        let n = self.parallel.load(Ordering::Relaxed);
-        self.observer.event(&ServerEvent::Interval {
-            peer: self.peer,
-            interval,
-            first: self.first.swap(false, Ordering::Relaxed),
-            parallel: if bidir { n / 2 } else { n },
-        });
-    }
-}
-
-fn run_test(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, cookie: Cookie) {
-    let started = sh.started_tests.load(Ordering::Relaxed);
-    if sh.cfg.max_tests.is_some_and(|m| started >= m) || sh.stop.load(Ordering::Relaxed) {
-        return deny(
-            sh,
-            stream,
-            peer,
-            "server is stopping (test limit reached)".into(),
-        );
-    }
-    let _host_slot = match sh.ledger.test(peer.ip()) {
-        Ok(g) => g,
-        Err(why) => return deny(sh, stream, peer, format!("busy: {why}")),
-    };
-    let active = sh.active_tests.fetch_add(1, Ordering::Relaxed);
-    if active >= sh.cfg.max_concurrent_tests {
-        sh.active_tests.fetch_sub(1, Ordering::Relaxed);
-        return deny(
-            sh,
-            stream,
-            peer,
-            format!(
-                "busy: {active} tests running (limit {})",
-                sh.cfg.max_concurrent_tests
-            ),
-        );
-    }
-    if !sh.broker.claim(&cookie) {
-        sh.active_tests.fetch_sub(1, Ordering::Relaxed);
-        return deny(sh, stream, peer, "duplicate cookie".into());
-    }
-    sh.started_tests.fetch_add(1, Ordering::Relaxed);
-    sh.observer.event(&ServerEvent::TestStarted { peer });
-    let render = |r: &ThroughputResult| crate::report::iperf3::render_final(r);
-    let sink = ObserverIntervals {
-        observer: sh.observer.as_ref(),
-        peer,
-        first: AtomicBool::new(true),
-        parallel: AtomicUsize::new(1),
-    };
-    let env = SessionEnv {
-        cfg: &sh.cfg.session,
-        broker: &sh.broker,
-        udp: &sh.udp,
-        stop: &sh.stop,
-        sink: &sink,
-        render_text: &render,
-        ledger: &sh.ledger,
-        auth: sh.cfg.auth.as_deref(),
-    };
-    let outcome = crate::iperf3::control::Control::new(stream, sh.cfg.session.control_timeout)
-        .and_then(|ctl| session::serve(ctl, cookie, &env));
-    match outcome {
-        Ok(result) => {
-            sh.done.fetch_add(1, Ordering::Relaxed);
-            sh.observer.event(&ServerEvent::TestDone {
-                peer,
-                result: &result,
-            });
-            if sh.keep_results {
-                if let Ok(mut r) = sh.results.lock() {
-                    r.push(result);
-                }
-            }
-        }
-        Err(error) => {
-            sh.broker.close(&cookie);
-            sh.failed.fetch_add(1, Ordering::Relaxed);
-            sh.observer.event(&ServerEvent::TestFailed {
-                peer,
-                error: &error,
-            });
-        }
-    }
-    sh.active_tests.fetch_sub(1, Ordering::Relaxed);
+/// Whether a connection waits on the listener within `ms` milliseconds.
+fn wait_readable(l: &TcpListener, ms: u16) -> bool {
+    let mut fds = [PollFd::new(l.as_fd(), PollFlags::POLLIN)];
+    poll(&mut fds, PollTimeout::from(ms)).is_ok_and(|n| n > 0)
 }

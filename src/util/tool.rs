@@ -1,10 +1,37 @@
 //! External tools (iproute2's `ip` and `tc`, `nft`) run with a deadline, and root checks: used by
 //! the lab and by the monitor's queue reader, so they live outside the `lab` feature.
 
-use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
+
+/// Why an external tool could not be run, or failed: the command, the cause, and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("{tool} not found: apt-get install {package}")]
+    NotFound { tool: String, package: &'static str },
+    #[error("not root: the lab needs CAP_NET_ADMIN; run as root")]
+    NotRoot,
+    #[error("cannot start {tool}: {cause}")]
+    Start { tool: String, cause: std::io::Error },
+    #[error("cannot write to {tool}'s stdin: {cause}")]
+    Stdin { tool: String, cause: std::io::Error },
+    #[error("{command} did not finish within {limit:?}; killed it")]
+    TimedOut { command: String, limit: Duration },
+    #[error("`{command}` failed ({status}): {stderr}{hint}")]
+    Failed {
+        command: String,
+        status: ExitStatus,
+        stderr: String,
+        /// " (not root? …)" when the tool said "Operation not permitted".
+        hint: &'static str,
+    },
+    #[error("waiting for a child process: {cause}")]
+    Wait { cause: std::io::Error },
+}
+
+/// Results of this module.
+pub type Result<T, E = ToolError> = std::result::Result<T, E>;
 
 /// Which Debian package provides a tool, for the "not found" message.
 fn package_of(tool: &str) -> &'static str {
@@ -26,7 +53,10 @@ pub fn tool_path(tool: &str) -> Result<PathBuf> {
             return Ok(p);
         }
     }
-    bail!("{tool} not found: apt-get install {}", package_of(tool))
+    Err(ToolError::NotFound {
+        tool: tool.to_string(),
+        package: package_of(tool),
+    })
 }
 
 /// True if this process is root (the lab needs CAP_NET_ADMIN and CAP_SYS_ADMIN for setns/mounts).
@@ -37,7 +67,7 @@ pub fn is_root() -> bool {
 /// Fails with a clear message when not root.
 pub fn require_root() -> Result<()> {
     if !is_root() {
-        bail!("not root: the lab needs CAP_NET_ADMIN; run as root");
+        return Err(ToolError::NotRoot);
     }
     Ok(())
 }
@@ -84,25 +114,27 @@ fn output_of(tool: &str, args: &[&str], input: Option<&str>) -> Result<Output> {
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot start {tool}"))?;
+    let mut child = cmd.spawn().map_err(|cause| ToolError::Start {
+        tool: tool.to_string(),
+        cause,
+    })?;
     if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
         use std::io::Write;
         stdin
             .write_all(text.as_bytes())
-            .with_context(|| format!("cannot write to {tool}'s stdin"))?;
+            .map_err(|cause| ToolError::Stdin {
+                tool: tool.to_string(),
+                cause,
+            })?;
     }
     // Output is small; read it in threads so a full pipe never blocks the deadline wait.
     let mut stdout = child.stdout.take();
     let mut stderr = child.stderr.take();
     let t_out = std::thread::spawn(move || read_all(stdout.as_mut()));
     let t_err = std::thread::spawn(move || read_all(stderr.as_mut()));
-    let status = wait_deadline(&mut child, TOOL_TIMEOUT)?.with_context(|| {
-        format!(
-            "{tool} {} did not finish within {TOOL_TIMEOUT:?}; killed it",
-            args.join(" ")
-        )
+    let status = wait_deadline(&mut child, TOOL_TIMEOUT)?.ok_or_else(|| ToolError::TimedOut {
+        command: format!("{tool} {}", args.join(" ")),
+        limit: TOOL_TIMEOUT,
     })?;
     Ok(Output {
         status,
@@ -129,19 +161,22 @@ fn check(tool: &str, args: &[&str], out: &Output) -> Result<()> {
     } else {
         ""
     };
-    bail!(
-        "`{tool} {}` failed ({}): {}{hint}",
-        args.join(" "),
-        out.status,
-        err.trim()
-    )
+    Err(ToolError::Failed {
+        command: format!("{tool} {}", args.join(" ")),
+        status: out.status,
+        stderr: err.trim().to_string(),
+        hint,
+    })
 }
 
 /// Waits for `child` up to `limit`; on timeout kills it (by its own PID) and returns `Ok(None)`.
 pub fn wait_deadline(child: &mut Child, limit: Duration) -> Result<Option<ExitStatus>> {
     let start = Instant::now();
     loop {
-        if let Some(st) = child.try_wait().context("waiting for a child process")? {
+        if let Some(st) = child
+            .try_wait()
+            .map_err(|cause| ToolError::Wait { cause })?
+        {
             return Ok(Some(st));
         }
         if start.elapsed() >= limit {

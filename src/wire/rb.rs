@@ -298,51 +298,8 @@ impl Message {
             pos: 0,
         };
         let (msg, what) = match ty {
-            0x01 => {
-                let version = r.u16()?;
-                let token = if r.pos < r.buf.len() {
-                    let t = r.str("Hello", MAX_TOKEN_LEN)?;
-                    if t.is_empty() {
-                        // No token is no field, so every Hello has one encoding.
-                        return Err(WireError::Malformed {
-                            what: "Hello",
-                            why: "empty token (omit the field instead)".into(),
-                        });
-                    }
-                    t
-                } else {
-                    String::new()
-                };
-                (Self::Hello { version, token }, "Hello")
-            }
-            0x02 => {
-                let version = r.u16()?;
-                let session = r.u64()?;
-                let flow = r.u8()?;
-                let direction = match r.u8()? {
-                    0 => Direction::Upload,
-                    1 => Direction::Download,
-                    d => {
-                        return Err(WireError::Malformed {
-                            what: "LoadHello",
-                            why: format!("direction {d} (expected 0 or 1)"),
-                        });
-                    }
-                };
-                let tos = r.u8()?;
-                let cc = r.str("LoadHello", MAX_CC_LEN)?;
-                (
-                    Self::LoadHello {
-                        version,
-                        session,
-                        flow,
-                        direction,
-                        tos,
-                        cc,
-                    },
-                    "LoadHello",
-                )
-            }
+            0x01 => (Self::parse_hello(&mut r)?, "Hello"),
+            0x02 => (Self::parse_load_hello(&mut r)?, "LoadHello"),
             0x03 => {
                 let m = Self::Start {
                     start_in_us: r.u32()?,
@@ -370,31 +327,8 @@ impl Message {
                 };
                 (m, "LoadAccept")
             }
-            0x83 => {
-                let step = r.u32()?;
-                let n = r.u8()?;
-                let mut flows = Vec::with_capacity(n as usize);
-                for _ in 0..n {
-                    flows.push(FlowStep {
-                        flow: r.u8()?,
-                        bytes: r.u64()?,
-                        tcp_rtt_us: r.u32()?,
-                    });
-                }
-                (Self::StepReport { step, flows }, "StepReport")
-            }
-            0x84 => {
-                let n = r.u8()?;
-                let mut streams = Vec::with_capacity(n as usize);
-                for _ in 0..n {
-                    streams.push(StreamCount {
-                        stream: r.u8()?,
-                        received: r.u32()?,
-                        reflected: r.u32()?,
-                    });
-                }
-                (Self::Finished { streams }, "Finished")
-            }
+            0x83 => (Self::parse_step_report(&mut r)?, "StepReport"),
+            0x84 => (Self::parse_finished(&mut r)?, "Finished"),
             0xEE => {
                 let raw_code = r.u8()?;
                 let message = r.str("Error", 255)?;
@@ -411,6 +345,77 @@ impl Message {
         };
         r.end(what)?;
         Ok(msg)
+    }
+
+    fn parse_hello(r: &mut Reader<'_>) -> Result<Self, WireError> {
+        let version = r.u16()?;
+        let token = if r.pos < r.buf.len() {
+            let t = r.str("Hello", MAX_TOKEN_LEN)?;
+            if t.is_empty() {
+                // No token is no field, so every Hello has one encoding.
+                return Err(WireError::Malformed {
+                    what: "Hello",
+                    why: "empty token (omit the field instead)".into(),
+                });
+            }
+            t
+        } else {
+            String::new()
+        };
+        Ok(Self::Hello { version, token })
+    }
+
+    fn parse_load_hello(r: &mut Reader<'_>) -> Result<Self, WireError> {
+        let version = r.u16()?;
+        let session = r.u64()?;
+        let flow = r.u8()?;
+        let direction = match r.u8()? {
+            0 => Direction::Upload,
+            1 => Direction::Download,
+            d => {
+                return Err(WireError::Malformed {
+                    what: "LoadHello",
+                    why: format!("direction {d} (expected 0 or 1)"),
+                });
+            }
+        };
+        let tos = r.u8()?;
+        let cc = r.str("LoadHello", MAX_CC_LEN)?;
+        Ok(Self::LoadHello {
+            version,
+            session,
+            flow,
+            direction,
+            tos,
+            cc,
+        })
+    }
+
+    fn parse_step_report(r: &mut Reader<'_>) -> Result<Self, WireError> {
+        let step = r.u32()?;
+        let n = r.u8()?;
+        let mut flows = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            flows.push(FlowStep {
+                flow: r.u8()?,
+                bytes: r.u64()?,
+                tcp_rtt_us: r.u32()?,
+            });
+        }
+        Ok(Self::StepReport { step, flows })
+    }
+
+    fn parse_finished(r: &mut Reader<'_>) -> Result<Self, WireError> {
+        let n = r.u8()?;
+        let mut streams = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            streams.push(StreamCount {
+                stream: r.u8()?,
+                received: r.u32()?,
+                reflected: r.u32()?,
+            });
+        }
+        Ok(Self::Finished { streams })
     }
 
     /// Emits the whole frame (header + payload).

@@ -42,3 +42,11 @@ pub fn root_links() -> Vec<String> {
     v.sort();
     v
 }
+
+/// Deletes lab `name` when dropped, saying on stderr if that fails (the lab itself never prints).
+pub fn guard(name: &str) -> routerbench::lab::LabGuard {
+    routerbench::lab::LabGuard::with_events(
+        name,
+        std::sync::Arc::new(|e: &routerbench::lab::LabEvent| eprintln!("lab cleanup: {e:?}")),
+    )
+}

@@ -7,6 +7,8 @@ use std::hint::black_box;
 use cbc::cipher::{self, BlockCipher, BlockEncryptMut, KeyInit, KeyIvInit};
 use dsa::signature::hazmat::{PrehashVerifier, RandomizedPrehashSigner};
 use rsa::pkcs8::DecodePrivateKey;
+// rsa and dsa want an `RngCore`: their `OsRng` is the getrandom crate, the same source as
+// `crate::util::random`.
 use rsa::rand_core::OsRng;
 use sha2::Digest;
 

@@ -1,9 +1,8 @@
 //! One AF_PACKET socket bound to an interface: receive frames with the kernel's receive
 //! timestamp (SO_TIMESTAMPNS) and the packet type, send frames as they are.
 
-use anyhow::{Result, bail};
-use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use crate::lab::error::{LabError, Result};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 /// sll_pkttype of a frame addressed to this host's MAC.
 pub const PACKET_HOST: u8 = 0;
@@ -33,9 +32,11 @@ pub struct PacketSocket {
     ifindex: i32,
 }
 
-fn os_err(what: &str, dev: &str) -> anyhow::Error {
+fn os_err(what: &str, dev: &str) -> LabError {
     let e = std::io::Error::last_os_error();
-    anyhow::anyhow!("{what} on {dev}: {e} (the forwarder needs root: CAP_NET_RAW)")
+    LabError::Sys(format!(
+        "{what} on {dev}: {e} (the forwarder needs root: CAP_NET_RAW)"
+    ))
 }
 
 fn setopt(fd: i32, level: i32, name: i32, v: libc::c_int) -> std::io::Result<()> {
@@ -58,13 +59,12 @@ fn setopt(fd: i32, level: i32, name: i32, v: libc::c_int) -> std::io::Result<()>
 
 /// Interface index of `dev` in the calling thread's namespace.
 pub fn ifindex(dev: &str) -> Result<i32> {
-    let c = CString::new(dev)?;
-    // SAFETY: a NUL-terminated name.
-    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
-    if i == 0 {
-        bail!("no interface {dev} in this namespace (is the lab up?)");
+    match nix::net::if_::if_nametoindex(dev) {
+        Ok(i) if i > 0 => Ok(i as i32),
+        _ => Err(LabError::State(format!(
+            "no interface {dev} in this namespace (is the lab up?)"
+        ))),
     }
-    Ok(i as i32)
 }
 
 impl PacketSocket {
@@ -109,9 +109,9 @@ impl PacketSocket {
         }
         if receive {
             setopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
-                .map_err(|e| anyhow::anyhow!("SO_TIMESTAMPNS on {dev}: {e}"))?;
+                .map_err(|e| LabError::Sys(format!("SO_TIMESTAMPNS on {dev}: {e}")))?;
             setopt(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_AUXDATA, 1)
-                .map_err(|e| anyhow::anyhow!("PACKET_AUXDATA on {dev}: {e}"))?;
+                .map_err(|e| LabError::Sys(format!("PACKET_AUXDATA on {dev}: {e}")))?;
             // Since Linux 4.20; older kernels: the pkttype check drops our own frames anyway.
             let _ = setopt(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1);
             // About a NIC ring's worth (the kernel doubles it: ~450 full frames of truesize),
@@ -154,7 +154,10 @@ impl PacketSocket {
             let e = std::io::Error::last_os_error();
             return match e.kind() {
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted => Ok(None),
-                _ => Err(anyhow::anyhow!("recvmsg on a packet socket: {e}")),
+                _ => Err(LabError::Io {
+                    what: "recvmsg on a packet socket".into(),
+                    source: e,
+                }),
             };
         }
         let real = n as usize;
@@ -221,35 +224,36 @@ impl PacketSocket {
     }
 }
 
-/// Waits until `fd` is readable or `timeout_ns` passes (ppoll: ns resolution, no ms rounding).
-pub fn wait_readable(fd: i32, timeout_ns: u64) {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ts = libc::timespec {
-        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: one pollfd, a valid timespec, no signal mask change.
-    unsafe {
-        libc::ppoll(&mut p, 1, &ts, std::ptr::null());
+impl AsFd for PacketSocket {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
+}
+
+/// Waits until `fd` is readable or `timeout_ns` passes (ppoll: ns resolution, no ms rounding).
+/// An interrupted or failed wait just returns: the caller polls again.
+pub fn wait_readable(fd: BorrowedFd<'_>, timeout_ns: u64) {
+    use nix::poll::{PollFd, PollFlags, ppoll};
+    let mut p = [PollFd::new(fd, PollFlags::POLLIN)];
+    let ts = nix::sys::time::TimeSpec::from_duration(std::time::Duration::from_nanos(timeout_ns));
+    let _ = ppoll(&mut p, Some(ts), None);
+}
+
+/// Nanoseconds of `clock` now (0 if the clock cannot be read, which Linux never refuses for
+/// the clocks used here).
+pub fn clock_ns(clock: nix::time::ClockId) -> u64 {
+    nix::time::clock_gettime(clock).map_or(0, |t| {
+        (t.tv_sec() as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(t.tv_nsec() as u64)
+    })
 }
 
 /// CLOCK_MONOTONIC and CLOCK_REALTIME now, ns.
 pub fn clocks_ns() -> (u64, u64) {
-    let get = |id| {
-        let mut t = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: writes one timespec.
-        unsafe { libc::clock_gettime(id, &mut t) };
-        (t.tv_sec as u64)
-            .saturating_mul(1_000_000_000)
-            .saturating_add(t.tv_nsec as u64)
-    };
-    (get(libc::CLOCK_MONOTONIC), get(libc::CLOCK_REALTIME))
+    use nix::time::ClockId;
+    (
+        clock_ns(ClockId::CLOCK_MONOTONIC),
+        clock_ns(ClockId::CLOCK_REALTIME),
+    )
 }

@@ -3,8 +3,10 @@
 //! qdisc, and sent on the egress interface when the qdisc's shaper allows.
 
 use super::afpacket::{self, PACKET_HOST, PacketSocket};
+use crate::lab::error::Result;
 use aqm::{Dequeued, FlowHasher, Packet, ParseError, PktMeta, Qdisc};
 use serde::{Deserialize, Serialize};
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -58,15 +60,7 @@ pub struct DirectionReport {
 
 /// CPU time of the calling thread, ns.
 fn thread_cpu_ns() -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: writes one timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    (t.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(t.tv_nsec as u64)
+    afpacket::clock_ns(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
 }
 
 /// Recomputes an IPv4 header checksum word change (RFC 1624).
@@ -167,8 +161,24 @@ pub fn classify(
     Classified::Forward(Packet { meta, data })
 }
 
-/// Runs one direction until `stop` is set or `deadline` passes. Every `report_every` the
-/// counters are copied to `report`.
+/// Sojourn times (kernel receive stamp to transmit) since the last report, ns.
+#[derive(Default)]
+struct Sojourn {
+    sum: u64,
+    n: u64,
+    max: u64,
+}
+
+impl Sojourn {
+    fn add(&mut self, s: u64) {
+        self.sum += s;
+        self.n += 1;
+        self.max = self.max.max(s);
+    }
+}
+
+/// Runs one direction until `stop` is set or `deadline` passes. Every 200 ms the counters are
+/// copied to `report`.
 pub fn run(
     d: Direction,
     mut q: Box<dyn Qdisc>,
@@ -176,7 +186,7 @@ pub fn run(
     stop: Arc<AtomicBool>,
     deadline: Option<Instant>,
     report: Arc<Mutex<DirectionReport>>,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     // Forwarding is softirq work on a real router, ahead of user tasks: a high weight keeps
     // other tenants' builds from stalling this thread (best effort; needs root).
     // SAFETY: setpriority on the calling thread (who = 0).
@@ -188,81 +198,16 @@ pub fn run(
         name: d.name.clone(),
         ..Default::default()
     };
-    let (mut soj_sum, mut soj_n, mut soj_max) = (0u64, 0u64, 0u64);
+    let mut soj = Sojourn::default();
     let mut last_report = Instant::now();
     while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|t| Instant::now() < t) {
-        let (mono, real) = afpacket::clocks_ns();
-        let offset = real.wrapping_sub(mono);
-        for _ in 0..64 {
-            let Some(got) = rx.recv(&mut buf)? else { break };
-            r.rx_frames += 1;
-            if got.pkttype != PACKET_HOST {
-                r.left_to_kernel += 1;
-                continue;
-            }
-            if got.truncated {
-                r.malformed += 1;
-                continue;
-            }
-            // The kernel's receive stamp on our monotonic axis; never in the future.
-            let rx_ts = match got.rx_realtime_ns {
-                0 => mono,
-                t => t.wrapping_sub(offset).min(mono),
-            };
-            match classify(&buf[..got.len], rx_ts, got.csum_not_ready, &hasher, &d) {
-                Classified::Forward(p) => q.enqueue(p, mono),
-                Classified::Kernel => r.left_to_kernel += 1,
-                Classified::Malformed => r.malformed += 1,
-                Classified::TtlExpired => r.ttl_expired += 1,
-            }
-        }
-        let now = afpacket::clocks_ns().0;
-        let mut wait_ns = if q.is_empty() { 20_000_000 } else { 0 };
-        for _ in 0..256 {
-            match q.dequeue(now) {
-                Dequeued::Packet(p) => {
-                    let s = now.saturating_sub(p.meta.rx_ts_ns);
-                    soj_sum += s;
-                    soj_n += 1;
-                    soj_max = soj_max.max(s);
-                    if tx.send(&p.data) {
-                        r.forwarded += 1;
-                        r.forwarded_bytes += p.data.len() as u64;
-                    } else {
-                        r.tx_errors += 1;
-                    }
-                }
-                Dequeued::NotBefore(t) => {
-                    wait_ns = t.saturating_sub(now).min(20_000_000);
-                    break;
-                }
-                Dequeued::Empty => {
-                    wait_ns = 20_000_000;
-                    break;
-                }
-            }
-        }
+        receive(&rx, &mut buf, q.as_mut(), &hasher, &d, &mut r)?;
+        let wait_ns = send(&tx, q.as_mut(), &mut r, &mut soj);
         if wait_ns > 0 {
-            afpacket::wait_readable(rx.raw_fd(), wait_ns);
+            afpacket::wait_readable(rx.as_fd(), wait_ns);
         }
         if last_report.elapsed() >= Duration::from_millis(200) {
-            let s = q.stats();
-            r.qdisc_drops = s.drops();
-            r.ecn_marks = s.ecn_marks;
-            r.backlog_bytes = q.backlog_bytes();
-            r.sojourn_max_ms = soj_max as f64 / 1e6;
-            r.sojourn_max_run_ms = r.sojourn_max_run_ms.max(r.sojourn_max_ms);
-            r.rx_socket_drops += rx.take_drops();
-            r.cpu_ms = thread_cpu_ns() as f64 / 1e6;
-            r.sojourn_mean_ms = if soj_n > 0 {
-                soj_sum as f64 / soj_n as f64 / 1e6
-            } else {
-                0.0
-            };
-            (soj_sum, soj_n, soj_max) = (0, 0, 0);
-            if let Ok(mut g) = report.lock() {
-                *g = r.clone();
-            }
+            publish(&mut r, q.as_ref(), &rx, std::mem::take(&mut soj), &report);
             last_report = Instant::now();
         }
     }
@@ -274,6 +219,98 @@ pub fn run(
         *g = r;
     }
     Ok(())
+}
+
+/// Up to 64 waiting frames: classified, ours stamped and queued in `q`.
+fn receive(
+    rx: &PacketSocket,
+    buf: &mut [u8],
+    q: &mut dyn Qdisc,
+    hasher: &FlowHasher,
+    d: &Direction,
+    r: &mut DirectionReport,
+) -> Result<()> {
+    let (mono, real) = afpacket::clocks_ns();
+    let offset = real.wrapping_sub(mono);
+    for _ in 0..64 {
+        let Some(got) = rx.recv(buf)? else { break };
+        r.rx_frames += 1;
+        if got.pkttype != PACKET_HOST {
+            r.left_to_kernel += 1;
+            continue;
+        }
+        if got.truncated {
+            r.malformed += 1;
+            continue;
+        }
+        // The kernel's receive stamp on our monotonic axis; never in the future.
+        let rx_ts = match got.rx_realtime_ns {
+            0 => mono,
+            t => t.wrapping_sub(offset).min(mono),
+        };
+        match classify(&buf[..got.len], rx_ts, got.csum_not_ready, hasher, d) {
+            Classified::Forward(p) => q.enqueue(p, mono),
+            Classified::Kernel => r.left_to_kernel += 1,
+            Classified::Malformed => r.malformed += 1,
+            Classified::TtlExpired => r.ttl_expired += 1,
+        }
+    }
+    Ok(())
+}
+
+/// Up to 256 frames the qdisc releases now, sent; returns how long to wait for the next one, ns
+/// (0: send again right away).
+fn send(tx: &PacketSocket, q: &mut dyn Qdisc, r: &mut DirectionReport, soj: &mut Sojourn) -> u64 {
+    let now = afpacket::clocks_ns().0;
+    let mut wait_ns = if q.is_empty() { 20_000_000 } else { 0 };
+    for _ in 0..256 {
+        match q.dequeue(now) {
+            Dequeued::Packet(p) => {
+                soj.add(now.saturating_sub(p.meta.rx_ts_ns));
+                if tx.send(&p.data) {
+                    r.forwarded += 1;
+                    r.forwarded_bytes += p.data.len() as u64;
+                } else {
+                    r.tx_errors += 1;
+                }
+            }
+            Dequeued::NotBefore(t) => {
+                wait_ns = t.saturating_sub(now).min(20_000_000);
+                break;
+            }
+            Dequeued::Empty => {
+                wait_ns = 20_000_000;
+                break;
+            }
+        }
+    }
+    wait_ns
+}
+
+/// Copies the counters, the qdisc's and the period's sojourn figures to `report`.
+fn publish(
+    r: &mut DirectionReport,
+    q: &dyn Qdisc,
+    rx: &PacketSocket,
+    soj: Sojourn,
+    report: &Mutex<DirectionReport>,
+) {
+    let s = q.stats();
+    r.qdisc_drops = s.drops();
+    r.ecn_marks = s.ecn_marks;
+    r.backlog_bytes = q.backlog_bytes();
+    r.sojourn_max_ms = soj.max as f64 / 1e6;
+    r.sojourn_max_run_ms = r.sojourn_max_run_ms.max(r.sojourn_max_ms);
+    r.rx_socket_drops += rx.take_drops();
+    r.cpu_ms = thread_cpu_ns() as f64 / 1e6;
+    r.sojourn_mean_ms = if soj.n > 0 {
+        soj.sum as f64 / soj.n as f64 / 1e6
+    } else {
+        0.0
+    };
+    if let Ok(mut g) = report.lock() {
+        *g = r.clone();
+    }
 }
 
 #[cfg(test)]

@@ -7,15 +7,19 @@ pub mod afpacket;
 pub mod forward;
 pub mod worker;
 
+use super::error::{Context, IoContext, LabError, Result, chain};
+use super::router::{reapply_shaper, router_links_exist};
+use super::state::{alive, log_path, read_pids, remove_forwarder_files};
 use super::sys::{run_tool, try_tool};
-use super::topology::STATE_DIR;
 use super::{DEV_RTR_LAN, DEV_RTR_WAN, netns};
 use crate::results::lab::{AqmState, LabConfig};
-use anyhow::{Context, Result, bail};
 use aqm::{Cake, CakeConfig, Codel, CodelParams, Fifo, FqCodel, FqCodelConfig, Overhead};
 use aqm::{Qdisc, QdiscKind, Shaped};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+pub use super::router::{kernel_forwarding, set_kernel_forwarding};
+pub use super::state::{load_state, pid_path, stats_path};
 
 /// Where the AQM runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,73 +71,6 @@ pub fn make_qdisc(kind: QdiscKind, rate_bps: Option<u64>, buffer_bytes: u64) -> 
     }
 }
 
-fn aqm_path(name: &str) -> PathBuf {
-    PathBuf::from(STATE_DIR).join(format!("{name}.aqm.json"))
-}
-
-/// The forwarder's process file (supervisor and worker PIDs).
-pub fn pid_path(name: &str) -> PathBuf {
-    PathBuf::from(STATE_DIR).join(format!("{name}.shape.json"))
-}
-
-/// The forwarder's counters, rewritten every 0.5 s.
-pub fn stats_path(name: &str) -> PathBuf {
-    PathBuf::from(STATE_DIR).join(format!("{name}.shape-stats.json"))
-}
-
-fn log_path(name: &str) -> PathBuf {
-    PathBuf::from(STATE_DIR).join(format!("{name}.shape.log"))
-}
-
-/// The AQM recorded for lab `name` (None: plain tbf/htb FIFO from `lab up`).
-pub fn load_state(name: &str) -> Option<AqmState> {
-    let text = std::fs::read_to_string(aqm_path(name)).ok()?;
-    let mut st: AqmState = serde_json::from_str(&text).ok()?;
-    if st.place == "userspace" {
-        let pids = read_pids(name);
-        st.forwarder_pid = pids.map(|p| p.0).filter(|&p| alive(p));
-        st.worker_pid = pids.map(|p| p.1).filter(|&p| alive(p));
-    }
-    Some(st)
-}
-
-/// Kernel forwarding of the router's two lab interfaces ("1" = on).
-pub fn kernel_forwarding(ns_rtr: &str) -> Option<bool> {
-    let a = netns::sysctl_read(ns_rtr, &format!("net.ipv4.conf.{DEV_RTR_LAN}.forwarding")).ok()?;
-    let b = netns::sysctl_read(ns_rtr, &format!("net.ipv4.conf.{DEV_RTR_WAN}.forwarding")).ok()?;
-    Some(a.trim() == "1" && b.trim() == "1")
-}
-
-/// Turns the kernel's forwarding of the two lab interfaces on or off.
-pub fn set_kernel_forwarding(ns_rtr: &str, on: bool) -> Result<()> {
-    let v = if on { "1" } else { "0" };
-    for dev in [DEV_RTR_LAN, DEV_RTR_WAN] {
-        netns::sysctl_write(ns_rtr, &format!("net.ipv4.conf.{dev}.forwarding"), v)?;
-    }
-    Ok(())
-}
-
-fn read_pids(name: &str) -> Option<(i32, i32)> {
-    let text = std::fs::read_to_string(pid_path(name)).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    Some((
-        v.get("supervisor_pid")?.as_i64()? as i32,
-        v.get("worker_pid")?.as_i64()? as i32,
-    ))
-}
-
-/// True if `pid` runs a `routerbench shape` (guards against PID reuse).
-fn alive(pid: i32) -> bool {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|c| {
-            let s = String::from_utf8_lossy(&c);
-            s.contains("shape")
-                && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                    .is_ok_and(|st| st.contains(") Z "))
-        })
-        .unwrap_or(false)
-}
-
 /// Stops lab `name`'s forwarder if one runs (SIGTERM, SIGKILL after 3 s) and turns the
 /// kernel's forwarding back on. Safe when none runs.
 pub fn stop(name: &str) -> Result<()> {
@@ -157,19 +94,12 @@ pub fn stop(name: &str) -> Result<()> {
         }
         reap(sup);
     }
-    let _ = std::fs::remove_file(pid_path(name));
-    let _ = std::fs::remove_file(aqm_path(name));
-    let _ = std::fs::remove_file(stats_path(name));
+    remove_forwarder_files(name);
     let rtr = format!("{name}-rtr");
-    if netns::exists(&rtr) && super::topology::router_links_exist(&rtr) {
+    if netns::exists(&rtr) && router_links_exist(&rtr) {
         set_kernel_forwarding(&rtr, true)?;
     }
     Ok(())
-}
-
-/// Removes the forwarder's log (`lab down`: nothing of the lab stays in /run).
-pub fn remove_log(name: &str) {
-    let _ = std::fs::remove_file(log_path(name));
 }
 
 /// Collects a child we started (no-op for other processes).
@@ -182,7 +112,7 @@ fn reap(pid: i32) {
 
 fn kernel_commands(kind: QdiscKind, dev: &str, rate: u64, buffer: u64) -> Vec<Vec<String>> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    let r = format!("{rate}bit");
+    let r = super::shape::tc_rate(rate);
     let b = buffer.to_string();
     match kind {
         QdiscKind::Cake => vec![s(&[
@@ -233,11 +163,11 @@ fn try_kernel(cfg: &LabConfig, kind: QdiscKind) -> Result<bool> {
             let mut v = vec!["-n", rtr.as_str()];
             v.extend(args.iter().map(String::as_str));
             if let Err(e) = run_tool("tc", &v) {
-                let msg = format!("{e:#}");
+                let msg = chain(&e);
                 if msg.contains("unknown") || msg.contains("Unknown") || msg.contains("not found") {
                     return Ok(false);
                 }
-                return Err(e.context(format!("cannot install kernel {kind} on {dev}")));
+                return Err(e).context(format!("cannot install kernel {kind} on {dev}"));
             }
         }
     }
@@ -259,22 +189,21 @@ pub fn apply(cfg: &LabConfig, spec: &AqmSpec, exe: &Path) -> Result<AqmState> {
     } else if want_kernel && try_kernel(cfg, spec.qdisc)? {
         st.note = format!("kernel {} at the lab's rates", spec.qdisc);
     } else if spec.place == Some(AqmPlace::Kernel) {
-        super::topology::reapply_shaper(cfg)?;
-        bail!(
+        reapply_shaper(cfg)?;
+        return Err(LabError::State(format!(
             "this kernel has no sch_{}: use --aqm userspace (routerbench's own {} in a forwarder)",
-            spec.qdisc,
-            spec.qdisc
-        );
+            spec.qdisc, spec.qdisc
+        )));
     } else {
         if cfg.nat {
-            bail!(
-                "the userspace forwarder does not do NAT: run `lab up` without --nat for --aqm userspace"
-            );
+            return Err(LabError::State(
+                "the userspace forwarder does not do NAT: run `lab up` without --nat for --aqm userspace".into()
+            ));
         }
         if cfg.offloads {
-            bail!(
-                "the userspace forwarder needs MTU-sized frames: run `lab up --offloads off` for --aqm userspace"
-            );
+            return Err(LabError::State(
+                "the userspace forwarder needs MTU-sized frames: run `lab up --offloads off` for --aqm userspace".into()
+            ));
         }
         for dev in [DEV_RTR_WAN, DEV_RTR_LAN] {
             try_tool(
@@ -299,9 +228,7 @@ pub fn apply(cfg: &LabConfig, spec: &AqmSpec, exe: &Path) -> Result<AqmState> {
         };
     }
     st.kernel_forwarding = kernel_forwarding(&cfg.ns_rtr);
-    let text = serde_json::to_string_pretty(&st).context("cannot serialize the AQM state")?;
-    let p = aqm_path(&cfg.name);
-    std::fs::write(&p, text + "\n").with_context(|| format!("cannot write {}", p.display()))?;
+    super::state::save_aqm(&cfg.name, &st)?;
     Ok(st)
 }
 
@@ -312,15 +239,18 @@ fn start(cfg: &LabConfig, kind: QdiscKind, exe: &Path) -> Result<(i32, i32)> {
     let _ = std::fs::remove_file(pid_path(&cfg.name));
     let log_p = log_path(&cfg.name);
     let log = std::fs::File::create(&log_p)
-        .with_context(|| format!("cannot create {}", log_p.display()))?;
+        .io_context(|| format!("cannot create {}", log_p.display()))?;
+    let log_out = log
+        .try_clone()
+        .io_context(|| format!("cannot open {} twice", log_p.display()))?;
     let mut child = std::process::Command::new(exe)
         .args(["shape", "--name", &cfg.name, "--qdisc", kind.name()])
         .stdin(std::process::Stdio::null())
-        .stdout(log.try_clone()?)
+        .stdout(log_out)
         .stderr(log)
         .process_group(0)
         .spawn()
-        .with_context(|| format!("cannot start the forwarder {}", exe.display()))?;
+        .io_context(|| format!("cannot start the forwarder {}", exe.display()))?;
     let sup = child.id() as i32;
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(5) {
@@ -337,7 +267,7 @@ fn start(cfg: &LabConfig, kind: QdiscKind, exe: &Path) -> Result<(i32, i32)> {
     }
     let tail = std::fs::read_to_string(&log_p).unwrap_or_default();
     let _ = stop(&cfg.name);
-    bail!(
+    Err(LabError::State(format!(
         "the userspace forwarder did not come up within 5 s; its log ({}):\n{}",
         log_p.display(),
         tail.lines()
@@ -348,7 +278,7 @@ fn start(cfg: &LabConfig, kind: QdiscKind, exe: &Path) -> Result<(i32, i32)> {
             .rev()
             .collect::<Vec<_>>()
             .join("\n")
-    )
+    )))
 }
 
 /// The routerbench binary to start the forwarder from: `$ROUTERBENCH_BIN`, else this
@@ -357,12 +287,12 @@ pub fn routerbench_exe() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("ROUTERBENCH_BIN") {
         return Ok(PathBuf::from(p));
     }
-    let exe = std::env::current_exe().context("cannot find this executable")?;
+    let exe = std::env::current_exe().io_context(|| "cannot find this executable".into())?;
     if exe.file_name().is_some_and(|n| n == "routerbench") {
         Ok(exe)
     } else {
-        bail!(
-            "the userspace AQM runs `routerbench shape`: set ROUTERBENCH_BIN to the routerbench binary"
-        )
+        Err(LabError::State(
+            "the userspace AQM runs `routerbench shape`: set ROUTERBENCH_BIN to the routerbench binary".into()
+        ))
     }
 }

@@ -7,8 +7,8 @@
 
 use super::forward::{self, Direction, DirectionReport};
 use super::{make_qdisc, pid_path, set_kernel_forwarding, stats_path};
+use crate::lab::error::{Context, IoContext, LabError, Result};
 use crate::lab::{DEV_LAN, DEV_RTR_LAN, DEV_RTR_WAN, DEV_WAN, load_config, netns, sys::run_tool};
-use anyhow::{Context, Result, anyhow, bail};
 use aqm::{FlowHasher, QdiscKind};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,7 +30,8 @@ fn install_signals() -> Result<()> {
     );
     for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
         // SAFETY: the handler only stores to an atomic.
-        unsafe { sigaction(s, &act) }.map_err(|e| anyhow!("cannot install a {s} handler: {e}"))?;
+        unsafe { sigaction(s, &act) }
+            .map_err(|e| LabError::Sys(format!("cannot install a {s} handler: {e}")))?;
     }
     Ok(())
 }
@@ -63,9 +64,9 @@ pub fn read_stats(name: &str) -> Option<ShapeStats> {
 
 fn enter_router(ns_rtr: &str) -> Result<()> {
     let f = std::fs::File::open(netns::ns_path(ns_rtr))
-        .with_context(|| format!("lab namespace {ns_rtr} missing: is the lab up?"))?;
+        .io_context(|| format!("lab namespace {ns_rtr} missing: is the lab up?"))?;
     nix::sched::setns(&f, nix::sched::CloneFlags::CLONE_NEWNET)
-        .map_err(|e| anyhow!("setns into {ns_rtr}: {e} (run as root)"))
+        .map_err(|e| LabError::Sys(format!("setns into {ns_rtr}: {e} (run as root)")))
 }
 
 fn mac_of(ns: &str, dev: &str) -> Result<[u8; 6]> {
@@ -75,14 +76,15 @@ fn mac_of(ns: &str, dev: &str) -> Result<[u8; 6]> {
         .get(0)
         .and_then(|l| l.get("address"))
         .and_then(|a| a.as_str())
-        .ok_or_else(|| anyhow!("no MAC address for {dev} in {ns}"))?;
+        .ok_or_else(|| LabError::State(format!("no MAC address for {dev} in {ns}")))?;
+    let bad = || LabError::State(format!("bad MAC {s:?} of {dev}"));
     let mut mac = [0u8; 6];
     let parts: Vec<&str> = s.split(':').collect();
     if parts.len() != 6 {
-        bail!("bad MAC {s:?} of {dev}");
+        return Err(bad());
     }
     for (m, p) in mac.iter_mut().zip(parts) {
-        *m = u8::from_str_radix(p, 16).map_err(|_| anyhow!("bad MAC {s:?} of {dev}"))?;
+        *m = u8::from_str_radix(p, 16).map_err(|_| bad())?;
     }
     Ok(mac)
 }
@@ -96,19 +98,34 @@ fn write_json<T: Serialize>(path: &std::path::Path, v: &T) {
     }
 }
 
-/// Supervisor: runs the worker, restores kernel forwarding whenever it ends. Returns the exit
-/// code.
-pub fn supervise(o: &ShapeOptions) -> Result<i32> {
+/// How the worker ended, for the supervisor's caller to report.
+#[derive(Debug)]
+pub struct WorkerEnded {
+    /// The worker's exit status (None: it could not be collected).
+    pub status: Option<std::process::ExitStatus>,
+    /// Turning the kernel's forwarding back on: Ok, or why not.
+    pub restored: Result<()>,
+}
+
+impl WorkerEnded {
+    /// The supervisor's exit code: the worker's, 1 if it had none.
+    pub fn code(&self) -> i32 {
+        self.status.and_then(|s| s.code()).unwrap_or(1)
+    }
+}
+
+/// Supervisor: runs the worker, restores kernel forwarding whenever it ends.
+pub fn supervise(o: &ShapeOptions) -> Result<WorkerEnded> {
     let cfg = load_config(&o.name)?;
     install_signals()?;
     enter_router(&cfg.ns_rtr)?;
-    let exe = std::env::current_exe().context("cannot find this executable")?;
+    let exe = std::env::current_exe().io_context(|| "cannot find this executable".into())?;
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     args.push("--worker".into());
     let mut child = std::process::Command::new(exe)
         .args(&args)
         .spawn()
-        .context("cannot start the forwarder worker")?;
+        .io_context(|| "cannot start the forwarder worker".into())?;
     let me = std::process::id() as i32;
     write_json(
         &pid_path(&o.name),
@@ -117,44 +134,41 @@ pub fn supervise(o: &ShapeOptions) -> Result<i32> {
     let deadline = o
         .duration
         .map(|d| Instant::now() + d + Duration::from_secs(5));
-    let status = loop {
-        if let Some(st) = child.try_wait().context("waiting for the worker")? {
-            break Some(st);
+    let status = wait_worker(&mut child, deadline)?;
+    // Whatever happened to the worker, the lab goes back to kernel forwarding.
+    let restored = set_kernel_forwarding(&cfg.ns_rtr, true);
+    let _ = std::fs::remove_file(pid_path(&o.name));
+    Ok(WorkerEnded { status, restored })
+}
+
+/// Waits for the worker to end; on a signal or past `deadline` stops it (SIGTERM, SIGKILL
+/// after 2 s).
+fn wait_worker(
+    child: &mut std::process::Child,
+    deadline: Option<Instant>,
+) -> Result<Option<std::process::ExitStatus>> {
+    loop {
+        let polled = child
+            .try_wait()
+            .io_context(|| "waiting for the worker".into())?;
+        if let Some(st) = polled {
+            return Ok(Some(st));
         }
         if STOP.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() > d) {
             let pid = nix::unistd::Pid::from_raw(child.id() as i32);
             let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
             let t0 = Instant::now();
-            let mut st = None;
             while t0.elapsed() < Duration::from_secs(2) {
                 if let Ok(Some(s)) = child.try_wait() {
-                    st = Some(s);
-                    break;
+                    return Ok(Some(s));
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
-            if st.is_none() {
-                let _ = child.kill();
-                st = child.wait().ok();
-            }
-            break st;
+            let _ = child.kill();
+            return Ok(child.wait().ok());
         }
         std::thread::sleep(Duration::from_millis(20));
-    };
-    // Whatever happened to the worker, the lab goes back to kernel forwarding.
-    let restored = set_kernel_forwarding(&cfg.ns_rtr, true);
-    let _ = std::fs::remove_file(pid_path(&o.name));
-    eprintln!(
-        "routerbench shape: worker ended ({}); kernel forwarding {}",
-        status.map_or("unknown".into(), |s| s.to_string()),
-        if restored.is_ok() {
-            "restored"
-        } else {
-            "NOT restored"
-        }
-    );
-    restored?;
-    Ok(status.and_then(|s| s.code()).unwrap_or(1))
+    }
 }
 
 /// Turns kernel forwarding back on when dropped (worker exit, error or panic unwinding).
@@ -170,8 +184,8 @@ impl Drop for ForwardingOff {
 pub fn work(o: &ShapeOptions) -> Result<i32> {
     let cfg = load_config(&o.name)?;
     install_signals()?;
-    // SAFETY: prctl with an integer argument: SIGTERM when the supervisor dies.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
+    // SIGTERM when the supervisor dies (best effort: the supervisor also stops us itself).
+    let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM);
     enter_router(&cfg.ns_rtr)?;
     let up_rate = o.up_rate_bps.unwrap_or(cfg.up_rate_bps);
     let down_rate = o.down_rate_bps.unwrap_or(cfg.down_rate_bps);
@@ -197,10 +211,11 @@ pub fn work(o: &ShapeOptions) -> Result<i32> {
     };
     let mut key = [0u8; 16];
     std::io::Read::read_exact(
-        &mut std::fs::File::open("/dev/urandom").context("cannot open /dev/urandom")?,
+        &mut std::fs::File::open("/dev/urandom")
+            .io_context(|| "cannot open /dev/urandom".into())?,
         &mut key,
     )
-    .context("cannot read a hash key from /dev/urandom")?;
+    .io_context(|| "cannot read a hash key from /dev/urandom".into())?;
     let (k0, k1) = key.split_at(8);
     let hasher = FlowHasher::new(
         u64::from_le_bytes(k0.try_into().unwrap_or_default()),
@@ -219,7 +234,7 @@ pub fn work(o: &ShapeOptions) -> Result<i32> {
             std::thread::Builder::new()
                 .name(format!("shape-{}", d.name))
                 .spawn(move || forward::run(d, q, hasher, st, deadline, rep))
-                .context("cannot start a forwarding thread")?,
+                .io_context(|| "cannot start a forwarding thread".into())?,
         );
     }
     // Sockets open in the threads first; then the kernel stops forwarding these interfaces.
@@ -243,7 +258,7 @@ pub fn work(o: &ShapeOptions) -> Result<i32> {
         match t.join() {
             Ok(Ok(())) => {}
             Ok(Err(e)) => result = Err(e),
-            Err(_) => result = Err(anyhow!("a forwarding thread panicked")),
+            Err(_) => result = Err(LabError::Panicked("a forwarding thread panicked")),
         }
     }
     write_json(&stats_path(&o.name), &snapshot(&reports));

@@ -100,6 +100,29 @@ where
     DB: DrawingBackend + 'a,
     Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
+    draw_mesh(chart, p)?;
+    let mut legend = false;
+    draw_lines(chart, p, &mut legend)?;
+    draw_marks(chart, p, y_lo, y_hi, &mut legend)?;
+    draw_hlines(chart, p, &mut legend)?;
+    bars(chart, p, y_lo, &mut legend)?;
+    boxes(chart, p, &mut legend)?;
+    draw_note(chart, p, y_lo, y_hi)?;
+    if legend {
+        draw_legend(chart)?;
+    }
+    Ok(())
+}
+
+/// Axes, their labels and ticks (category names on a bar or box panel).
+fn draw_mesh<'a, DB, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
+    p: &Panel,
+) -> Result<(), PlotError>
+where
+    DB: DrawingBackend + 'a,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
     let cats = p.categories.clone();
     let cat_label = move |x: &f64| -> String {
         let i = x.round();
@@ -121,8 +144,19 @@ where
             .disable_x_mesh();
     }
     mesh.draw().map_err(err)?;
+    Ok(())
+}
 
-    let mut legend = false;
+/// Each line's segments (a lone sample as a dot), labelled once in the legend.
+fn draw_lines<'a, DB, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
+    p: &Panel,
+    legend: &mut bool,
+) -> Result<(), PlotError>
+where
+    DB: DrawingBackend + 'a,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
     for (i, line) in p.lines.iter().enumerate() {
         let c = colour(i);
         for (k, seg) in line.segments.iter().enumerate() {
@@ -142,13 +176,28 @@ where
                     .map_err(err)?
             };
             if k == 0 && !line.label.is_empty() {
-                legend = true;
+                *legend = true;
                 drawn
                     .label(line.label.clone())
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c));
             }
         }
     }
+    Ok(())
+}
+
+/// Lost probes and outliers as marks on the axis edges.
+fn draw_marks<'a, DB, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
+    p: &Panel,
+    y_lo: f64,
+    y_hi: f64,
+    legend: &mut bool,
+) -> Result<(), PlotError>
+where
+    DB: DrawingBackend + 'a,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
     for m in &p.marks {
         let c = if m.kind == MarkKind::Lost {
             LOST
@@ -164,7 +213,7 @@ where
                 _ => (x, y_lo),
             })
             .collect();
-        legend = true;
+        *legend = true;
         let label = m.label.clone();
         match m.kind {
             MarkKind::Lost => {
@@ -196,9 +245,22 @@ where
             }
         }
     }
+    Ok(())
+}
+
+/// Dashed reference lines (theory, thresholds).
+fn draw_hlines<'a, DB, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
+    p: &Panel,
+    legend: &mut bool,
+) -> Result<(), PlotError>
+where
+    DB: DrawingBackend + 'a,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
     for h in &p.hlines {
         let dark = RGBColor(60, 60, 60);
-        legend = true;
+        *legend = true;
         chart
             .draw_series(DashedLineSeries::new(
                 [
@@ -213,8 +275,20 @@ where
             .label(h.label.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], dark));
     }
-    bars(chart, p, y_lo, &mut legend)?;
-    boxes(chart, p, &mut legend)?;
+    Ok(())
+}
+
+/// The panel's note, centred (e.g. "no samples").
+fn draw_note<'a, DB, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
+    p: &Panel,
+    y_lo: f64,
+    y_hi: f64,
+) -> Result<(), PlotError>
+where
+    DB: DrawingBackend + 'a,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
     if let Some(note) = &p.note {
         let style = ("sans-serif", 14)
             .into_font()
@@ -234,16 +308,25 @@ where
             )))
             .map_err(err)?;
     }
-    if legend {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font(("sans-serif", 11).into_font())
-            .background_style(WHITE.mix(0.7))
-            .border_style(RGBColor(180, 180, 180))
-            .draw()
-            .map_err(err)?;
-    }
+    Ok(())
+}
+
+/// The legend box, upper right.
+fn draw_legend<'a, DB, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
+) -> Result<(), PlotError>
+where
+    DB: DrawingBackend + 'a,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .label_font(("sans-serif", 11).into_font())
+        .background_style(WHITE.mix(0.7))
+        .border_style(RGBColor(180, 180, 180))
+        .draw()
+        .map_err(err)?;
     Ok(())
 }
 

@@ -3,8 +3,9 @@
 //! idle-vs-loaded box plot with the grade. The lab's theory lines come in as [`HLine`]s.
 
 use super::model::{BoxStat, Figure, HLine, MarkKind, Marks, Panel};
-use super::scale::{percentile, robust_range, sorted_finite};
+use super::scale::robust_range;
 use crate::results::latency::{LatencyResult, ProbeResult};
+use crate::stats::{percentile, sorted_finite};
 
 const TIME: &str = "time since start (s)";
 

@@ -74,9 +74,12 @@ pub fn figure(kind: Kind, run: &RunResult, source: &str) -> Result<Figure, Strin
             })
         }
         Kind::Crypto => {
-            let row =
-                crate::report::rows::Row::from_result(run, source, crate::crypto::ROW_CIPHER_BLOCK)
-                    .ok_or_else(|| need("crypto"))?;
+            let row = crate::report::rows::Row::from_result(
+                run,
+                source,
+                crate::results::crypto::ROW_CIPHER_BLOCK,
+            )
+            .ok_or_else(|| need("crypto"))?;
             Ok(crypto::bars(&[row]))
         }
         Kind::Throughput => Ok(series::throughput(

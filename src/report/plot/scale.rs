@@ -15,29 +15,23 @@ impl AxisRange {
     }
 }
 
-/// The `p`-th percentile (0–100) of sorted values by nearest rank (`ceil(p/100·n)`): an actual
-/// sample, never an interpolation towards a spike. Under 100 samples the 99th is the maximum.
-pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = (p.clamp(0.0, 100.0) / 100.0 * sorted.len() as f64).ceil() as usize;
-    sorted.get(rank.clamp(1, sorted.len()) - 1).copied()
+use crate::stats::{percentile_position, sorted_finite};
+
+/// The sample nearest the `p`-th percentile's position (`crate::stats`, the one definition):
+/// an axis ends on a value that was measured, never on a point interpolated towards a spike
+/// (one spike in 100 samples would pull an interpolated 99th a hundredth of the way up to it).
+/// Under 51 samples the 99th is the maximum.
+fn sample_at(sorted: &[f64], p: f64) -> Option<f64> {
+    let pos = percentile_position(sorted.len(), p)?;
+    sorted.get(pos.round() as usize).copied()
 }
 
-/// Sorted copy of the finite values.
-pub fn sorted_finite(values: impl IntoIterator<Item = f64>) -> Vec<f64> {
-    let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
-    v.sort_by(|a, b| a.total_cmp(b));
-    v
-}
-
-/// The axis for `values`: 1st–99th percentile, widened by 8 % on top (and below when not
+/// The axis for `values`: 1st–99th percentile (each the sample nearest its position), widened by 8 % on top (and below when not
 /// `zero_based`); from 0 when `zero_based` and all values are ≥ 0. `None` for no values.
 pub fn robust_range(values: impl IntoIterator<Item = f64>, zero_based: bool) -> Option<AxisRange> {
     let sorted = sorted_finite(values);
-    let p1 = percentile(&sorted, 1.0)?;
-    let p99 = percentile(&sorted, 99.0)?;
+    let p1 = sample_at(&sorted, 1.0)?;
+    let p99 = sample_at(&sorted, 99.0)?;
     let mut lo = if zero_based { p1.min(0.0) } else { p1 };
     let mut hi = p99;
     if hi - lo <= f64::EPSILON * hi.abs().max(1.0) {
@@ -102,18 +96,19 @@ mod tests {
     }
 
     #[test]
-    fn percentile_is_a_nearest_rank_sample() {
+    fn an_axis_ends_on_the_sample_nearest_the_percentile() {
         let s = [1.0, 2.0, 3.0, 4.0, 1000.0];
         assert_eq!(
-            percentile(&s, 99.0),
+            sample_at(&s, 99.0),
             Some(1000.0),
-            "under 100 samples: the maximum"
+            "few samples: the maximum"
         );
-        assert_eq!(percentile(&s, 1.0), Some(1.0));
-        assert_eq!(percentile(&s, 50.0), Some(3.0));
+        assert_eq!(sample_at(&s, 1.0), Some(1.0));
+        assert_eq!(sample_at(&s, 50.0), Some(3.0));
         let mut many: Vec<f64> = (0..150).map(|i| i as f64).collect();
         many.push(1e6);
-        assert_eq!(percentile(&many, 99.0), Some(149.0));
+        assert_eq!(sample_at(&many, 99.0), Some(149.0));
+        assert_eq!(sample_at(&[], 99.0), None);
     }
 
     #[test]

@@ -1,16 +1,16 @@
 //! The in-device loopback test: our server and our client in one process over 127.0.0.1 (or
 //! ::1), the seed's `iperf3 -s -D && iperf3 -c 127.0.0.1` in one call. One thread per stream
-//! on each end, so `-P` scales with cores; both ends' CPU is accounted per thread.
+//! on each end, so `-P` scales with cores; both ends' CPU is accounted per thread. Intervals
+//! go to an [`IntervalSink`] as they complete (the CLI renders them, or a progress line).
 
-use super::client::{self, ClientConfig};
-use super::{IntervalSink, Iperf3Error, Result};
-use crate::results::throughput::{Interval, Role, ThroughputResult};
-use crate::server::{Quiet, Server, ServerConfig};
+use super::{Quiet, Server, ServerConfig};
+use crate::iperf3::client::{self, ClientConfig};
+use crate::iperf3::{IntervalSink, Iperf3Error, NoIntervals, Result};
+use crate::results::throughput::{Role, ThroughputResult};
 use crate::util::affinity;
-use crate::util::progress::Progress;
 use crate::wire::iperf3::Protocol;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A loopback test.
 #[derive(Debug, Clone)]
@@ -60,33 +60,14 @@ impl Default for LoopbackConfig {
     }
 }
 
-struct ProgressSink<'a> {
-    progress: &'a dyn Progress,
-    inner: &'a dyn IntervalSink,
-    n: AtomicU64,
-}
-
-impl IntervalSink for ProgressSink<'_> {
-    fn started(&self, connected: &[crate::results::throughput::Connected]) {
-        self.inner.started(connected);
-    }
-    fn interval(&self, iv: &Interval) {
-        let n = self.n.fetch_add(1, Ordering::Relaxed) + 1;
-        let rate = crate::report::iperf3::bitrate(iv.sum.bits_per_second);
-        self.progress.step(n, rate.trim());
-        self.inner.interval(iv);
-    }
-}
-
-/// Runs the loopback test with progress only.
-pub fn run(cfg: &LoopbackConfig, progress: &dyn Progress) -> Result<ThroughputResult> {
-    run_with_sink(cfg, progress, &super::NoIntervals, &AtomicBool::new(false))
+/// Runs the loopback test, without live intervals.
+pub fn run(cfg: &LoopbackConfig) -> Result<ThroughputResult> {
+    run_with_sink(cfg, &NoIntervals, &AtomicBool::new(false))
 }
 
 /// Runs the loopback test; intervals go to `sink` as they complete; `stop` interrupts it.
 pub fn run_with_sink(
     cfg: &LoopbackConfig,
-    progress: &dyn Progress,
     sink: &dyn IntervalSink,
     stop: &AtomicBool,
 ) -> Result<ThroughputResult> {
@@ -136,22 +117,15 @@ pub fn run_with_sink(
     p.congestion = cfg.congestion.clone();
     ccfg.interval = cfg.interval;
     ccfg.cpu = client_cpus;
-    progress.phase("loopback", (cfg.time + cfg.omit) as u64);
-    let psink = ProgressSink {
-        progress,
-        inner: sink,
-        n: AtomicU64::new(0),
-    };
     let outcome = std::thread::scope(|scope| {
         let srv = scope.spawn(|| server.run());
-        let r = client::run(&ccfg, &psink, stop);
+        let r = client::run(&ccfg, sink, stop);
         if r.is_err() {
             server_stop.store(true, Ordering::Relaxed);
         }
         let srv_r = srv.join();
         (r, srv_r)
     });
-    progress.finish();
     let (client_result, server_run) = outcome;
     if let Ok(Err(e)) = server_run {
         return Err(Iperf3Error::io("loopback server", e));

@@ -1,6 +1,6 @@
-//! The server's output and log sink: iperf3-style test output on stdout, log lines on stderr, or
-//! both into one `--logfile` (reopened on SIGHUP, logrotate's habit), with iperf3's
-//! `--timestamps` prefix and `--forceflush`.
+//! The output and log sink of the server, client and loopback commands: iperf3-style test
+//! output on stdout, log lines on stderr, or both into one `--logfile` (reopened on SIGHUP,
+//! logrotate's habit), with iperf3's `--timestamps` prefix and `--forceflush`.
 //!
 //! Writes never fail the server: a closed stdout pipe or a full disk drops the text, never a
 //! test (iperf3 behaves the same).

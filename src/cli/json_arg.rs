@@ -1,0 +1,201 @@
+//! The one `--json [FILE|-]` (`-J`) convention of every command that writes JSON, and the one
+//! writer behind it.
+//!
+//! - `--json FILE` writes the JSON to FILE (its directory is created and checked before anything
+//!   is measured; the file is replaced atomically); the command prints its usual text.
+//! - `--json` alone, or `--json -`, prints the JSON on standard output *instead of* the text
+//!   (notes, progress and "saved" lines go to standard error, so stdout is one JSON document).
+//!
+//! The value is optional, so the word right after `--json` is taken as its FILE unless it starts
+//! with `-`: `rrul --json out.json HOST` saves to out.json, and for standard output write the
+//! positional first (`rrul HOST --json`), or `--json -`, or `--json=-`. A FILE that starts with
+//! `-` is written `--json=./-name`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+/// Where `--json` sends the JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JsonTarget {
+    /// `--json` alone or `--json -`.
+    Stdout,
+    /// `--json FILE`.
+    File(PathBuf),
+}
+
+fn parse_target(s: &str) -> Result<JsonTarget, String> {
+    match s {
+        "-" => Ok(JsonTarget::Stdout),
+        "" => Err("empty FILE: give a file name, or `-` for standard output".into()),
+        path => Ok(JsonTarget::File(PathBuf::from(path))),
+    }
+}
+
+/// `-J, --json [FILE|-]`, flattened into every command that writes JSON.
+#[derive(Debug, Clone, Default, Args)]
+pub struct JsonArg {
+    /// Write the result as JSON to FILE and print the usual text; without FILE (or with `-`),
+    /// print the JSON on standard output instead of the text. The word after --json is taken as
+    /// FILE unless it starts with `-`.
+    #[arg(
+        short = 'J',
+        long = "json",
+        value_name = "FILE",
+        num_args = 0..=1,
+        default_missing_value = "-",
+        value_parser = parse_target
+    )]
+    pub json: Option<JsonTarget>,
+}
+
+impl JsonArg {
+    /// `--json` was given, in either form.
+    pub fn is_set(&self) -> bool {
+        self.json.is_some()
+    }
+
+    /// The JSON goes to standard output, so the command's text stays off it.
+    pub fn on_stdout(&self) -> bool {
+        self.json == Some(JsonTarget::Stdout)
+    }
+
+    /// The FILE of `--json FILE`.
+    pub fn file(&self) -> Option<&Path> {
+        match &self.json {
+            Some(JsonTarget::File(p)) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Before measuring: the FILE's directory exists (it is created) and takes a new file.
+    pub fn check(&self) -> anyhow::Result<()> {
+        match self.file() {
+            Some(p) => super::check_output_file(p, "--json"),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes one JSON document (`value`, pretty-printed, with a final newline): to FILE or
+    /// standard output. Returns the FILE written, for a "saved" line.
+    pub fn write<T: serde::Serialize>(&self, value: &T) -> anyhow::Result<Option<&Path>> {
+        let text = serde_json::to_string_pretty(value)? + "\n";
+        self.write_text(&text, |t| crate::out!("{t}"))
+    }
+
+    /// Writes one JSON document given as text (ending in a newline): to FILE (replaced
+    /// atomically, its directory created) or through `stdout` (standard output, or iperf3's
+    /// `--logfile` for client and loopback). Returns the FILE written.
+    pub fn write_text(
+        &self,
+        text: &str,
+        stdout: impl FnOnce(&str),
+    ) -> anyhow::Result<Option<&Path>> {
+        match &self.json {
+            None => Ok(None),
+            Some(JsonTarget::Stdout) => {
+                stdout(text);
+                Ok(None)
+            }
+            Some(JsonTarget::File(path)) => {
+                crate::results::write_atomic(path, text)
+                    .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+                Ok(Some(path))
+            }
+        }
+    }
+
+    /// Appends one JSON document to FILE, or passes it to `stdout`: for the server, which
+    /// writes one document per test.
+    pub fn append_text(&self, text: &str, stdout: impl FnOnce(&str)) -> anyhow::Result<()> {
+        match &self.json {
+            None => Ok(()),
+            Some(JsonTarget::Stdout) => {
+                stdout(text);
+                Ok(())
+            }
+            Some(JsonTarget::File(path)) => std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .and_then(|mut f| f.write_all(text.as_bytes()))
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display())),
+        }
+    }
+
+    /// A "saved FILE" line: on standard output, or standard error while the JSON is there.
+    pub fn say(&self, line: &str) {
+        if self.on_stdout() {
+            crate::errln!("{line}");
+        } else {
+            crate::outln!("{line}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        json: JsonArg,
+        #[arg(short)]
+        quiet: bool,
+        host: Option<String>,
+    }
+
+    fn parse(args: &[&str]) -> Cmd {
+        Cmd::try_parse_from(std::iter::once("t").chain(args.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn forms_of_the_flag() {
+        assert_eq!(parse(&[]).json.json, None);
+        assert!(parse(&["--json"]).json.on_stdout());
+        assert!(parse(&["-J"]).json.on_stdout());
+        assert!(parse(&["--json", "-"]).json.on_stdout());
+        assert!(parse(&["--json=-"]).json.on_stdout());
+        let c = parse(&["--json", "-q"]);
+        assert!(c.json.on_stdout() && c.quiet);
+        let c = parse(&["host", "--json"]);
+        assert!(c.json.on_stdout());
+        assert_eq!(c.host.as_deref(), Some("host"));
+        let c = parse(&["--json", "out.json", "host"]);
+        assert_eq!(c.json.file(), Some(Path::new("out.json")));
+        assert_eq!(c.host.as_deref(), Some("host"));
+        // The word after --json is its FILE: the documented rule.
+        let c = parse(&["--json", "host"]);
+        assert_eq!(c.json.file(), Some(Path::new("host")));
+        assert_eq!(c.host, None);
+        assert!(Cmd::try_parse_from(["t", "--json="]).is_err());
+    }
+
+    #[test]
+    fn writes_the_file_or_stdout() {
+        let dir = std::env::temp_dir().join(format!("rb-jsonarg-{}", std::process::id()));
+        let path = dir.join("sub").join("r.json");
+        let arg = JsonArg {
+            json: Some(JsonTarget::File(path.clone())),
+        };
+        arg.check().unwrap();
+        let mut printed = String::new();
+        let saved = arg
+            .write_text("{\"a\": 1}\n", |t| printed.push_str(t))
+            .unwrap();
+        assert_eq!(saved, Some(path.as_path()));
+        assert!(printed.is_empty());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\": 1}\n");
+        arg.append_text("{}\n", |_| {}).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\": 1}\n{}\n");
+        let out = JsonArg {
+            json: Some(JsonTarget::Stdout),
+        };
+        let saved = out.write_text("{}\n", |t| printed.push_str(t)).unwrap();
+        assert_eq!((saved, printed.as_str()), (None, "{}\n"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,262 @@
+//! One accepted connection: its first bytes decide between an iperf3 test (control or data
+//! connection, routed by cookie) and a routerbench-protocol hand-off; refusals within the log's
+//! budget.
+
+use super::broker::Route;
+use super::{ServerEvent, ServerObserver, Shared};
+use crate::iperf3::session::{self, SessionEnv, StreamBroker};
+use crate::results::throughput::ThroughputResult;
+use crate::service::limits::ConnGuard;
+use crate::wire::ROUTERBENCH_MAGIC;
+use crate::wire::iperf3::{COOKIE_SIZE, Cookie, State};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Instant;
+
+/// One refusal line, within the log's budget (a flood is summarised by the accept loop).
+pub(super) fn log_refusal(sh: &Shared, peer: SocketAddr, reason: String) {
+    if sh.logcap.admit() {
+        sh.observer.event(&ServerEvent::Refused { peer, reason });
+    }
+}
+
+fn read_prefix(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> Result<(), String> {
+    let mut got = 0;
+    while got < buf.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!(
+                "sent {got} of {} first bytes, then nothing: timed out",
+                buf.len()
+            ));
+        }
+        let _ = stream.set_read_timeout(Some(left));
+        match stream.read(&mut buf[got..]) {
+            Ok(0) => return Err(format!("closed after {got} bytes")),
+            Ok(n) => got += n,
+            Err(e) if crate::iperf3::control::is_timeout(&e) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("read error: {e}")),
+        }
+    }
+    Ok(())
+}
+
+fn deny(sh: &Shared, mut stream: TcpStream, peer: SocketAddr, reason: String) {
+    let _ = stream.write_all(&[State::AccessDenied.to_byte()]);
+    sh.refused.fetch_add(1, Ordering::Relaxed);
+    log_refusal(sh, peer, reason);
+}
+
+pub(super) fn handle_connection(
+    sh: &Arc<Shared>,
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    seq: u64,
+    guard: ConnGuard,
+) {
+    let _ = stream.set_nonblocking(false);
+    let deadline = Instant::now() + sh.cfg.first_bytes_timeout;
+    // A routerbench session keeps its host's connection slot (`guard`) for its whole life.
+    if !sh.cfg.iperf3 {
+        return routerbench_only(sh, stream, peer, deadline);
+    }
+    let mut first = [0u8; 1];
+    if let Err(why) = read_prefix(&mut stream, &mut first, deadline) {
+        sh.refused.fetch_add(1, Ordering::Relaxed);
+        log_refusal(sh, peer, format!("no cookie: {why}"));
+        return;
+    }
+    if Cookie::is_routerbench(first[0]) {
+        let mut magic = [0u8; ROUTERBENCH_MAGIC.len()];
+        magic[0] = first[0];
+        let read = read_prefix(&mut stream, &mut magic[1..], deadline);
+        let error = match read {
+            Err(why) => Some(format!("routerbench magic: {why}")),
+            Ok(()) if magic != ROUTERBENCH_MAGIC => {
+                Some("first byte 0xFF but not the routerbench magic".into())
+            }
+            Ok(()) => hand_over(sh, stream, &magic),
+        };
+        return report_handoff(sh, peer, error);
+    }
+    let mut cookie_buf = [0u8; COOKIE_SIZE];
+    cookie_buf[0] = first[0];
+    if let Err(why) = read_prefix(&mut stream, &mut cookie_buf[1..], deadline) {
+        sh.refused.fetch_add(1, Ordering::Relaxed);
+        log_refusal(sh, peer, format!("incomplete cookie: {why}"));
+        return;
+    }
+    let cookie = Cookie(cookie_buf);
+    if !cookie.is_plausible() {
+        // Not an iperf3 client: close at once, one log line, no slot taken.
+        sh.refused.fetch_add(1, Ordering::Relaxed);
+        log_refusal(
+            sh,
+            peer,
+            "garbage instead of an iperf3 cookie: closed".into(),
+        );
+        return;
+    }
+    // Classified: a data stream or a test holds no half-open slot of its host any more
+    // (routerbench sessions keep theirs, above, for their whole life).
+    drop(guard);
+    match sh.broker.route(&cookie) {
+        Route::Stream(tx) => {
+            if let Err(e) = tx.send((seq, stream)) {
+                deny(
+                    sh,
+                    (e.0).1,
+                    peer,
+                    "data stream for a test that stopped accepting".into(),
+                );
+            }
+        }
+        Route::Deny => deny(
+            sh,
+            stream,
+            peer,
+            "data connection for a running test (or a duplicate cookie)".into(),
+        ),
+        Route::NewTest => run_test(sh, stream, peer, cookie),
+    }
+}
+
+/// A server of the routerbench protocol alone: the whole magic within the deadline, or a
+/// refusal.
+fn routerbench_only(sh: &Shared, mut stream: TcpStream, peer: SocketAddr, deadline: Instant) {
+    let mut magic = [0u8; ROUTERBENCH_MAGIC.len()];
+    let refusal = match read_prefix(&mut stream, &mut magic, deadline) {
+        Err(why) => format!("no magic within the handshake timeout: {why}"),
+        Ok(()) if magic != ROUTERBENCH_MAGIC => {
+            format!("not a routerbench client (first bytes {magic:02x?})")
+        }
+        Ok(()) => return report_handoff(sh, peer, hand_over(sh, stream, &magic)),
+    };
+    sh.refused.fetch_add(1, Ordering::Relaxed);
+    log_refusal(sh, peer, refusal);
+}
+
+/// Hands a connection that sent the routerbench magic to the handler; its error, if any.
+fn hand_over(sh: &Shared, stream: TcpStream, magic: &[u8]) -> Option<String> {
+    let Some(h) = &sh.handler else {
+        return Some("routerbench protocol not enabled on this server".into());
+    };
+    let _ = stream.set_read_timeout(None);
+    h.handle(stream, magic).err().map(|e| e.to_string())
+}
+
+fn report_handoff(sh: &Shared, peer: SocketAddr, error: Option<String>) {
+    // Failed handoffs are refusals too: within the log's budget.
+    if error.is_none() || sh.logcap.admit() {
+        sh.observer.event(&ServerEvent::Handoff { peer, error });
+    }
+}
+
+/// Hands a test's streams and intervals to the observer (the server's interval lines).
+struct ObserverIntervals<'a> {
+    observer: &'a dyn ServerObserver,
+    peer: SocketAddr,
+    first: AtomicBool,
+    parallel: AtomicUsize,
+}
+
+impl crate::iperf3::IntervalSink for ObserverIntervals<'_> {
+    fn started(&self, connected: &[crate::results::throughput::Connected]) {
+        // Bidir connects 2·P streams; `interval` halves it.
+        self.parallel.store(connected.len(), Ordering::Relaxed);
+        self.observer.event(&ServerEvent::StreamsConnected {
+            peer: self.peer,
+            connected,
+        });
+    }
+    fn interval(&self, interval: &crate::results::throughput::Interval) {
+        let bidir = interval.sum_bidir_reverse.is_some();
+        let n = self.parallel.load(Ordering::Relaxed);
+        self.observer.event(&ServerEvent::Interval {
+            peer: self.peer,
+            interval,
+            first: self.first.swap(false, Ordering::Relaxed),
+            parallel: if bidir { n / 2 } else { n },
+        });
+    }
+}
+
+fn run_test(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, cookie: Cookie) {
+    let started = sh.started_tests.load(Ordering::Relaxed);
+    if sh.cfg.max_tests.is_some_and(|m| started >= m) || sh.stop.load(Ordering::Relaxed) {
+        return deny(
+            sh,
+            stream,
+            peer,
+            "server is stopping (test limit reached)".into(),
+        );
+    }
+    let _host_slot = match sh.ledger.test(peer.ip()) {
+        Ok(g) => g,
+        Err(why) => return deny(sh, stream, peer, format!("busy: {why}")),
+    };
+    let active = sh.active_tests.fetch_add(1, Ordering::Relaxed);
+    if active >= sh.cfg.max_concurrent_tests {
+        sh.active_tests.fetch_sub(1, Ordering::Relaxed);
+        return deny(
+            sh,
+            stream,
+            peer,
+            format!(
+                "busy: {active} tests running (limit {})",
+                sh.cfg.max_concurrent_tests
+            ),
+        );
+    }
+    if !sh.broker.claim(&cookie) {
+        sh.active_tests.fetch_sub(1, Ordering::Relaxed);
+        return deny(sh, stream, peer, "duplicate cookie".into());
+    }
+    sh.started_tests.fetch_add(1, Ordering::Relaxed);
+    sh.observer.event(&ServerEvent::TestStarted { peer });
+    let render = |r: &ThroughputResult| sh.observer.server_output(r);
+    let sink = ObserverIntervals {
+        observer: sh.observer.as_ref(),
+        peer,
+        first: AtomicBool::new(true),
+        parallel: AtomicUsize::new(1),
+    };
+    let env = SessionEnv {
+        cfg: &sh.cfg.session,
+        broker: &sh.broker,
+        udp: &sh.udp,
+        stop: &sh.stop,
+        sink: &sink,
+        render_text: &render,
+        ledger: &sh.ledger,
+        auth: sh.cfg.auth.as_deref(),
+    };
+    let outcome = crate::iperf3::control::Control::new(stream, sh.cfg.session.control_timeout)
+        .and_then(|ctl| session::serve(ctl, cookie, &env));
+    match outcome {
+        Ok(result) => {
+            sh.done.fetch_add(1, Ordering::Relaxed);
+            sh.observer.event(&ServerEvent::TestDone {
+                peer,
+                result: &result,
+            });
+            if sh.keep_results {
+                if let Ok(mut r) = sh.results.lock() {
+                    r.push(result);
+                }
+            }
+        }
+        Err(error) => {
+            sh.broker.close(&cookie);
+            sh.failed.fetch_add(1, Ordering::Relaxed);
+            sh.observer.event(&ServerEvent::TestFailed {
+                peer,
+                error: &error,
+            });
+        }
+    }
+    sh.active_tests.fetch_sub(1, Ordering::Relaxed);
+}

@@ -1,0 +1,83 @@
+//! The shared server hosting routerbench's latency protocol alone (no iperf3): `routerbench
+//! latency-server`, the in-process server of `lab run`, and the tests. Bounded as the latency
+//! service's limits say: `max_sessions × (max_flows + 1)` connections at once (each session's
+//! control connection and its load flows), the magic within the handshake timeout; it stops when
+//! the service is shut down. Refusals go to the service's log.
+
+use super::{Server, ServerConfig, ServerError, ServerEvent, ServerObserver};
+use crate::latency::server::{Bounds, Service};
+use crate::service::limits::Caps;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+/// The server's settings for `service`'s bounds, listening on `bind`.
+pub fn config(bind: SocketAddr, bounds: &Bounds) -> ServerConfig {
+    let max_conns = bounds
+        .max_sessions
+        .saturating_mul(usize::from(bounds.max_flows) + 1)
+        .max(1);
+    let mut cfg = ServerConfig::new(bind);
+    cfg.iperf3 = false;
+    cfg.max_connections = max_conns;
+    cfg.first_bytes_timeout = bounds.handshake_timeout;
+    // The service bounds sessions per host and in all; the connections bound is the only cap
+    // here (the threads are one per connection).
+    cfg.caps = Caps {
+        conns_per_host: max_conns,
+        max_threads: usize::MAX,
+        ..Caps::default()
+    };
+    cfg
+}
+
+/// Binds the shared server on `bind` for `service` (not yet running): the protocol handler,
+/// refusals logged by the service, a stop when the service shuts down.
+pub fn bind(bind: SocketAddr, service: &Service) -> Result<Server, ServerError> {
+    let cfg = config(bind, &service.inner.bounds);
+    let observer = Arc::new(ServiceLog(service.clone()));
+    let server = Server::bind(cfg, observer).map_err(|e| ServerError::io("latency server", e))?;
+    let watched = service.clone();
+    Ok(server
+        .with_handler(Arc::new(service.clone()))
+        .stop_when(Arc::new(move || {
+            watched.inner.shutdown.load(Ordering::SeqCst)
+        })))
+}
+
+/// Starts a service and the server hosting it on a thread, listening on `bind` (port 0 =
+/// ephemeral). Call `shutdown()` on the service to stop both.
+pub fn spawn_in_process(
+    bind: SocketAddr,
+    mut bounds: Bounds,
+) -> Result<(SocketAddr, Service), ServerError> {
+    if bounds.udp_bind.is_none() {
+        bounds.udp_bind = Some(bind.ip());
+    }
+    let service = Service::new(bounds).map_err(|e| ServerError::Service(format!("{e:#}")))?;
+    let server = self::bind(bind, &service)?;
+    let addr = server
+        .local_addr()
+        .map_err(|e| ServerError::io("latency server address", e))?;
+    std::thread::Builder::new()
+        .name("rb-accept".into())
+        .spawn(move || server.run())
+        .map_err(|e| ServerError::io("latency server thread", e))?;
+    Ok((addr, service))
+}
+
+/// Refusals and failed hand-offs go to the service's log, one line each (`peer: why`).
+struct ServiceLog(Service);
+
+impl ServerObserver for ServiceLog {
+    fn event(&self, e: &ServerEvent<'_>) {
+        match e {
+            ServerEvent::Refused { peer, reason } => self.0.inner.log(format!("{peer}: {reason}")),
+            ServerEvent::Handoff {
+                peer,
+                error: Some(error),
+            } => self.0.inner.log(format!("{peer}: {error}")),
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! What a protocol hosted on the shared port needs from the daemon, without depending on it:
+//! the [`ProtocolHandler`] trait the daemon hands connections to, the [`limits::Ledger`] of what
+//! every client holds, and the [`logcap::LogCap`] on log lines. `iperf3`, `latency` and
+//! `monitor::agent` use these; `server` (the daemon) composes them.
+
+pub mod limits;
+pub mod logcap;
+
+use crate::util::error::{BoxError, chain};
+use std::net::TcpStream;
+
+/// A protocol served on the shared port besides iperf3 (routerbench's own protocol).
+/// The server calls `handle` on a thread of its own after the first bytes identified the
+/// protocol; `prefix` holds the bytes the server already read (the full magic).
+pub trait ProtocolHandler: Send + Sync {
+    fn handle(&self, stream: TcpStream, prefix: &[u8]) -> Result<(), HandlerError>;
+}
+
+/// Why a hosted protocol's connection ended in an error: that protocol's own typed error
+/// (latency's `ServiceError`, the agent's `MonitorError`, an `io::Error`, …) carried unchanged,
+/// so one trait object serves every protocol. `Display` shows it with its causes; `?` converts
+/// any error (and a `&str`/`String` message) into it.
+#[derive(Debug)]
+pub struct HandlerError(BoxError);
+
+impl<E: Into<BoxError>> From<E> for HandlerError {
+    fn from(e: E) -> Self {
+        HandlerError(e.into())
+    }
+}
+
+impl std::fmt::Display for HandlerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&chain(&*self.0))
+    }
+}
+
+impl HandlerError {
+    /// The protocol's error itself (to downcast or inspect).
+    pub fn inner(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
