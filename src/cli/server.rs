@@ -268,8 +268,7 @@ fn open_warning(bind: SocketAddr, rsa: bool, token: bool) -> Option<String> {
 
 /// Whether `ip` is reachable only from this host.
 fn loopback_only(ip: IpAddr) -> bool {
-    ip.is_loopback()
-        || matches!(ip, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()))
+    crate::net::addr::canonical_ip(ip).is_loopback()
 }
 
 /// Checks the options before anything is bound or detached.

@@ -73,8 +73,6 @@ pub(crate) fn accept_udp(
     ctl.send_state(State::CreateStreams)?;
     let deadline = Instant::now() + env.cfg.udp_hello_timeout;
     let mut socks = Vec::with_capacity(total);
-    let same_host =
-        |a: IpAddr, b: IpAddr| crate::net::addr::display_ip(a) == crate::net::addr::display_ip(b);
     while socks.len() < total {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -91,7 +89,7 @@ pub(crate) fn accept_udp(
         let _ = listener.set_read_timeout(Some(left.max(Duration::from_millis(1))));
         let mut buf = [0u8; 64];
         let from = match listener.recv_from(&mut buf) {
-            Ok((_, from)) if same_host(from.ip(), peer_ip) => from,
+            Ok((_, from)) if crate::net::addr::same_ip(from.ip(), peer_ip) => from,
             Ok(_) => continue, // another host's datagram: not ours
             Err(e) if super::control::is_timeout(&e) => continue,
             Err(e) => return Err(Iperf3Error::io("UDP stream hello", e)),
@@ -151,9 +149,7 @@ fn accept_udp_handed_over(
                 ));
             }
         };
-        let same_host =
-            crate::net::addr::display_ip(from.ip()) == crate::net::addr::display_ip(peer_ip);
-        if !same_host || seen.contains(&from) {
+        if !crate::net::addr::same_ip(from.ip(), peer_ip) || seen.contains(&from) {
             continue; // another host's datagram, or a repeated hello
         }
         seen.push(from);

@@ -14,7 +14,7 @@ use super::state::{Inner, ProbeState, Session};
 use crate::net as so;
 use crate::wire::rb::{self, Direction, ErrorCode, FlowStep, Message};
 use std::collections::HashMap;
-use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -132,7 +132,7 @@ impl Service {
         token: &str,
     ) -> Option<u16> {
         if let Some(want) = &self.inner.bounds.token {
-            if !token_matches(want, token) {
+            if !crate::service::same_token(want, token) {
                 let msg = if token.is_empty() {
                     "this server requires a token (client --token)"
                 } else {
@@ -155,7 +155,7 @@ impl Service {
             let _ = conn::write_msg(stream, &Message::error(ErrorCode::UnsupportedVersion, msg));
             return None;
         }
-        let v6 = peer.ip().is_ipv6() && !is_mapped(peer.ip());
+        let v6 = crate::net::addr::canonical_ip(peer.ip()).is_ipv6();
         let Some(udp_port) = self.udp_port(v6) else {
             let msg = format!("no UDP reflector for IPv{}", if v6 { 6 } else { 4 });
             let _ = conn::write_msg(stream, &Message::error(ErrorCode::BadRequest, msg.clone()));
@@ -376,20 +376,6 @@ impl Service {
         }
         Ok(())
     }
-}
-
-/// Compares the whole token whatever the first difference (no early exit to time).
-fn token_matches(want: &str, got: &str) -> bool {
-    let (a, b) = (want.as_bytes(), got.as_bytes());
-    let mut diff = a.len() ^ b.len();
-    for (i, x) in a.iter().enumerate() {
-        diff |= usize::from(x ^ b.get(i).copied().unwrap_or(!x));
-    }
-    diff == 0
-}
-
-pub(crate) fn is_mapped(ip: IpAddr) -> bool {
-    matches!(ip, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some())
 }
 
 impl crate::service::ProtocolHandler for Service {

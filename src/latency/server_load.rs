@@ -3,7 +3,7 @@
 
 use super::conn;
 use super::error::ServiceError;
-use super::server::{Service, is_mapped};
+use super::server::Service;
 use super::state::{FlowHandle, Session};
 use crate::net as so;
 use crate::wire::rb::{self, Direction, ErrorCode, Message};
@@ -91,7 +91,7 @@ impl Service {
                 format!("session {session:016x} belongs to another address"),
             );
         }
-        let v6 = peer.is_ipv6() && !is_mapped(peer.ip());
+        let v6 = crate::net::addr::canonical_ip(peer.ip()).is_ipv6();
         so::set_tos(stream, req.tos, v6)?;
         if !req.cc.is_empty() {
             if let Err(e) = so::set_congestion(stream, &req.cc) {

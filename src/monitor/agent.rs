@@ -77,12 +77,6 @@ fn refuse(stream: &mut TcpStream, code: u8, message: String) -> Result<(), Monit
     Err(MonitorError::SubscriptionRefused(message))
 }
 
-/// Compares without stopping at the first differing byte.
-fn same_token(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 /// Releases a subscription slot however the subscription ends.
 struct Slot(Arc<AtomicUsize>);
 
@@ -141,7 +135,7 @@ impl Agent {
         };
         if c.token
             .as_ref()
-            .is_some_and(|want| !same_token(want, &token))
+            .is_some_and(|want| !crate::service::same_token(want, &token))
         {
             return refuse(
                 &mut stream,
@@ -341,18 +335,5 @@ impl crate::service::ProtocolHandler for Dispatch {
         } else {
             self.inner.handle(stream, prefix)
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tokens_compare_whole() {
-        assert!(same_token("abc", "abc"));
-        assert!(!same_token("abc", "abd"));
-        assert!(!same_token("abc", "ab"));
-        assert!(same_token("", ""));
     }
 }

@@ -74,17 +74,6 @@ pub struct StreamGuard {
     buffer: u64,
 }
 
-/// The v4-mapped form and the plain IPv4 form of an address count as one host.
-pub fn host_key(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6
-            .to_ipv4_mapped()
-            .map(IpAddr::V4)
-            .unwrap_or(IpAddr::V6(v6)),
-        v4 => v4,
-    }
-}
-
 fn dec(map: &mut HashMap<IpAddr, usize>, ip: IpAddr) {
     if let Some(n) = map.get_mut(&ip) {
         *n = n.saturating_sub(1);
@@ -104,7 +93,8 @@ impl Ledger {
 
     /// A new connection from `ip`.
     pub fn connection(self: &Arc<Self>, ip: IpAddr) -> Result<ConnGuard, Refusal> {
-        let ip = host_key(ip);
+        // The v4-mapped form and the plain IPv4 form of an address count as one host.
+        let ip = crate::net::addr::canonical_ip(ip);
         let mut h = self
             .held
             .lock()
@@ -125,7 +115,8 @@ impl Ledger {
 
     /// A new test from `ip`.
     pub fn test(self: &Arc<Self>, ip: IpAddr) -> Result<TestGuard, Refusal> {
-        let ip = host_key(ip);
+        // The v4-mapped form and the plain IPv4 form of an address count as one host.
+        let ip = crate::net::addr::canonical_ip(ip);
         let mut h = self
             .held
             .lock()

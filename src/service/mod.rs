@@ -1,6 +1,7 @@
 //! What a protocol hosted on the shared port needs from the daemon, without depending on it:
 //! the [`ProtocolHandler`] trait the daemon hands connections to, the [`limits::Ledger`] of what
-//! every client holds, and the [`logcap::LogCap`] on log lines. `iperf3`, `latency` and
+//! every client holds, the [`logcap::LogCap`] on log lines, and [`same_token`] (the one token
+//! comparison of the routerbench protocol and the agent). `iperf3`, `latency` and
 //! `monitor::agent` use these; `server` (the daemon) composes them.
 
 pub mod limits;
@@ -35,9 +36,35 @@ impl std::fmt::Display for HandlerError {
     }
 }
 
+/// Compares a client's token with the expected one over the whole length, whatever the first
+/// difference (no early exit whose timing tells how much of a guess was right).
+pub fn same_token(want: &str, got: &str) -> bool {
+    let (a, b) = (want.as_bytes(), got.as_bytes());
+    let mut diff = a.len() ^ b.len();
+    for (i, x) in a.iter().enumerate() {
+        diff |= usize::from(x ^ b.get(i).copied().unwrap_or(!x));
+    }
+    diff == 0
+}
+
 impl HandlerError {
     /// The protocol's error itself (to downcast or inspect).
     pub fn inner(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
         &*self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same_token("abc", "abc"));
+        assert!(!same_token("abc", "abd"));
+        assert!(!same_token("abc", "ab"));
+        assert!(!same_token("ab", "abc"));
+        assert!(!same_token("", "a"));
+        assert!(same_token("", ""));
     }
 }
