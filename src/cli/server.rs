@@ -209,6 +209,8 @@ pub fn agent(args: &ServerArgs) -> anyhow::Result<Option<crate::monitor::agent::
         crate::monitor::agent::AgentConfig {
             token,
             max_subscriptions: args.max_monitors.clamp(1, 64),
+            // Below the server-wide cap, so one host cannot hold every subscription.
+            max_per_host: args.max_monitors.clamp(2, 64) - 1,
             max_duration: std::time::Duration::from_secs(u64::from(args.max_duration).max(1)),
             handshake_timeout: std::time::Duration::from_secs(args.handshake_timeout.max(1)),
             ..Default::default()
@@ -455,8 +457,10 @@ fn start_latency(
         }
     };
     if udp_port == port {
-        if let Some(tx) = server.share_udp_port() {
-            latency.set_foreign(Arc::new(move |from| tx.try_send(from).is_ok()));
+        if let Some(table) = server.share_udp_port() {
+            latency.set_foreign(Arc::new(move |from, payload: &[u8]| {
+                table.offer(from, payload) == crate::iperf3::udp_port::Offer::Taken
+            }));
         }
     }
     let log_sink = sink.clone();
@@ -505,11 +509,7 @@ fn routerbench_handler(
 struct LatencyUnavailable;
 
 impl crate::service::ProtocolHandler for LatencyUnavailable {
-    fn handle(
-        &self,
-        _stream: std::net::TcpStream,
-        _prefix: &[u8],
-    ) -> Result<(), crate::service::HandlerError> {
+    fn handle(&self, _conn: crate::service::Handoff) -> Result<(), crate::service::HandlerError> {
         Err(
             "latency tests are unavailable on this server: its latency service did not start \
              (see the server's log; no kernel receive timestamps under qemu-user)"

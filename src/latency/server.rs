@@ -10,6 +10,7 @@ use super::conn::{self, ConnError};
 use super::error::ServiceError;
 use super::reflector::Reflector;
 pub use super::state::{Bounds, ForeignFn, LogSink, MAX_STREAMS};
+use super::server_load::LoadRequest;
 use super::state::{Inner, ProbeState, Session};
 use crate::net as so;
 use crate::wire::rb::{self, Direction, ErrorCode, FlowStep, Message};
@@ -90,17 +91,24 @@ impl Service {
         peer: SocketAddr,
         version: u16,
         token: &str,
+        conn_seat: Option<crate::service::fair::Seat>,
     ) -> Result<(), ServiceError> {
         let Some(udp_port) = self.admit(&mut stream, peer, version, token) else {
             return Ok(());
         };
-        let Some(session) = self.open_session(&mut stream, peer)? else {
+        let Some(session) = self.open_session(&mut stream, peer, conn_seat)? else {
             return Ok(());
         };
         let opened = Instant::now();
         self.inner
             .note(format!("{peer}: session {:016x} opened", session.id));
-        let outcome = self.run_session(&mut stream, &session, udp_port);
+        let mut outcome = self.run_session(&mut stream, &session, udp_port);
+        if outcome.is_err() && session.seats.lock().is_ok_and(|s| s.iter().any(|x| x.is_evicted())) {
+            let msg = "evicted before it started: the server was full and a host holding fewer \
+                       sessions needed the slot; retry later";
+            let _ = conn::write_msg(&mut stream, &Message::error(ErrorCode::Busy, msg.to_string()));
+            outcome = Err(ServiceError::Rejected(msg.into()));
+        }
         session.abort.store(true, Ordering::SeqCst);
         session.start_cv.notify_all();
         if let Ok(mut map) = self.inner.sessions.lock() {
@@ -132,17 +140,28 @@ impl Service {
         token: &str,
     ) -> Option<u16> {
         if let Some(want) = &self.inner.bounds.token {
-            if !crate::service::same_token(want, token) {
-                let msg = if token.is_empty() {
-                    "this server requires a token (client --token)"
-                } else {
-                    "wrong token"
-                };
+            let backoff = &self.inner.backoff;
+            let refused = match backoff.check(peer.ip()) {
+                // Refused without looking at the token: one guess per wait.
+                Err(wait) => Some(crate::service::backoff::wait_message("token", wait)),
+                Ok(()) if crate::service::same_token(want, token) => {
+                    backoff.succeeded(peer.ip());
+                    None
+                }
+                Ok(()) if token.is_empty() => {
+                    Some("this server requires a token (client --token)".to_string())
+                }
+                Ok(()) => {
+                    let wait = backoff.failed(peer.ip());
+                    Some(format!(
+                        "wrong token (next try from this address in {:.1} s)",
+                        wait.as_secs_f64()
+                    ))
+                }
+            };
+            if let Some(msg) = refused {
                 self.inner.log(format!("{peer}: refused: {msg}"));
-                let _ = conn::write_msg(
-                    stream,
-                    &Message::error(ErrorCode::Unauthorized, msg.to_string()),
-                );
+                let _ = conn::write_msg(stream, &Message::error(ErrorCode::Unauthorized, msg));
                 return None;
             }
         }
@@ -165,43 +184,39 @@ impl Service {
         Some(udp_port)
     }
 
-    /// Takes a session slot (server-wide and per-host limits; a full table is refused with a
-    /// reason, logged): the new session, or None if refused.
+    /// Takes a session seat (server-wide and per-host limits, shared fairly: a newcomer from a
+    /// lighter host may take the seat of a session that has not started; `service::fair`); a
+    /// refusal is told and logged. The new session holds `conn_seat` too.
     fn open_session(
         &self,
         stream: &mut TcpStream,
         peer: SocketAddr,
+        conn_seat: Option<crate::service::fair::Seat>,
     ) -> Result<Option<Arc<Session>>, ServiceError> {
         let b = &self.inner.bounds;
+        let abort = Arc::new(AtomicBool::new(false));
+        let evict = crate::service::fair::shut_reader(stream, Some(abort.clone()));
+        let admission = match self.inner.pool.acquire(peer.ip(), evict) {
+            Ok(a) => a,
+            Err(why) => {
+                let msg = format!("busy: {why}");
+                self.inner.log(format!("{peer}: refused: {msg}"));
+                let _ = conn::write_msg(stream, &Message::error(ErrorCode::Busy, msg));
+                return Ok(None);
+            }
+        };
+        if let Some(ip) = admission.evicted {
+            self.inner.log(format!(
+                "{peer}: session slots full: took the slot of a session of {} that had not \
+                 started (that host holds the most)",
+                crate::net::addr::display_ip(ip)
+            ));
+        }
         let mut map = self
             .inner
             .sessions
             .lock()
             .map_err(|_| ServiceError::Poisoned("session table"))?;
-        if map.len() >= b.max_sessions {
-            drop(map);
-            let msg = format!(
-                "all {} session slots are in use: retry later",
-                b.max_sessions
-            );
-            self.inner.log(format!("{peer}: refused: {msg}"));
-            let _ = conn::write_msg(stream, &Message::error(ErrorCode::Busy, msg));
-            return Ok(None);
-        }
-        let mine = map
-            .values()
-            .filter(|s| so::same_ip(s.peer_ip, peer.ip()))
-            .count();
-        if mine >= b.max_sessions_per_host {
-            drop(map);
-            let msg = format!(
-                "{mine} sessions from this address already (limit {} per host): retry later",
-                b.max_sessions_per_host
-            );
-            self.inner.log(format!("{peer}: refused: {msg}"));
-            let _ = conn::write_msg(stream, &Message::error(ErrorCode::Busy, msg));
-            return Ok(None);
-        }
         let id = loop {
             let id = conn::random_u64();
             if id != 0 && !map.contains_key(&id) {
@@ -213,7 +228,9 @@ impl Service {
             peer_ip: peer.ip(),
             // The load, up to 60 s of idle lead-in and tail each, and slack.
             deadline: Instant::now() + b.max_duration + Duration::from_secs(120) + b.idle_timeout,
-            abort: AtomicBool::new(false),
+            abort,
+            running: AtomicBool::new(false),
+            seats: Mutex::new(conn_seat.into_iter().chain([admission.seat]).collect()),
             start: Mutex::new(None),
             start_cv: Condvar::new(),
             flows: Mutex::new(Vec::new()),
@@ -249,9 +266,10 @@ impl Service {
             if left.is_zero() {
                 return Err(ServiceError::TimeLimit);
             }
-            // One deadline per message, not per read: a client dribbling bytes cannot keep
-            // the session past its idle timeout or its lifetime.
-            let msg = match conn::read_msg_by(stream, Instant::now() + left.min(b.idle_timeout)) {
+            // Silent up to the idle timeout (and the session's lifetime); a message once begun
+            // must be whole within the handshake timeout, however it is dribbled.
+            let idle_until = Instant::now() + left.min(b.idle_timeout);
+            let msg = match conn::read_msg_idle(stream, idle_until, b.handshake_timeout) {
                 Ok(m) => m,
                 Err(ConnError::Closed) => return Err(ServiceError::Vanished),
                 Err(ConnError::Timeout) => {
@@ -286,7 +304,13 @@ impl Service {
                         );
                         return Err(ServiceError::Rejected(m));
                     }
+                    if s.seats.lock().is_ok_and(|v| v.iter().any(|x| x.is_evicted())) {
+                        // A flow's connection was taken while the session waited: it cannot
+                        // run whole. (Busy is said by `control`.)
+                        return Err(ServiceError::Aborted);
+                    }
                     let start = Instant::now() + Duration::from_micros(start_in_us as u64);
+                    s.mark_running();
                     if let Ok(mut st) = s.start.lock() {
                         *st = Some((start, duration));
                     }
@@ -379,19 +403,22 @@ impl Service {
 }
 
 impl crate::service::ProtocolHandler for Service {
-    fn handle(
-        &self,
-        mut stream: TcpStream,
-        _prefix: &[u8],
-    ) -> Result<(), crate::service::HandlerError> {
+    fn handle(&self, conn: crate::service::Handoff) -> Result<(), crate::service::HandlerError> {
+        let crate::service::Handoff {
+            mut stream,
+            deadline,
+            seat,
+            ..
+        } = conn;
         let peer = stream.peer_addr()?;
         let b = &self.inner.bounds;
         stream.set_write_timeout(Some(b.handshake_timeout))?;
         let _ = stream.set_nodelay(true);
-        // The whole first message within the handshake deadline, however it is dribbled.
-        match conn::read_msg_by(&mut stream, Instant::now() + b.handshake_timeout) {
+        // The whole first message by the connection's handshake deadline (the magic's too),
+        // however it is dribbled.
+        match conn::read_msg_by(&mut stream, deadline) {
             Ok(Message::Hello { version, token }) => {
-                Ok(self.control(stream, peer, version, &token)?)
+                Ok(self.control(stream, peer, version, &token, seat)?)
             }
             Ok(Message::LoadHello {
                 version,
@@ -400,7 +427,18 @@ impl crate::service::ProtocolHandler for Service {
                 direction,
                 tos,
                 cc,
-            }) => Ok(self.load(stream, peer, version, session, flow, direction, tos, cc)?),
+            }) => {
+                let req = LoadRequest {
+                    peer,
+                    version,
+                    session,
+                    flow,
+                    direction,
+                    tos,
+                    cc,
+                };
+                Ok(self.load(stream, req, seat)?)
+            }
             Ok(other) => {
                 let m = format!("expected Hello or LoadHello first, got {other:?}");
                 let _ = conn::write_msg(
@@ -411,7 +449,19 @@ impl crate::service::ProtocolHandler for Service {
                 Ok(())
             }
             Err(e) => {
-                let m = format!("bad first message: {e}");
+                let m = if seat.as_ref().is_some_and(|s| s.is_evicted()) {
+                    "evicted in its handshake: the server was full and a host holding fewer \
+                     connections needed the slot"
+                        .to_string()
+                } else if matches!(e, ConnError::Timeout) {
+                    format!(
+                        "no whole first message within the handshake deadline ({:?} from the \
+                         connection)",
+                        b.handshake_timeout
+                    )
+                } else {
+                    format!("bad first message: {e}")
+                };
                 if !matches!(e, ConnError::Closed) {
                     let _ = conn::write_msg(
                         &mut stream,

@@ -16,30 +16,20 @@ use std::time::{Duration, Instant};
 impl Service {
     /// A load connection: checks and registers the flow, waits for Start, then receives
     /// (upload) or sends (download) until the load ends.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn load(
         &self,
         mut stream: TcpStream,
-        peer: SocketAddr,
-        version: u16,
-        session: u64,
-        flow: u8,
-        direction: Direction,
-        tos: u8,
-        cc: String,
+        req: LoadRequest,
+        conn_seat: Option<crate::service::fair::Seat>,
     ) -> Result<(), ServiceError> {
-        let req = LoadRequest {
-            peer,
-            version,
-            session,
-            flow,
-            direction,
-            tos,
-            cc,
-        };
+        let direction = req.direction;
         let Some((s, bytes)) = self.accept_flow(&mut stream, &req)? else {
             return Ok(());
         };
+        // The flow's connection seat lives with its session (running once the session runs).
+        if let Some(seat) = conn_seat {
+            s.hold(seat);
+        }
         let Some((start, duration)) = wait_for_start(&s)? else {
             return Ok(());
         };
@@ -136,14 +126,14 @@ impl Service {
 type Accepted = (Arc<Session>, Arc<AtomicU64>);
 
 /// What a LoadHello asked for, and from where.
-struct LoadRequest {
-    peer: SocketAddr,
-    version: u16,
-    session: u64,
-    flow: u8,
-    direction: Direction,
-    tos: u8,
-    cc: String,
+pub(crate) struct LoadRequest {
+    pub peer: SocketAddr,
+    pub version: u16,
+    pub session: u64,
+    pub flow: u8,
+    pub direction: Direction,
+    pub tos: u8,
+    pub cc: String,
 }
 
 /// Waits for the session's Start (bounded by the session's deadline): (start, duration), or
