@@ -130,7 +130,12 @@ fn read_params(ctl: &mut Control, env: &SessionEnv<'_>) -> Result<TestParams> {
         source,
     })?;
     if let Some(auth) = env.auth {
-        authenticate(ctl, &params, auth)?;
+        let ip = ctl
+            .stream()
+            .peer_addr()
+            .map_err(|e| Iperf3Error::io("control peer", e))?
+            .ip();
+        authenticate(ctl, &params, auth, ip)?;
     }
     check_limits(ctl, &params, env.cfg)?;
     Ok(params)
@@ -333,10 +338,15 @@ fn exchange_results(
 }
 
 /// iperf3's test_is_authorized: a missing or bad token ends the test with IEAUTHTEST (142).
-fn authenticate(ctl: &mut Control, p: &TestParams, auth: &ServerAuth) -> Result<()> {
+fn authenticate(
+    ctl: &mut Control,
+    p: &TestParams,
+    auth: &ServerAuth,
+    ip: std::net::IpAddr,
+) -> Result<()> {
     let verdict = match &p.authtoken {
         None => Err("no credentials (client needs --username and --rsa-public-key-path)".into()),
-        Some(t) => auth.check(t, super::auth::now_secs()),
+        Some(t) => auth.check_from(ip, t, super::auth::now_secs()),
     };
     verdict.map(|_user| ()).map_err(|why| {
         refuse(
