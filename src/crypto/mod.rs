@@ -168,27 +168,18 @@ pub fn run_suite(cfg: &SuiteConfig, progress: &dyn Progress) -> Result<CryptoRes
             break;
         }
         progress.step(i as u64, alg.cli_name());
-        match alg.kind() {
-            AlgorithmKind::Hash | AlgorithmKind::Cipher => {
-                let (bulk, coarse) =
-                    measure_bulk_sizes(engine.as_ref(), alg, &result.block_sizes, cfg, base)?;
-                coarse_clock |= coarse;
-                if let Some(n) = &bulk.note {
-                    result.notes.push(format!("{}: {n}", alg.cli_name()));
-                }
-                result.bulk.push(bulk);
+        let measured = measure_one(engine.as_ref(), alg, &mut result, cfg, base);
+        match measured {
+            Ok(coarse) => coarse_clock |= coarse,
+            Err(CryptoError::Engine(EngineError::Interrupted)) => {
+                result.notes.push(format!(
+                    "interrupted (SIGINT/SIGTERM) during {} ({i} of {total} algorithms done): \
+                     it and the rest are missing",
+                    alg.cli_name()
+                ));
+                break;
             }
-            AlgorithmKind::PublicKey => {
-                let (sign, verify) = timing::measure_pkey(engine.as_ref(), alg, cfg, base)?;
-                coarse_clock |= sign.coarse_clock || verify.coarse_clock;
-                result.public_key.push(PublicKeyResult {
-                    algorithm: alg,
-                    bits: alg.bits(),
-                    sign_per_sec: sign.per_sec,
-                    verify_per_sec: verify.per_sec,
-                    note: None,
-                });
-            }
+            Err(e) => return Err(e),
         }
     }
     progress.step(total, "done");
@@ -200,6 +191,42 @@ pub fn run_suite(cfg: &SuiteConfig, progress: &dyn Progress) -> Result<CryptoRes
         );
     }
     Ok(result)
+}
+
+/// Measures one algorithm into `result`; whether a run's clock was coarse.
+fn measure_one(
+    engine: &dyn engine::Engine,
+    alg: Algorithm,
+    result: &mut CryptoResult,
+    cfg: &SuiteConfig,
+    base: TimeBase,
+) -> Result<bool, CryptoError> {
+    let mut coarse_clock = false;
+    {
+        match alg.kind() {
+            AlgorithmKind::Hash | AlgorithmKind::Cipher => {
+                let (bulk, coarse) =
+                    measure_bulk_sizes(engine, alg, &result.block_sizes, cfg, base)?;
+                coarse_clock |= coarse;
+                if let Some(n) = &bulk.note {
+                    result.notes.push(format!("{}: {n}", alg.cli_name()));
+                }
+                result.bulk.push(bulk);
+            }
+            AlgorithmKind::PublicKey => {
+                let (sign, verify) = timing::measure_pkey(engine, alg, cfg, base)?;
+                coarse_clock |= sign.coarse_clock || verify.coarse_clock;
+                result.public_key.push(PublicKeyResult {
+                    algorithm: alg,
+                    bits: alg.bits(),
+                    sign_per_sec: sign.per_sec,
+                    verify_per_sec: verify.per_sec,
+                    note: None,
+                });
+            }
+        }
+    }
+    Ok(coarse_clock)
 }
 
 /// The run's bounds: seconds (so the timing loop's Duration conversion can never overflow)

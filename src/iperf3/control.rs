@@ -38,6 +38,12 @@ impl Control {
         self.timeout
     }
 
+    /// Changes the per-message read deadline (and the write timeout).
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+        let _ = self.stream.set_write_timeout(Some(timeout));
+    }
+
     /// Reads exactly `buf.len()` bytes within `wait`.
     pub fn read_full(&mut self, buf: &mut [u8], what: &'static str, wait: Duration) -> Result<()> {
         self.read_full_by(buf, what, Instant::now() + wait, wait)

@@ -315,33 +315,22 @@ impl Service {
                         *st = Some((start, duration));
                     }
                     s.start_cv.notify_all();
-                    self.report_steps(
+                    let ended_early = self.report_steps(
                         stream,
                         s,
                         start,
                         duration,
                         Duration::from_millis(step_ms as u64),
                     )?;
+                    if ended_early {
+                        // The client said Finish during the load (it was interrupted): the
+                        // counts now, so its partial result is whole.
+                        conn::write_msg(stream, &finished(s))?;
+                        return Ok(());
+                    }
                 }
                 Message::Finish => {
-                    let streams = s
-                        .probes
-                        .lock()
-                        .map(|p| {
-                            let mut v: Vec<rb::StreamCount> = p
-                                .streams
-                                .iter()
-                                .map(|(&stream, st)| rb::StreamCount {
-                                    stream,
-                                    received: st.received,
-                                    reflected: st.reflected,
-                                })
-                                .collect();
-                            v.sort_by_key(|c| c.stream);
-                            v
-                        })
-                        .unwrap_or_default();
-                    conn::write_msg(stream, &Message::Finished { streams })?;
+                    conn::write_msg(stream, &finished(s))?;
                     return Ok(());
                 }
                 other => {
@@ -355,6 +344,8 @@ impl Service {
     }
 
     /// Sends one StepReport per step while the flows run: upload bytes and download TCP RTT.
+    /// Returns true if the client sent Finish before the load ended (an interrupted client):
+    /// the flows are stopped then.
     fn report_steps(
         &self,
         stream: &mut TcpStream,
@@ -362,7 +353,7 @@ impl Service {
         start: Instant,
         duration: Duration,
         step: Duration,
-    ) -> Result<(), ServiceError> {
+    ) -> Result<bool, ServiceError> {
         stream.set_write_timeout(Some(Duration::from_secs(5)))?;
         let steps = (duration.as_secs_f64() / step.as_secs_f64())
             .round()
@@ -374,7 +365,10 @@ impl Service {
                 if s.abort.load(Ordering::SeqCst) || self.inner.shutdown.load(Ordering::SeqCst) {
                     return Err(ServiceError::Aborted);
                 }
-                std::thread::sleep(left.min(Duration::from_millis(50)));
+                if self.client_spoke(stream, left.min(Duration::from_millis(50)))? {
+                    s.abort.store(true, Ordering::SeqCst);
+                    return Ok(true);
+                }
             }
             let flows: Vec<FlowStep> = match s.flows.lock() {
                 Ok(fl) => fl
@@ -398,8 +392,49 @@ impl Service {
             conn::write_msg(stream, &Message::StepReport { step: k, flows })
                 .map_err(ServiceError::VanishedInLoad)?;
         }
-        Ok(())
+        Ok(false)
     }
+
+    /// Waits up to `wait` for the client to speak during the load: true if it sent Finish;
+    /// anything else is an error (a closed connection: the client vanished).
+    fn client_spoke(&self, stream: &mut TcpStream, wait: Duration) -> Result<bool, ServiceError> {
+        use std::os::fd::AsFd;
+        let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+        let ready = so::poll_readable(&[stream.as_fd()], ms).map_err(ServiceError::from)?;
+        if ready.first().is_none_or(|&r| r == 0) {
+            return Ok(false);
+        }
+        match conn::read_msg_by(stream, Instant::now() + self.inner.bounds.handshake_timeout) {
+            Ok(Message::Finish) => Ok(true),
+            Ok(other) => Err(ServiceError::Rejected(format!(
+                "unexpected message {other:?} during the load"
+            ))),
+            Err(ConnError::Closed) => Err(ServiceError::Vanished),
+            Err(e) => Err(ServiceError::BadMessage(e)),
+        }
+    }
+}
+
+/// The server's probe counts of a session, per stream (its Finished message).
+fn finished(s: &Session) -> Message {
+    let streams = s
+        .probes
+        .lock()
+        .map(|p| {
+            let mut v: Vec<rb::StreamCount> = p
+                .streams
+                .iter()
+                .map(|(&stream, st)| rb::StreamCount {
+                    stream,
+                    received: st.received,
+                    reflected: st.reflected,
+                })
+                .collect();
+            v.sort_by_key(|c| c.stream);
+            v
+        })
+        .unwrap_or_default();
+    Message::Finished { streams }
 }
 
 impl crate::service::ProtocolHandler for Service {

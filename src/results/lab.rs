@@ -349,3 +349,17 @@ pub struct LabResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<QueueCheck>,
 }
+
+impl LabResult {
+    /// The section of a lab that is only up (configured, nothing measured in it yet).
+    pub fn new(config: LabConfig, theory: LabTheory) -> Self {
+        LabResult {
+            config,
+            theory,
+            capacity: None,
+            accuracy: Vec::new(),
+            test: None,
+            checks: Vec::new(),
+        }
+    }
+}
