@@ -121,7 +121,10 @@ fn hostile_clients_are_refused_and_bounded() {
     }
     match hello(port, TOKEN).1 {
         Ok(AgentMessage::Error { code: 6, message }) => {
-            assert!(message.contains("too many wrong monitor tokens"), "{message}")
+            assert!(
+                message.contains("too many wrong monitor tokens"),
+                "{message}"
+            )
         }
         other => panic!("a try during the wait: {other:?}"),
     }

@@ -273,12 +273,21 @@ mod tests {
             .map_err(|e| e.to_string())
         };
         let e = check(&dir).unwrap_err();
-        assert!(e.contains("is a directory") && e.contains("result.json"), "{e}");
+        assert!(
+            e.contains("is a directory") && e.contains("result.json"),
+            "{e}"
+        );
         let missing = dir.join("no").join("such").join("x.json");
         let e = check(&missing).unwrap_err();
-        assert!(e.contains("does not exist") && e.contains("mkdir -p"), "{e}");
+        assert!(
+            e.contains("does not exist") && e.contains("mkdir -p"),
+            "{e}"
+        );
         assert!(!dir.join("no").exists(), "no directory was created");
-        assert!(check(Path::new("/dev/null")).is_ok(), "a device is written in place");
+        assert!(
+            check(Path::new("/dev/null")).is_ok(),
+            "a device is written in place"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

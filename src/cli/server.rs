@@ -320,7 +320,9 @@ pub fn check(args: &ServerArgs) -> anyhow::Result<()> {
         );
     }
     let refuses_everyone = |name: &str| {
-        anyhow::anyhow!("{name} 0 would refuse every client: give at least 1 (or leave it out for the default)")
+        anyhow::anyhow!(
+            "{name} 0 would refuse every client: give at least 1 (or leave it out for the default)"
+        )
     };
     for (v, name) in [
         (args.max_concurrent as u64, "--max-concurrent"),

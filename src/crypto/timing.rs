@@ -140,7 +140,9 @@ pub fn measure_bulk(
     drop(engine.bulk(alg)?);
     on_threads(cfg.threads, base, || {
         let mut op = engine.bulk(alg)?;
-        run_for(cfg.seconds_bulk, cfg.interrupt.as_deref(), |n| op.run(size, n))
+        run_for(cfg.seconds_bulk, cfg.interrupt.as_deref(), |n| {
+            op.run(size, n)
+        })
     })
 }
 

@@ -179,7 +179,9 @@ impl ServerAuth {
             );
         }
         if used.len() >= MAX_REMEMBERED {
-            return Err("too many logins within the time-skew window: retry in a few seconds".into());
+            return Err(
+                "too many logins within the time-skew window: retry in a few seconds".into(),
+            );
         }
         let skew = i64::try_from(self.skew).unwrap_or(i64::MAX);
         used.insert(key, ts.saturating_add(skew).saturating_add(1));
@@ -514,10 +516,14 @@ mod tests {
         // Past its window the token is too old anyway, and the cache forgets it.
         let e = auth.check(&token, now + 30).unwrap_err();
         assert!(e.contains("away from the server's clock"), "{e}");
-        let later = client_token_with_rng(TEST_PUB, &mario(now + 30), Padding::Oaep, &mut rng)
-            .unwrap();
+        let later =
+            client_token_with_rng(TEST_PUB, &mario(now + 30), Padding::Oaep, &mut rng).unwrap();
         assert_eq!(auth.check(&later, now + 30), Ok("mario".to_string()));
-        assert_eq!(auth.used.lock().unwrap().len(), 1, "expired entries are forgotten");
+        assert_eq!(
+            auth.used.lock().unwrap().len(),
+            1,
+            "expired entries are forgotten"
+        );
         // A wrong password: the address waits before its next try, even with a good token.
         let wrong = Credentials {
             password: "verdi".into(),
@@ -525,7 +531,10 @@ mod tests {
         };
         let bad = client_token_with_rng(TEST_PUB, &wrong, Padding::Oaep, &mut rng).unwrap();
         let e = auth.check_from(b, &bad, now).unwrap_err();
-        assert!(e.contains("wrong password") && e.contains("next try"), "{e}");
+        assert!(
+            e.contains("wrong password") && e.contains("next try"),
+            "{e}"
+        );
         let good = client_token_with_rng(TEST_PUB, &mario(now), Padding::Oaep, &mut rng).unwrap();
         let e = auth.check_from(b, &good, now).unwrap_err();
         assert!(e.contains("too many wrong logins"), "{e}");

@@ -178,16 +178,13 @@ impl UdpAcceptor {
         let ip = crate::net::addr::canonical_ip(ip);
         let mut t = self.table.t.lock().ok()?;
         loop {
-            if !t.expect.contains_key(&ip) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = t.expect.entry(ip) {
                 let (tx, rx) = sync_channel(wanted.max(1));
-                t.expect.insert(
-                    ip,
-                    Expectation {
-                        tx,
-                        wanted,
-                        bound: Vec::with_capacity(wanted),
-                    },
-                );
+                slot.insert(Expectation {
+                    tx,
+                    wanted,
+                    bound: Vec::with_capacity(wanted),
+                });
                 return Some(Expecting {
                     acceptor: self,
                     ip,
@@ -283,13 +280,20 @@ mod tests {
         );
         // A second test of the same address waits for the first.
         assert!(
-            a.expect(victim.ip(), 1, Instant::now() + Duration::from_millis(30), &|| false)
-                .is_none()
+            a.expect(
+                victim.ip(),
+                1,
+                Instant::now() + Duration::from_millis(30),
+                &|| false
+            )
+            .is_none()
         );
         drop(exp);
         assert!(a.expect(victim.ip(), 1, until, &|| false).is_some());
         // Another address never waits behind it.
-        let _one = a.expect(addr("10.0.0.3:1").ip(), 1, until, &|| false).unwrap();
+        let _one = a
+            .expect(addr("10.0.0.3:1").ip(), 1, until, &|| false)
+            .unwrap();
         assert!(
             a.expect(addr("10.0.0.4:1").ip(), 1, Instant::now(), &|| false)
                 .is_some()

@@ -146,17 +146,30 @@ mod tests {
         let (mut s, _) = l.accept().unwrap();
         // Silence up to the idle deadline is a timeout.
         let t = Instant::now();
-        let r = read_msg_idle(&mut s, t + Duration::from_millis(150), Duration::from_secs(5));
+        let r = read_msg_idle(
+            &mut s,
+            t + Duration::from_millis(150),
+            Duration::from_secs(5),
+        );
         assert!(matches!(r, Err(ConnError::Timeout)));
         assert!(t.elapsed() < Duration::from_secs(1));
         // A whole frame after some silence is read.
         let bytes = Message::Finish.emit();
         c.write_all(&bytes).unwrap();
-        let r = read_msg_idle(&mut s, Instant::now() + Duration::from_secs(5), Duration::from_secs(1));
+        let r = read_msg_idle(
+            &mut s,
+            Instant::now() + Duration::from_secs(5),
+            Duration::from_secs(1),
+        );
         assert_eq!(r.unwrap(), Message::Finish);
         // A frame dribbled one byte per 120 ms: cut 300 ms after its first byte, although the
         // idle deadline is far away.
-        let start = Message::Start { start_in_us: 1, duration_ms: 2, step_ms: 5 }.emit();
+        let start = Message::Start {
+            start_in_us: 1,
+            duration_ms: 2,
+            step_ms: 5,
+        }
+        .emit();
         let w = std::thread::spawn(move || {
             for b in start {
                 if c.write_all(&[b]).is_err() {
@@ -166,7 +179,11 @@ mod tests {
             }
         });
         let t = Instant::now();
-        let r = read_msg_idle(&mut s, t + Duration::from_secs(30), Duration::from_millis(300));
+        let r = read_msg_idle(
+            &mut s,
+            t + Duration::from_secs(30),
+            Duration::from_millis(300),
+        );
         assert!(matches!(r, Err(ConnError::Timeout)), "{r:?}");
         assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
         drop(s);

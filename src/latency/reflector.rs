@@ -132,7 +132,8 @@ impl SourceBudget {
             }
         }
         let (tokens, last) = self.buckets.entry(key).or_insert((SOURCE_BURST, now));
-        *tokens = (*tokens + now.duration_since(*last).as_secs_f64() * SOURCE_RATE).min(SOURCE_BURST);
+        *tokens =
+            (*tokens + now.duration_since(*last).as_secs_f64() * SOURCE_RATE).min(SOURCE_BURST);
         *last = now;
         if *tokens >= 1.0 {
             *tokens -= 1.0;

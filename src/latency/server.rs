@@ -9,8 +9,8 @@
 use super::conn::{self, ConnError};
 use super::error::ServiceError;
 use super::reflector::Reflector;
-pub use super::state::{Bounds, ForeignFn, LogSink, MAX_STREAMS};
 use super::server_load::LoadRequest;
+pub use super::state::{Bounds, ForeignFn, LogSink, MAX_STREAMS};
 use super::state::{Inner, ProbeState, Session};
 use crate::net as so;
 use crate::wire::rb::{self, Direction, ErrorCode, FlowStep, Message};
@@ -103,10 +103,18 @@ impl Service {
         self.inner
             .note(format!("{peer}: session {:016x} opened", session.id));
         let mut outcome = self.run_session(&mut stream, &session, udp_port);
-        if outcome.is_err() && session.seats.lock().is_ok_and(|s| s.iter().any(|x| x.is_evicted())) {
+        if outcome.is_err()
+            && session
+                .seats
+                .lock()
+                .is_ok_and(|s| s.iter().any(|x| x.is_evicted()))
+        {
             let msg = "evicted before it started: the server was full and a host holding fewer \
                        sessions needed the slot; retry later";
-            let _ = conn::write_msg(&mut stream, &Message::error(ErrorCode::Busy, msg.to_string()));
+            let _ = conn::write_msg(
+                &mut stream,
+                &Message::error(ErrorCode::Busy, msg.to_string()),
+            );
             outcome = Err(ServiceError::Rejected(msg.into()));
         }
         session.abort.store(true, Ordering::SeqCst);
@@ -304,7 +312,10 @@ impl Service {
                         );
                         return Err(ServiceError::Rejected(m));
                     }
-                    if s.seats.lock().is_ok_and(|v| v.iter().any(|x| x.is_evicted())) {
+                    if s.seats
+                        .lock()
+                        .is_ok_and(|v| v.iter().any(|x| x.is_evicted()))
+                    {
                         // A flow's connection was taken while the session waited: it cannot
                         // run whole. (Busy is said by `control`.)
                         return Err(ServiceError::Aborted);

@@ -6,12 +6,12 @@
 use super::error::MonitorError;
 use super::{Sampler, SamplerConfig};
 use crate::results::monitor::MonitorSample;
+use crate::service::backoff::{self, Backoff};
+use crate::service::fair::{FairPool, Seat};
 use crate::wire::rb::{self, WireError};
 use crate::wire::rb_agent::{self, AgentMessage, ChunkKind};
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use crate::service::backoff::{self, Backoff};
-use crate::service::fair::{FairPool, Seat};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -385,9 +385,7 @@ impl crate::service::ProtocolHandler for Dispatch {
             .peek(&mut b)
             .map_err(|e| handshake_error(e, self.agent.cfg.handshake_timeout))?;
         if n == 1 && AgentMessage::is_hello(b[0]) {
-            Ok(self
-                .agent
-                .handle(conn.stream, conn.deadline, conn.seat)?)
+            Ok(self.agent.handle(conn.stream, conn.deadline, conn.seat)?)
         } else {
             self.inner.handle(conn)
         }

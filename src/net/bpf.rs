@@ -58,9 +58,19 @@ pub fn program() -> Vec<libc::sock_filter> {
         /* 4: "6789" → keep (11), else → drop (12) */
         jump(BPF_JMP | BPF_JEQ | BPF_K, hello_b, 6, 7),
         /* 5: at least a probe header → 6, else → drop */
-        jump(BPF_JMP | BPF_JGE | BPF_K, UDP_HDR + PROBE_HEADER_LEN as u32, 0, 6),
+        jump(
+            BPF_JMP | BPF_JGE | BPF_K,
+            UDP_HDR + PROBE_HEADER_LEN as u32,
+            0,
+            6,
+        ),
         /* 6: longer than a probe may be → drop, else → 7 */
-        jump(BPF_JMP | BPF_JGT | BPF_K, UDP_HDR + PROBE_MAX_LEN as u32, 5, 0),
+        jump(
+            BPF_JMP | BPF_JGT | BPF_K,
+            UDP_HDR + PROBE_MAX_LEN as u32,
+            5,
+            0,
+        ),
         /* 7 */ stmt(BPF_LD | BPF_W | BPF_ABS, UDP_HDR),
         /* 8: the magic → 9, else → drop */
         jump(BPF_JMP | BPF_JEQ | BPF_K, probe_magic_word(), 0, 3),
@@ -183,7 +193,8 @@ mod tests {
     fn the_kernel_applies_it() {
         let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
         attach_port_filter(&rx).unwrap();
-        rx.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        rx.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
         let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
         let to = rx.local_addr().unwrap();
         tx.send_to(&[7u8; 300], to).unwrap();

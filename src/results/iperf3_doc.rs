@@ -204,6 +204,10 @@ mod tests {
         assert!(r.sum_received.bytes > 0);
         let failed: Value = serde_json::json!({"start": {}, "intervals": [], "end": {},
             "error": "unable to connect to server"});
-        assert!(from_iperf3_json(&failed).unwrap_err().contains("unable to connect"));
+        assert!(
+            from_iperf3_json(&failed)
+                .unwrap_err()
+                .contains("unable to connect")
+        );
     }
 }

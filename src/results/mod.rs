@@ -102,10 +102,7 @@ impl RunResult {
 pub enum LoadError {
     // The causes are in the messages and not `#[source]`: `{:#}` would print them twice.
     #[error("cannot read {path}: {cause}")]
-    Io {
-        path: String,
-        cause: std::io::Error,
-    },
+    Io { path: String, cause: std::io::Error },
     #[error("{path} is not a routerbench result file: {cause}")]
     Json {
         path: String,

@@ -8,8 +8,8 @@ use super::{Server, ServerConfig, ServerError, ServerEvent, ServerObserver};
 use crate::latency::server::{Bounds, Service};
 use crate::service::limits::Caps;
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 
 /// The server's settings for `service`'s bounds, listening on `bind`.
 pub fn config(bind: SocketAddr, bounds: &Bounds) -> ServerConfig {

@@ -133,7 +133,11 @@ mod tests {
         b.failed(a);
         b.succeeded(a);
         assert!(b.check(a).is_ok());
-        assert_eq!(b.failed(a), Duration::from_millis(40), "counting starts over");
+        assert_eq!(
+            b.failed(a),
+            Duration::from_millis(40),
+            "counting starts over"
+        );
     }
 
     #[test]

@@ -108,7 +108,7 @@ impl State {
                 .iter()
                 .map(|(ip, v)| (v.iter().max().copied().unwrap_or(now), *ip))
                 .collect();
-            latest.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+            latest.sort_unstable_by_key(|b| std::cmp::Reverse(b.0));
             for (_, ip) in latest.into_iter().skip(MAX_STRUCK_HOSTS) {
                 self.strikes.remove(&ip);
             }
@@ -223,7 +223,12 @@ impl FairPool {
     pub fn in_use(&self) -> (usize, usize) {
         self.st
             .lock()
-            .map(|s| (s.seats.len(), s.seats.values().filter(|x| x.running).count()))
+            .map(|s| {
+                (
+                    s.seats.len(),
+                    s.seats.values().filter(|x| x.running).count(),
+                )
+            })
             .unwrap_or((0, 0))
     }
 
@@ -245,7 +250,8 @@ impl FairPool {
 impl Seat {
     /// The holder completed a step of its handshake (a message, a stream): it is not stale.
     pub fn progress(&self) {
-        self.pool.with_seat(self.id, |s| s.progress = Instant::now());
+        self.pool
+            .with_seat(self.id, |s| s.progress = Instant::now());
     }
 
     /// The holder runs now (a test past its set-up): never evicted, no strike when it ends.

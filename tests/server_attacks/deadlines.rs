@@ -26,7 +26,10 @@ fn magic_and_hello_share_one_deadline_and_a_begun_message_has_its_own() {
         std::thread::sleep(Duration::from_millis(190));
     }
     let cut = closed_after(&mut s, t, Duration::from_secs(6)).expect("closed by the deadline");
-    assert!(cut < 3.5, "magic + silence lived {cut:.1} s against a 2 s deadline");
+    assert!(
+        cut < 3.5,
+        "magic + silence lived {cut:.1} s against a 2 s deadline"
+    );
     // A session whose Start is dribbled one byte every 400 ms: cut 2 s after its first byte,
     // although the idle timeout (90 s) is far away.
     let mut s = connect_from(&attacker(1), port).expect("connect");
@@ -86,7 +89,10 @@ fn clients_refused_at_the_connection_limit_are_told_busy() {
     std::thread::sleep(Duration::from_millis(300));
     let (ok, text) = iperf3_client(port, &["-t", "1"], Duration::from_secs(15), "busy-iperf3");
     assert!(!ok, "{text}");
-    assert!(text.contains("the server is busy"), "iperf3 is told busy:\n{text}");
+    assert!(
+        text.contains("the server is busy"),
+        "iperf3 is told busy:\n{text}"
+    );
     let (ok, text, _) = routerbench(
         &["ping", "127.0.0.1", "-p", &p, "--length", "1", "-q"],
         Duration::from_secs(15),

@@ -96,7 +96,10 @@ fn ten_hosts_filling_the_connection_cap_cannot_lock_out_an_eleventh() {
         (attack.join().expect("attack"), outputs)
     });
     for (ok, text) in &outputs {
-        assert!(ok, "the eleventh host's test must run beside the attack:\n{text}");
+        assert!(
+            ok,
+            "the eleventh host's test must run beside the attack:\n{text}"
+        );
     }
     eprintln!(
         "connection cap from 10 hosts: {opened} attack connections; the real clients waited \
@@ -284,7 +287,10 @@ fn trickled_parameters_from_two_hosts_do_not_take_the_test_slots() {
         outputs
     });
     for (ok, text, _) in &outputs {
-        assert!(ok, "a real test runs beside the trickled parameters:\n{text}");
+        assert!(
+            ok,
+            "a real test runs beside the trickled parameters:\n{text}"
+        );
     }
     let lifetimes = lifetimes.into_inner().unwrap();
     let cut: Vec<&f64> = lifetimes.iter().filter(|&&l| l < 40.0).collect();

@@ -88,7 +88,11 @@ fn a_token_guesser_gets_one_try_per_wait_while_the_right_token_works() {
     // Waits of 1 s and 2 s after the first two failures: at most 3 guesses in 3.5 s.
     assert!((1..=3).contains(&compared), "{compared} tokens compared");
     assert!(waited >= 1, "tries during the wait are refused ({waited})");
-    assert!(ping.0, "the right token from another host works:\n{}", ping.1);
+    assert!(
+        ping.0,
+        "the right token from another host works:\n{}",
+        ping.1
+    );
     let log = srv.stderr_text();
     assert!(
         log.contains("127.0.0.2") && log.contains("wrong token"),
@@ -98,10 +102,7 @@ fn a_token_guesser_gets_one_try_per_wait_while_the_right_token_works() {
 
 #[test]
 fn an_agent_token_guesser_gets_one_try_per_wait_while_the_right_token_works() {
-    let (srv, port) = server_any(
-        &["--monitor", "--monitor-token", "m0nitor"],
-        "guess-agent",
-    );
+    let (srv, port) = server_any(&["--monitor", "--monitor-token", "m0nitor"], "guess-agent");
     let addr = format!("127.0.0.1:{port}");
     let ((compared, waited, tries), remote) = std::thread::scope(|sc| {
         let g = sc.spawn(|| {

@@ -13,7 +13,9 @@ fn a_spoofed_hello_from_the_victims_address_gets_nothing_and_the_victim_complete
     // The attacker shares the victim's address (127.0.0.1) from another port, and says hello
     // every 5 ms from before the victim's test until after it.
     let spoof = UdpSocket::bind("127.0.0.1:0").expect("attacker socket");
-    spoof.connect(("127.0.0.1", port)).expect("attacker connect");
+    spoof
+        .connect(("127.0.0.1", port))
+        .expect("attacker connect");
     spoof
         .set_read_timeout(Some(Duration::from_millis(5)))
         .expect("timeout");
@@ -61,7 +63,10 @@ fn a_spoofed_hello_from_the_victims_address_gets_nothing_and_the_victim_complete
             panic!("{what}: not JSON ({e}):\n{text}");
         });
         let got = doc["end"]["sum"]["bytes"].as_u64().unwrap_or(0);
-        assert!(got > 1_000_000, "{what}: the victim received its data ({got} bytes)");
+        assert!(
+            got > 1_000_000,
+            "{what}: the victim received its data ({got} bytes)"
+        );
     }
     assert_eq!(
         stolen.load(Ordering::Relaxed),
@@ -69,7 +74,10 @@ fn a_spoofed_hello_from_the_victims_address_gets_nothing_and_the_victim_complete
         "the spoofed source got no reply and no data"
     );
     let log = srv.stderr_text();
-    assert!(!log.contains("said hello within"), "no victim stream was lost:\n{log}");
+    assert!(
+        !log.contains("said hello within"),
+        "no victim stream was lost:\n{log}"
+    );
 }
 
 /// Random datagrams (20–1400 bytes) from `src` to the port as fast as it can, until `stop`:
@@ -173,7 +181,11 @@ fn a_udp_flood_leaves_the_probe_reflector_and_iperf3_udp_working() {
         100.0 * worst
     );
     assert!(sent > 10_000, "the flood ran ({sent} datagrams)");
-    assert!(worst < 0.05, "probe loss {:.1} % under the flood", 100.0 * worst);
+    assert!(
+        worst < 0.05,
+        "probe loss {:.1} % under the flood",
+        100.0 * worst
+    );
     // The garbage never reached the reflector's thread (the socket filter dropped it).
     let log = srv.stderr_text();
     assert!(!log.contains("ignored a datagram"), "{log}");

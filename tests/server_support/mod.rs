@@ -252,7 +252,9 @@ pub struct Stop(pub std::sync::Arc<std::sync::atomic::AtomicBool>);
 
 impl Stop {
     pub fn new() -> Stop {
-        Stop(std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)))
+        Stop(std::sync::Arc::new(std::sync::atomic::AtomicBool::new(
+            false,
+        )))
     }
     pub fn set(&self) -> bool {
         self.0.load(std::sync::atomic::Ordering::Relaxed)
