@@ -14,6 +14,8 @@ mod server_support;
 mod deadlines;
 #[path = "server_attacks/fairness.rs"]
 mod fairness;
+#[path = "server_attacks/figures.rs"]
+mod figures;
 #[path = "server_attacks/guessing.rs"]
 mod guessing;
 #[path = "server_attacks/udp.rs"]

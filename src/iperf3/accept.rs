@@ -8,7 +8,9 @@ use super::env::SessionEnv;
 use super::stream::DataSock;
 use super::{Iperf3Error, Result};
 use crate::wire::iperf3::{self as wire, Cookie, State, errors};
-use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::net::{IpAddr, SocketAddr, TcpStream};
+
+pub use super::udp_port::bind_udp;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
@@ -137,18 +139,4 @@ pub(crate) fn accept_udp(
         env.progress();
     }
     Ok(socks)
-}
-
-/// An unconnected UDP socket on the server's address and port, SO_REUSEADDR (like iperf3), so
-/// connected stream sockets and the next listener can share the port.
-pub fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
-    use socket2::{Domain, Socket, Type};
-    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, None)?;
-    s.set_reuse_address(true)?;
-    if addr.is_ipv6() {
-        let _ = s.set_only_v6(false);
-    }
-    s.bind(&addr.into())
-        .map_err(|e| std::io::Error::new(e.kind(), format!("UDP bind {addr}: {e}")))?;
-    Ok(s.into())
 }

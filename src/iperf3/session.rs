@@ -16,10 +16,10 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-pub use super::accept::bind_udp;
 pub use super::env::{
     MAX_CLIENT_RESULTS_LEN, SessionConfig, SessionEnv, StreamBroker, UdpAcceptor,
 };
+pub use super::udp_port::bind_udp;
 
 /// Runs one test whose control connection sent `cookie`. Errors are reported to the client
 /// (SERVER_ERROR with iperf3's code) where the protocol allows, and returned for the log.

@@ -216,7 +216,7 @@ impl UdpAcceptor {
         if *started {
             return Ok(());
         }
-        let sock = super::accept::bind_udp(self.bind)?;
+        let sock = bind_udp(self.bind)?;
         sock.set_read_timeout(Some(Duration::from_millis(200)))?;
         let table = self.table.clone();
         std::thread::Builder::new()
@@ -242,6 +242,20 @@ fn read_hellos(sock: UdpSocket, table: Arc<HelloTable>) {
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
     }
+}
+
+/// An unconnected UDP socket on the server's address and port, SO_REUSEADDR (like iperf3), so
+/// connected stream sockets and the next listener can share the port.
+pub fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, None)?;
+    s.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        let _ = s.set_only_v6(false);
+    }
+    s.bind(&addr.into())
+        .map_err(|e| std::io::Error::new(e.kind(), format!("UDP bind {addr}: {e}")))?;
+    Ok(s.into())
 }
 
 #[cfg(test)]

@@ -9,9 +9,9 @@
 use super::conn::{self, ConnError};
 use super::error::ServiceError;
 use super::reflector::Reflector;
-use super::server_load::LoadRequest;
+
 pub use super::state::{Bounds, ForeignFn, LogSink, MAX_STREAMS};
-use super::state::{Inner, ProbeState, Session};
+use super::state::{Inner, LoadRequest, ProbeState, Session};
 use crate::net as so;
 use crate::wire::rb::{self, Direction, ErrorCode, FlowStep, Message};
 use std::collections::HashMap;

@@ -4,11 +4,11 @@
 use super::conn;
 use super::error::ServiceError;
 use super::server::Service;
-use super::state::{FlowHandle, Session};
+use super::state::{FlowHandle, LoadRequest, Session};
 use crate::net as so;
 use crate::wire::rb::{self, Direction, ErrorCode, Message};
 use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -124,17 +124,6 @@ impl Service {
 
 /// An accepted flow: its session and the byte counter the session's step reports read.
 type Accepted = (Arc<Session>, Arc<AtomicU64>);
-
-/// What a LoadHello asked for, and from where.
-pub(crate) struct LoadRequest {
-    pub peer: SocketAddr,
-    pub version: u16,
-    pub session: u64,
-    pub flow: u8,
-    pub direction: Direction,
-    pub tos: u8,
-    pub cc: String,
-}
 
 /// Waits for the session's Start (bounded by the session's deadline): (start, duration), or
 /// None if the session ended first.

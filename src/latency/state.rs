@@ -4,6 +4,7 @@
 
 use crate::wire::rb::Direction;
 use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
 use std::net::{IpAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex};
@@ -64,6 +65,17 @@ pub(crate) struct FlowHandle {
     pub bytes: Arc<AtomicU64>,
     /// A clone of the socket, for TCP_INFO.
     pub sock: TcpStream,
+}
+
+/// What a LoadHello asked for, and from where.
+pub(crate) struct LoadRequest {
+    pub peer: SocketAddr,
+    pub version: u16,
+    pub session: u64,
+    pub flow: u8,
+    pub direction: Direction,
+    pub tos: u8,
+    pub cc: String,
 }
 
 /// Probe counts and the last kernel send stamp, per stream.

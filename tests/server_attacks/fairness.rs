@@ -27,7 +27,7 @@ fn gone(s: &mut TcpStream) -> bool {
 /// `per_host` connections from each of `hosts` attackers, each sending a cookie one byte a
 /// second; a connection the server cuts is opened again at once. Runs until `stop`; returns
 /// how many connections it opened.
-fn trickle_cookies(port: u16, hosts: usize, per_host: usize, stop: &Stop) -> usize {
+pub(crate) fn trickle_cookies(port: u16, hosts: usize, per_host: usize, stop: &Stop) -> usize {
     let mut conns: Vec<(usize, Option<TcpStream>, usize)> = (0..hosts * per_host)
         .map(|i| (i % hosts, None, 0))
         .collect();
@@ -116,7 +116,7 @@ fn ten_hosts_filling_the_connection_cap_cannot_lock_out_an_eleventh() {
 /// One attacker thread: opens a control connection, sends a cookie and valid UDP-less TCP
 /// parameters at once, then never opens its data streams (the test sits in CREATE_STREAMS
 /// until the server's deadline or an eviction); again and again until `stop`.
-fn hold_create_streams(port: u16, src: &str, id: u64, stop: &Stop, held: &AtomicUsize) {
+pub(crate) fn hold_create_streams(port: u16, src: &str, id: u64, stop: &Stop, held: &AtomicUsize) {
     let params = r#"{"tcp":true,"omit":0,"time":30,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#;
     // Distinct cookies per thread: a repeated one would be taken as the data stream of the
     // test that sent it first (and run that test).
@@ -136,7 +136,7 @@ fn hold_create_streams(port: u16, src: &str, id: u64, stop: &Stop, held: &Atomic
 }
 
 /// One attacker thread: a routerbench session that says Hello and then nothing.
-fn hold_session(port: u16, src: &str, stop: &Stop, held: &AtomicUsize) {
+pub(crate) fn hold_session(port: u16, src: &str, stop: &Stop, held: &AtomicUsize) {
     let mut hello = ROUTERBENCH_MAGIC.to_vec();
     hello.extend_from_slice(
         &Message::Hello {

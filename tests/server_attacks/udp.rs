@@ -82,7 +82,7 @@ fn a_spoofed_hello_from_the_victims_address_gets_nothing_and_the_victim_complete
 
 /// Random datagrams (20–1400 bytes) from `src` to the port as fast as it can, until `stop`:
 /// the count sent.
-fn flood(src: &str, port: u16, stop: &Stop, seed: u64) -> u64 {
+pub(crate) fn flood(src: &str, port: u16, stop: &Stop, seed: u64) -> u64 {
     let Ok(s) = UdpSocket::bind((src, 0)) else {
         return 0;
     };

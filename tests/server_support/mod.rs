@@ -168,9 +168,14 @@ pub fn attacker(i: usize) -> String {
 /// A routerbench server on 127.0.0.1 and a port it picks (`-p 0`), with `extra` options; the
 /// port is read from its banner (what `-p 0` must print).
 pub fn server_any(extra: &[&str], tag: &str) -> (Proc, u16) {
+    server_any_with(std::path::Path::new(ROUTERBENCH), extra, tag)
+}
+
+/// [`server_any`] with another routerbench binary (the figures compare builds).
+pub fn server_any_with(program: &std::path::Path, extra: &[&str], tag: &str) -> (Proc, u16) {
     let mut args = vec!["server", "-V", "-p", "0", "-B", "127.0.0.1"];
     args.extend_from_slice(extra);
-    let s = Proc::start(std::path::Path::new(ROUTERBENCH), &args, tag);
+    let s = Proc::start(program, &args, tag);
     let end = Instant::now() + Duration::from_secs(10);
     while Instant::now() < end {
         let out = s.stdout_text();
