@@ -79,6 +79,9 @@ fn resolve(cfg: &ClientConfig) -> Result<SocketAddr> {
         })
 }
 
+/// The context of a control connection closed right after the credentials were sent.
+pub const CLOSED_AFTER_TOKEN: &str = "after the credentials (an iperf3 3.17+ server closes the connection on a token it cannot decrypt)";
+
 /// Reads the next state, turning ACCESS_DENIED / SERVER_ERROR / SERVER_TERMINATE into errors.
 fn expect_state(ctl: &mut Control, want: State) -> Result<()> {
     let s = ctl.read_state()?;
@@ -157,7 +160,14 @@ fn run_test(
     let params = effective_params(&t.cfg.params, ctl_mss)?;
     expect_state(ctl, State::ParamExchange)?;
     ctl.send_json(&params.emit())?;
-    expect_state(ctl, State::CreateStreams)?;
+    expect_state(ctl, State::CreateStreams).map_err(|e| match e {
+        // iperf3 3.21's server drops the connection, with no SERVER_ERROR, when the token
+        // does not decrypt with its padding: say so, so the caller can try the other padding.
+        Iperf3Error::Closed(_) if params.authtoken.is_some() => {
+            Iperf3Error::Closed(CLOSED_AFTER_TOKEN)
+        }
+        e => e,
+    })?;
     let (socks, roles, mut notes) = open_streams(t, &params)?;
     let buffers = match socks.first() {
         Some(DataSock::Tcp(t)) => crate::net::sockopt::buffer_sizes(t).unwrap_or((0, 0)),
