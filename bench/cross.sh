@@ -19,6 +19,7 @@
 #   TARGETS="armv7 mipsel" bench/cross.sh
 #   SETUP=0 bench/cross.sh             # skip the package installs (already done)
 #   SMOKE=0 bench/cross.sh             # build and print sizes only (bench/footprint.sh)
+#   BUILD=0 bench/cross.sh             # smoke-test the binaries already built
 #   FAST=1 bench/cross.sh              # CI: thin LTO, 16 codegen units (same code, ~3x quicker
 #                                      # to build, a little bigger: sizes are not the shipped ones)
 #   FEATURES=minimal bench/cross.sh    # --no-default-features (the router's minimal build)
@@ -34,6 +35,7 @@ cd "$(dirname "$0")/.."
 TARGETS=${TARGETS:-"armv7 aarch64 mipsel mips"}
 SETUP=${SETUP:-1}
 SMOKE=${SMOKE:-1}
+BUILD=${BUILD:-1}
 FAST=${FAST:-0}
 FEATURES=${FEATURES:-full}
 BUILD_STD=${BUILD_STD:-1}
@@ -432,9 +434,11 @@ for t in $TARGETS; do
   [ "$SETUP" = 1 ] && setup "$t"
 done
 mkdir -p "$TARGET_DIR"
-for t in $TARGETS; do
-  build "$t"
-done
+if [ "$BUILD" = 1 ]; then
+  for t in $TARGETS; do
+    build "$t"
+  done
+fi
 printf '\n%-32s %-8s %10s\n' target features bytes
 for t in $TARGETS; do
   printf '%-32s %-8s %10s\n' "$(triple "$t")" "$FEATURES" "$(stat -c %s "$(bin_path "$t")")"
