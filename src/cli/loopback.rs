@@ -7,7 +7,8 @@ use crate::results::throughput::{Connected, Interval, ThroughputResult};
 use crate::server::loopback::{self, LoopbackConfig};
 use crate::util::progress::Progress;
 use clap::Args;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use portable_atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Debug, Args)]
 pub struct LoopbackArgs {

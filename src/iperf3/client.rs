@@ -9,10 +9,11 @@ use super::stream::{self, Budget, DataSock};
 use super::{IntervalSink, Iperf3Error, Result};
 use crate::results::throughput::{CpuUtil, Role, ThroughputResult};
 use crate::wire::iperf3::{self as wire, Cookie, Protocol, State, TestParams, TestResults};
+use portable_atomic::AtomicU64;
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Which address family to use for the server's name.

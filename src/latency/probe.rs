@@ -7,11 +7,12 @@ use super::icmp::IcmpSocket;
 use super::plan::{ProbeKind, ProbePlan};
 use crate::net as so;
 use crate::wire::rb::{self, ProbePacket, ProbeRepr};
+use portable_atomic::AtomicU64;
 use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// What one probe saw. All times are CLOCK_REALTIME ns; None = not available or not received.

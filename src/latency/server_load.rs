@@ -7,10 +7,11 @@ use super::server::Service;
 use super::state::{FlowHandle, Session};
 use crate::net as so;
 use crate::wire::rb::{self, Direction, ErrorCode, Message};
+use portable_atomic::AtomicU64;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 impl Service {

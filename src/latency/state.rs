@@ -3,9 +3,10 @@
 //! and the event ring. Both use this file; neither uses the other's internals.
 
 use crate::wire::rb::Direction;
+use portable_atomic::AtomicU64;
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
