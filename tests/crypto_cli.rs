@@ -93,7 +93,11 @@ fn default_row_names_openssl_when_libcrypto_loads() {
 /// Engine cell, and warns that the row is not comparable with the wiki's OpenSSL rows.
 #[test]
 fn without_libcrypto_the_row_names_rustcrypto_and_warns() {
-    let (c, err) = measured_row(&[("ROUTERBENCH_LIBCRYPTO", "/nonexistent/libcrypto.so.3")]);
+    // No `openssl` program either (that fallback has tests/crypto_program.rs).
+    let (c, err) = measured_row(&[
+        ("ROUTERBENCH_LIBCRYPTO", "/nonexistent/libcrypto.so.3"),
+        ("ROUTERBENCH_OPENSSL", "none"),
+    ]);
     assert_eq!(c[c.len() - 14], "RustCrypto (no libcrypto found)", "{c:?}");
     assert!(
         err.contains("warning: this row comes from RustCrypto"),
@@ -210,7 +214,10 @@ fn import_table_shows_notes_and_row() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("OpenSSL 1.0.2u (openssl-speed)"), "{out}");
-    assert!(out.contains("md5                 4.30      14.16      33.32      51.85      61.25"));
+    assert!(
+        out.contains("md5                     4.30      14.16      33.32      51.85      61.25"),
+        "{out}"
+    );
     assert!(out.contains("rsa 2048            10.5      413.5"), "{out}");
     assert!(out.contains("| OpenSSL 1.0.2u | 51849560 |"), "{out}");
 }

@@ -211,9 +211,13 @@ fn auto_without_libcrypto(
                 format!("the openssl program gave no usable row, so RustCrypto measured: {e}"),
             ),
         },
-        Err(e) => (
+        Err(e @ (program::ProgramError::NotFound | program::ProgramError::Disabled)) => (
             load_err.short().to_string(),
             format!("{load_err}, and {e}: RustCrypto measured"),
+        ),
+        Err(e) => (
+            format!("{}, openssl speed failed", load_err.short()),
+            format!("the openssl program is unusable, so RustCrypto measured: {e}"),
         ),
     };
     let e = engine::rustcrypto::RustCryptoEngine {

@@ -64,8 +64,9 @@ pub fn comparability_warning(result: &CryptoResult) -> Option<String> {
     }
     Some(format!(
         "this row comes from {}, not OpenSSL: do not compare it with the OpenWrt wiki's OpenSSL \
-         rows (install libcrypto, e.g. openssl-util, and use a dynamically linked routerbench, or \
-         import real `openssl speed` output with `routerbench crypto --import`)",
+         rows (install openssl-util: its `openssl` program gives OpenSSL's row to any build, and \
+         its libcrypto to a dynamically linked one; or import real `openssl speed` output with \
+         `routerbench crypto --import`)",
         result.engine.version
     ))
 }

@@ -83,7 +83,7 @@ pub fn create_with(
             Ok(api) => Ok(Box::new(libcrypto::LibcryptoEngine::new(api, algorithms)?)),
             Err(e) => Err(EngineError::NotBuilt(format!(
                 "--engine openssl: {e}; install libcrypto (Debian: libssl3, OpenWrt: \
-                 libopenssl3), use a dynamically linked routerbench, or use --engine rustcrypto"
+                 libopenssl3), use a dynamically linked routerbench, or use --engine openssl-speed (the openssl program) or --engine rustcrypto"
             ))),
         },
         EngineKind::Auto => match load() {
