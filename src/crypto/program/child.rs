@@ -311,15 +311,13 @@ mod tests {
 
     fn sh(script: &str, limit: f64) -> Result<Finished, ChildError> {
         let args = vec!["-c".to_string(), script.to_string()];
-        let mut tests = Vec::new();
-        let r = run(
+        run(
             Path::new("/bin/sh"),
             &args,
             Duration::from_secs_f64(limit),
-            &mut |t| tests.push(t.to_string()),
+            &mut |_| {},
             None,
-        );
-        r
+        )
     }
 
     #[test]
