@@ -258,7 +258,8 @@ openssl_row() {
            $1 == "ChaCha20-Poly1305" { c = v($2) } $1 == "AES-128-GCM" { g = v($2) }
            END { printf "%.0f %.0f\n", c, g }' "$dir/$f.$r" >"$dir/$f-aead.$r"
     done
-    engine=$(awk -F'|' '{ print $2 }' "$dir/rb-row.$r" | sed 's/^ *//; s/ *$//')
+    # The Engine cell of the static binary's own row (its `--format openssl` first line).
+    engine=$(head -n1 "$dir/rb-openssl.$r" | sed 's/ (routerbench [^)]*)$//')
     case "$engine" in
       "OpenSSL "*"(openssl speed)") ;;
       *) fail "$t" "the static binary's Engine cell is \`$engine\`, not OpenSSL via the openssl program: $(cat "$dir/rb-err.$r")" ;;
