@@ -26,6 +26,8 @@
 #   BUILD_STD=0 bench/cross.sh         # the plain glibc recipe (armv7, aarch64 only)
 #   NATIVE_BIN=target/release/routerbench bench/cross.sh   # the native peer of the interop
 #                                      # cases (built with `cargo build --release` if unset)
+#   OPENSSL_ROW=0 bench/cross.sh       # without openssl_row (the static binary's OpenSSL row
+#                                      # via the openssl program against native openssl speed)
 #
 # The smoke test (smoke() below) fails the script on the first case that fails. Figures under
 # qemu are emulated: never quote them as the device's. Needs root for apt-get.
@@ -344,7 +346,8 @@ smoke() {
   echo "$out" | grep -q "\"arch\": *\"$(want_arch "$t")\"" || fail "device does not print arch $(want_arch "$t"): $out"
   echo "   device: $(echo "$out" | grep -m1 '"arch"' | tr -s ' ')" >&2
 
-  out=$("$q" "$bin" crypto --seconds 0.2 --format openwrt --no-identity -q 2>/dev/null)
+  # RustCrypto here (ROUTERBENCH_OPENSSL=none): the openssl program's row is openssl_row's.
+  out=$(ROUTERBENCH_OPENSSL=none "$q" "$bin" crypto --seconds 0.2 --format openwrt --no-identity -q 2>/dev/null)
   local cells
   cells=$(echo "$out" | awk -F'|' '{ n = 0; for (i = 2; i < NF; i++) { v = $i; gsub(/ /, "", v); if (v ~ /^[0-9]+(\.[0-9]+)?k?$/) n++ } print n }')
   [ "$cells" = 13 ] || fail "crypto row has $cells numeric cells, want 13: $out"
@@ -451,7 +454,89 @@ if [ -z "${NATIVE_BIN:-}" ]; then
   cargo build --release -q >&2
 fi
 [ -x "$NATIVE_BIN" ] || { echo "NATIVE_BIN=$NATIVE_BIN is not an executable" >&2; exit 1; }
+# ---- The wiki's row from the static binary through the openssl program (issue 18, part 3) ----
+# A static binary cannot load libcrypto, so `--engine auto` runs the `openssl` program. Under
+# qemu-user the program it runs is this host's native openssl (qemu-user executes a host binary
+# natively), so its row must match a native `openssl speed` run beside it: the Engine cell names
+# OpenSSL, and every one of the 13 columns is within 10 % of the native figure, on the medians of
+# up to ROW_ROUNDS (3) alternating rounds (one round when the first is already within). The
+# WireGuard columns are printed beside them. OPENSSL_ROW=0 skips this.
+openssl_row() {
+  local t=$1 bin q dir r native_algs legacy=() ok=0
+  CURRENT="$t openssl_row"
+  bin=$(bin_path "$t")
+  q=$(qemu "$t")
+  dir="$TARGET_DIR/openssl-row-$t"
+  rm -rf "$dir" && mkdir -p "$dir"
+  command -v openssl >/dev/null || fail "no native openssl program: apt-get install openssl"
+  echo "== the wiki's row from the static $t binary via the openssl program (vs native openssl speed)" >&2
+  openssl list -provider legacy -provider default -providers >/dev/null 2>&1 \
+    && legacy=(-provider legacy -provider default)
+  native_algs="md5 sha1 sha256 sha512 rsa2048 dsa2048"
+  for r in $(seq 1 "${ROW_ROUNDS:-3}"); do
+    "$q" "$bin" crypto --engine auto --row-only --seconds 1 --no-identity --format openssl -q \
+      >"$dir/rb-openssl.$r" 2>"$dir/rb-err.$r" || fail "crypto via the openssl program: $(tail -n3 "$dir/rb-err.$r")"
+    # shellcheck disable=SC2086
+    { openssl speed -seconds 1 -bytes 1024 $native_algs
+      openssl speed -seconds 1 "${legacy[@]}" -bytes 8192 des-cbc des-ede3 aes-128-cbc aes-192-cbc aes-256-cbc
+      openssl speed -seconds 1 -bytes 1456 -evp chacha20-poly1305
+      openssl speed -seconds 1 -bytes 1456 -evp aes-128-gcm; } >"$dir/native.$r" 2>/dev/null
+    # Both read by the same importer, so both rows are the same columns of the same format.
+    "$q" "$bin" crypto --import "$dir/rb-openssl.$r" --format openwrt --no-identity -q >"$dir/rb-row.$r"
+    "$q" "$bin" crypto --import "$dir/native.$r" --format openwrt --no-identity -q >"$dir/native-row.$r"
+    for f in rb-openssl native; do
+      awk 'function v(x) { if (x ~ /k$/) { sub(/k$/, "", x); return x * 1000 } return x + 0 }
+           $1 == "ChaCha20-Poly1305" { c = v($2) } $1 == "AES-128-GCM" { g = v($2) }
+           END { printf "%.0f %.0f\n", c, g }' "$dir/$f.$r" >"$dir/$f-aead.$r"
+    done
+    # The Engine cell of the static binary's own row (its `--format openssl` first line).
+    engine=$(head -n1 "$dir/rb-openssl.$r" | sed 's/ (routerbench [^)]*)$//')
+    case "$engine" in
+      "OpenSSL "*"(openssl speed)") ;;
+      *) fail "the static binary's Engine cell is \`$engine\`, not OpenSSL via the openssl program: $(cat "$dir/rb-err.$r")" ;;
+    esac
+    if openssl_row_compare "$dir" "$r" >"$dir/table" 2>&1; then ok=1; break; fi
+    echo "   round $r: a column outside 10 %, another round" >&2
+  done
+  sed 's/^/   /' "$dir/table" >&2
+  [ "$ok" = 1 ] || fail "the openssl-program row is not within 10 % of native openssl speed (medians of $r rounds)"
+  echo "   Engine cell: $engine; all 13 columns within 10 % of native openssl speed ($r round(s))" >&2
+}
+
+# Per column, the median over rounds 1..N of each side and their ratio; exit 1 if one of the 13
+# row columns is outside 0.90-1.10 (a column 0 on both sides, e.g. DES without the legacy
+# provider, counts as equal).
+openssl_row_compare() {
+  local dir=$1 n=$2
+  for i in $(seq 1 "$n"); do
+    paste -d'|' "$dir/rb-row.$i" "$dir/native-row.$i" | tr -d '\n'
+    printf '|%s|%s\n' "$(cat "$dir/rb-openssl-aead.$i")" "$(cat "$dir/native-aead.$i")"
+  done | awk -F'|' -v n="$n" '
+    function med(a, k,   i, j, x) { for (i = 2; i <= k; i++) { x = a[i]; j = i - 1
+        while (j > 0 && a[j] > x) { a[j + 1] = a[j]; j-- } a[j + 1] = x } return a[int((k + 1) / 2)] }
+    { for (c = 1; c <= 13; c++) { rb[c, NR] = $(c + 2) + 0; nat[c, NR] = $(c + 18) + 0 }
+      split($(NF - 1), x, " "); split($NF, y, " ")
+      rb[14, NR] = x[1]; rb[15, NR] = x[2]; nat[14, NR] = y[1]; nat[15, NR] = y[2] }
+    END {
+      split("MD5 SHA-1 SHA-256 SHA-512 DES 3DES AES-128 AES-192 AES-256 RSA-sign RSA-verify DSA-sign DSA-verify chacha20-poly1305 aes-128-gcm", name, " ")
+      printf "%-18s %14s %14s %7s\n", "column", "qemu static", "native", "ratio"
+      bad = 0
+      for (c = 1; c <= 15; c++) {
+        for (r = 1; r <= n; r++) { a[r] = rb[c, r]; b[r] = nat[c, r] }
+        ra = med(a, n); nb = med(b, n); unit = (c <= 9 || c >= 14) ? 1e6 : 1
+        if (nb > 0) ratio = sprintf("%.3f", ra / nb); else ratio = (ra == 0) ? "both 0" : "n/a"
+        if (c <= 13 && nb > 0 && (ra / nb < 0.90 || ra / nb > 1.10)) { bad++; ratio = ratio " *" }
+        if (c <= 13 && nb == 0 && ra != 0) { bad++; ratio = ratio " *" }
+        printf "%-18s %14.1f %14.1f %7s\n", name[c], ra / unit, nb / unit, ratio
+      }
+      printf "MB/s for the byte columns (hashes 1 KiB, ciphers 8 KiB, AEADs 1456 B), ops/s for RSA/DSA;\n"
+      printf "medians of %d round(s); * = outside 0.90-1.10 (the 13 row columns are checked)\n", n
+      exit bad > 0
+    }'
+}
+
 for t in $TARGETS; do
   smoke "$t"
+  [ "${OPENSSL_ROW:-1}" = 1 ] && openssl_row "$t"
 done
 echo "cross: all smoke tests passed ($TARGETS)"

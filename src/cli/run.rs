@@ -14,9 +14,10 @@ pub struct RunArgs {
     /// Directory for the JSON result (`run-<time>.json`, and `latest.json`).
     #[arg(long, default_value = "routerbench-results")]
     pub out_dir: std::path::PathBuf,
-    /// Engine: `auto` (the system libcrypto when it loads at run time, else pure Rust; the
-    /// row's Engine cell says which), `openssl` (libcrypto or fail) or `rustcrypto`. Only
-    /// OpenSSL rows compare with the OpenWrt wiki's rows.
+    /// Engine: `auto` (the system libcrypto when it loads at run time, else the `openssl`
+    /// program on PATH, else pure Rust; the row's Engine cell says which), `openssl` (libcrypto
+    /// or fail), `openssl-speed` (the openssl program or fail) or `rustcrypto`. Only OpenSSL
+    /// rows compare with the OpenWrt wiki's rows.
     #[arg(long, value_enum, default_value_t = crypto::engine::EngineKind::Auto)]
     pub engine: crypto::engine::EngineKind,
     /// Seconds per crypto column.
