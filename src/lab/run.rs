@@ -335,6 +335,7 @@ mod tests {
             cc: "cubic".into(),
             ns_cc: "reno".into(),
             devices: Default::default(),
+            router_vm: None,
         }
     }
 
