@@ -300,6 +300,8 @@ pub struct CapacityArgs {
     pub budget: u64,
     #[command(flatten)]
     pub json: super::json_arg::JsonArg,
+    #[command(flatten)]
+    pub vm: VmArgs,
 }
 
 pub fn run(args: LabArgs) -> anyhow::Result<i32> {
@@ -532,6 +534,15 @@ fn cmd_sqm_capacity(a: &CapacityArgs, q: crate::cli::shape::QdiscArg) -> anyhow:
     plan.max_bps = shape::parse_rate(&a.max_rate)?
         .ok_or_else(|| anyhow::anyhow!("--max-rate must be a rate, not none"))?;
     plan.budget = Duration::from_secs(a.budget.clamp(10, 3600));
+    if a.vm.router == RouterArg::Vm {
+        if matches!(a.aqm, AqmArg::Userspace) {
+            anyhow::bail!(
+                "--aqm userspace with --router vm is not built yet: the VM router runs its kernel's qdiscs"
+            );
+        }
+        lab::capacity::check_lab_is_free(&a.name)?;
+        plan.vm = Some(a.vm.spec(q.kind()));
+    }
     let guard = (!a.keep).then(|| guard(&a.name));
     let quiet = a.json.on_stdout();
     let sqm = lab::sqm_capacity::search(&plan, generator(a.load), &mut |p| {
@@ -574,6 +585,7 @@ fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
         seconds: a.length,
         flows: a.flows.clone(),
         cc: a.cc.clone(),
+        vm: (a.vm.router == RouterArg::Vm).then(|| a.vm.spec(aqm::QdiscKind::Fifo)),
     };
     let cap = lab::capacity::run(&plan, generator(a.load).as_ref())?;
     let cfg = lab::load_config(&a.name)?;
@@ -664,12 +676,16 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         crate::out!("{}", crate::report::latency::render_text(&run.latency));
         crate::outln!();
         crate::out!("{}", crate::report::lab::config(&cfg, &th));
-        match lab::shape_fwd::load_state(&cfg.name) {
-            Some(q) => crate::outln!("{}", crate::report::lab::aqm_line(&q)),
-            None => crate::outln!("aqm: fifo in the kernel (the shaper's FIFO)"),
+        match (&cfg.router_vm, lab::shape_fwd::load_state(&cfg.name)) {
+            (Some(r), _) => crate::out!("{}", crate::report::lab::router_vm(r)),
+            (None, Some(q)) => crate::outln!("{}", crate::report::lab::aqm_line(&q)),
+            (None, None) => crate::outln!("aqm: fifo in the kernel (the shaper's FIFO)"),
         }
         crate::outln!();
         crate::out!("{}", crate::report::lab::checks(name, cfg.nat, &run.checks));
+        if let Some(v) = &run.router_verdict {
+            crate::out!("{}", crate::report::lab::router_verdict(v, &run.tap_queues));
+        }
     }
     let interrupted = run.latency.interrupted;
     if let Some(path) = &a.flent {
@@ -685,7 +701,9 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         let lab = LabResult {
             test: Some(name.to_string()),
             checks: run.checks,
-            ..lab::theory::result(cfg)
+            tap_queues: run.tap_queues,
+            router_verdict: run.router_verdict.clone(),
+            ..lab::theory::result(cfg.clone())
         };
         let mut env = envelope(lab, started);
         env.latency = Some(run.latency);
@@ -693,6 +711,18 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         if let Some(path) = a.json.write(&env)? {
             a.json.say(&format!("saved {}", path.display()));
         }
+    }
+    if let Some(t) = run.router_verdict.as_ref().and_then(|v| v.vm_died_at_s) {
+        let console = cfg
+            .router_vm
+            .as_ref()
+            .map(|r| lab::vm::qemu::console_tail(std::path::Path::new(&r.console), 10))
+            .unwrap_or_default();
+        anyhow::bail!(
+            "the VM router died {t:.1} s into the test; the partial result is above (and in the \
+             files); its console's last lines:\n{console}\nrun `routerbench lab down --name {}`",
+            cfg.name
+        );
     }
     if interrupted {
         crate::errln!("routerbench lab: interrupted: the result above and the files are partial");

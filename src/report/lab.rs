@@ -253,6 +253,25 @@ pub fn router_vm(r: &crate::results::lab::RouterVm) -> String {
     s
 }
 
+/// The VM router's verdict line and its taps' queues.
+pub fn router_verdict(
+    v: &crate::results::lab::RouterVerdict,
+    taps: &[crate::results::lab::TapQueue],
+) -> String {
+    let mut s = format!("router: {}\n", v.line);
+    for t in taps {
+        let _ = writeln!(
+            s,
+            "  tap {} ({}, {} side, in front of the router): backlog peak {} B, p95 {} B, {} drops",
+            t.dev, t.qdisc, t.direction, t.backlog_max_bytes, t.backlog_p95_bytes, t.drops
+        );
+    }
+    if let (Some(sq), Some(ts)) = (v.softirq_max_pct, v.time_squeeze_total) {
+        let _ = writeln!(s, "  router softirq max {sq:.0} %, time_squeeze {ts}");
+    }
+    s
+}
+
 /// A lab that is down, and what of it is still there.
 fn down_line(st: &LabStatus) -> String {
     let present: Vec<&str> = st
@@ -551,6 +570,8 @@ mod tests {
             accuracy: Vec::new(),
             test: None,
             checks: Vec::new(),
+            tap_queues: Vec::new(),
+            router_verdict: None,
         };
         let bare = render_result(&r);
         assert!(bare.contains("full queue adds 25.6 ms"), "{bare}");
@@ -607,6 +628,8 @@ mod tests {
             accuracy: Vec::new(),
             test: None,
             checks: Vec::new(),
+            tap_queues: Vec::new(),
+            router_verdict: None,
         })
         .unwrap();
         v["config"].as_object_mut().unwrap().remove("devices");

@@ -398,4 +398,49 @@ pub struct LabResult {
     /// That test's queue delays and goodput against theory.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<QueueCheck>,
+    /// With a VM router: the host-side taps' queues (in front of the router), sampled every
+    /// 0.1 s during the test.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tap_queues: Vec<TapQueue>,
+    /// With a VM router: did it run out of CPU, and where did the queue build.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router_verdict: Option<RouterVerdict>,
+}
+
+/// The root qdisc of a tap on the host side of the VM router: packets wait here when the VM
+/// does not take them fast enough (the NIC ring in front of the router).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct TapQueue {
+    pub ns: String,
+    pub dev: String,
+    /// "upload" (LAN tap: packets towards the router's LAN NIC) or "download" (WAN tap).
+    pub direction: String,
+    pub qdisc: String,
+    pub samples: u32,
+    pub backlog_max_bytes: u64,
+    pub backlog_p95_bytes: u64,
+    /// Drops of the tap's root qdisc during the test.
+    pub drops: u64,
+}
+
+/// One line's worth of judgement on the VM router during a test.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct RouterVerdict {
+    /// The busiest core was ≥ 95 % busy at the 95th percentile of the load.
+    pub cpu_saturated: Option<bool>,
+    pub busiest_cpu_p95_pct: Option<f64>,
+    pub softirq_max_pct: Option<f64>,
+    pub time_squeeze_total: Option<u64>,
+    /// "router qdisc", "tap in front of the router", "both" or "none".
+    pub queue_at: String,
+    /// The router's own fullest qdisc (device, peak bytes).
+    pub router_queue_dev: Option<String>,
+    pub router_queue_peak_bytes: Option<u64>,
+    /// The fuller tap (device, peak bytes).
+    pub tap_queue_dev: Option<String>,
+    pub tap_queue_peak_bytes: Option<u64>,
+    /// The VM died during the test (seconds after the test's start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm_died_at_s: Option<f64>,
+    pub line: String,
 }

@@ -131,13 +131,23 @@ pub fn apply(cfg: &GuestConfig) -> Result<(GuestConfig, Vec<String>)> {
     let _ = sysctl("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1");
     for (dev, addr) in [(&cfg.lan_dev, &cfg.lan_ip), (&cfg.wan_dev, &cfg.wan_ip)] {
         let _ = sysctl(&format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"), "1");
-        crate::lab::offload::set(dev, cfg.offloads)?;
+        // GRO goes off first; a virtio NIC on a tap without a vnet header has no TSO/GSO to
+        // switch, so what stuck is read back rather than required.
+        let set = crate::lab::offload::set(dev, cfg.offloads);
+        let now = crate::lab::offload::get(dev)
+            .map(|o| o.to_string())
+            .unwrap_or_else(|e| format!("unreadable ({e})"));
         nlconf::link_up(&mut nl, dev).map_err(io)?;
         nlconf::addr_add(&mut nl, dev, ip(addr)?, cfg.prefix_len).map_err(io)?;
         steps.push(format!(
-            "{dev} up, {addr}/{}, offloads {}",
+            "{dev} up, {addr}/{}, offloads asked {}: {now}{}",
             cfg.prefix_len,
-            if cfg.offloads { "on" } else { "off" }
+            if cfg.offloads { "on" } else { "off" },
+            if set.is_err() {
+                " (the NIC offers no more)"
+            } else {
+                ""
+            }
         ));
     }
     sysctl("/proc/sys/net/ipv4/ip_forward", "1")?;

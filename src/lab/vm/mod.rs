@@ -15,6 +15,7 @@ pub mod guest;
 pub mod initramfs;
 pub mod nlconf;
 pub mod qemu;
+pub mod watch;
 
 use super::error::{Context, LabError, Result};
 use super::router::ip;
