@@ -94,3 +94,99 @@ fn netlink_configuration_on_this_kernel() {
     );
     assert_eq!(rules.matches("masquerade").count(), 1, "{rules}");
 }
+
+/// The VM router end to end: boot it (`lab up --router vm`, Debian's armmp kernel under
+/// qemu-system-arm), a short RRUL through it with the router's agent, then `lab down`: no qemu,
+/// namespace, cgroup or state file left. Needs root, qemu-system-arm, the armhf architecture in
+/// apt and the static armv7 build (`TARGETS=armv7 bench/cross.sh`); CI has all of them, so there
+/// a missing one fails instead of skipping.
+#[test]
+fn vm_router_boots_and_carries_an_rrul() {
+    let ci = std::env::var_os("CI").is_some();
+    let missing = if !routerbench::lab::sys::is_root() {
+        Some("not root".to_string())
+    } else if let Err(e) = routerbench::lab::vm::preflight() {
+        Some(e.to_string())
+    } else if let Err(e) = routerbench::lab::vm::assets::router_binary(None) {
+        Some(e.to_string())
+    } else {
+        None
+    };
+    if let Some(why) = missing {
+        assert!(!ci, "CI must run the VM router test: {why}");
+        eprintln!("skip vm_router_boots_and_carries_an_rrul: {why}");
+        return;
+    }
+    let lab = name("vm");
+    let _guard = lab_support::guard(&lab);
+    let rb = env!("CARGO_BIN_EXE_routerbench");
+    let out = Command::new(rb)
+        .args(["lab", "up", "--router", "vm", "--name", &lab, "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let up: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let vm = &up["config"]["router_vm"];
+    assert_eq!(vm["identity"]["arch"], "arm", "{vm}");
+    assert!(vm["kernel"].as_str().unwrap().ends_with("-armmp"), "{vm}");
+    let pid = vm["qemu_pid"].as_i64().unwrap();
+    let json = std::env::temp_dir().join(format!("{lab}.json"));
+    let out = Command::new(rb)
+        .args([
+            "lab", "run", "rrul", "--name", &lab, "-l", "5", "--delay", "1", "-q",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    // The router's samples came from its own agent, inside the ARM VM, on the test's axis.
+    let m = &r["monitor"];
+    assert_eq!(m["agent"]["address"], "10.201.1.1:5201", "{m}");
+    assert!(m["samples"].as_array().unwrap().len() >= 10, "{m}");
+    assert!(m["summary"]["busiest_cpu_max_pct"].as_f64().unwrap() > 0.0);
+    assert_eq!(r["lab"]["config"]["router_vm"]["identity"]["arch"], "arm");
+    // Traffic went through: both directions moved data, and the verdict was made.
+    let s = &r["latency"]["summary"];
+    assert!(s["upload_mbps"].as_f64().unwrap() > 1.0, "{s}");
+    assert!(s["download_mbps"].as_f64().unwrap() > 1.0, "{s}");
+    assert!(
+        r["lab"]["router_verdict"]["line"]
+            .as_str()
+            .unwrap()
+            .contains("router CPU")
+    );
+    // Kernel stamps at both ends of the UDP probes: this host's and the armv7 reflector's.
+    for p in r["latency"]["probes"].as_array().unwrap() {
+        if p["kind"] == "udp" {
+            assert_eq!(p["timestamps"], "kernel", "{p}");
+            assert_eq!(p["server_timestamps"], "kernel", "{p}");
+        }
+    }
+    let out = Command::new(rb)
+        .args(["lab", "down", "--name", &lab])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}/cmdline")).exists()
+            || !std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                .unwrap_or_default()
+                .contains("qemu")
+    );
+    for part in ["lan", "rtr", "wan"] {
+        assert!(!std::path::Path::new(&format!("/run/netns/{lab}-{part}")).exists());
+    }
+    assert!(!std::path::Path::new(&format!("/run/routerbench-lab/{lab}.console")).exists());
+}
