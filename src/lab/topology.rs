@@ -268,7 +268,7 @@ pub fn down(name: &str) -> Result<DownReport> {
     require_root()?;
     netns::check_name(name)?;
     // A VM router's qemu (and with it its taps), its cgroup, console and image.
-    super::vm::stop(name);
+    super::vm::files::stop(name);
     // The forwarder's supervisor restores kernel forwarding and removes its state files.
     let _ = super::shape_fwd::stop(name);
     state::remove_log(name);
@@ -406,7 +406,7 @@ pub fn status(name: &str) -> Result<LabStatus> {
 /// `status` of a lab whose router is a VM: qemu alive, the taps, their qdiscs (the queue in
 /// front of the router), and the path through it.
 fn vm_status(mut st: LabStatus, cfg: &LabConfig, lan: &str, wan: &str) -> Result<LabStatus> {
-    let alive = super::vm::running(cfg) == Some(true);
+    let alive = super::vm::files::running(cfg) == Some(true);
     st.up = alive
         && st.namespaces.iter().all(|n| n.exists)
         && link_exists(lan, DEV_LAN)

@@ -11,6 +11,7 @@
 //! ```
 
 pub mod assets;
+pub mod files;
 pub mod guest;
 pub mod initramfs;
 pub mod nlconf;
@@ -27,6 +28,9 @@ use aqm::QdiscKind;
 use guest::{GuestConfig, GuestQdisc, GuestReady};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+use files::initrd_path;
+pub use files::{console_path, qemu_log_path, running, stop, stop_pid};
 
 /// MAC addresses of the VM's two NICs (locally administered, qemu's prefix).
 pub const LAN_MAC: &str = "52:54:00:19:01:01";
@@ -96,20 +100,6 @@ impl VmSpec {
         }
         Ok(())
     }
-}
-
-/// The console log of lab `name`'s VM.
-pub fn console_path(name: &str) -> PathBuf {
-    PathBuf::from(state::STATE_DIR).join(format!("{name}.console"))
-}
-
-/// qemu's own stderr.
-pub fn qemu_log_path(name: &str) -> PathBuf {
-    PathBuf::from(state::STATE_DIR).join(format!("{name}.qemu.log"))
-}
-
-fn initrd_path(name: &str) -> PathBuf {
-    PathBuf::from(state::STATE_DIR).join(format!("{name}.initrd.gz"))
 }
 
 /// Everything the VM router needs on this machine, checked before anything is built: root,
@@ -407,46 +397,4 @@ fn wait_agent(lan: &str, limit: Duration) -> Result<()> {
             }
         }
     })
-}
-
-/// Stops lab `name`'s VM (by the PID its configuration recorded, if it is still qemu), removes
-/// its cgroup, console and image. `lab down` calls it; safe when there is no VM.
-pub fn stop(name: &str) {
-    if let Ok(cfg) = state::load_config(name) {
-        if let Some(vm) = cfg.router_vm {
-            stop_pid(vm.qemu_pid);
-        }
-    }
-    qemu::remove_budget(name);
-    let _ = std::fs::remove_file(console_path(name));
-    let _ = std::fs::remove_file(initrd_path(name));
-    let _ = std::fs::remove_file(qemu_log_path(name));
-}
-
-/// SIGTERM, then SIGKILL after 2 s, to a qemu process; waits (bounded) until it is gone.
-pub fn stop_pid(pid: i32) {
-    use nix::sys::signal::{Signal, kill};
-    let p = nix::unistd::Pid::from_raw(pid);
-    if !qemu::qemu_alive(pid) {
-        return;
-    }
-    let _ = kill(p, Signal::SIGTERM);
-    let t0 = Instant::now();
-    while qemu::qemu_alive(pid) && t0.elapsed() < Duration::from_secs(2) {
-        let _ = nix::sys::wait::waitpid(p, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if qemu::qemu_alive(pid) {
-        let _ = kill(p, Signal::SIGKILL);
-        let t1 = Instant::now();
-        while qemu::qemu_alive(pid) && t1.elapsed() < Duration::from_secs(2) {
-            let _ = nix::sys::wait::waitpid(p, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-/// True if lab `cfg` has a VM router and its qemu still runs.
-pub fn running(cfg: &LabConfig) -> Option<bool> {
-    cfg.router_vm.as_ref().map(|v| qemu::qemu_alive(v.qemu_pid))
 }
