@@ -69,6 +69,11 @@ pub enum Command {
     /// The lab's userspace AQM forwarder (fifo, codel, fq_codel, cake) in the router namespace.
     #[cfg(feature = "lab")]
     Shape(shape::ShapeArgs),
+    /// Inside the VM router (run by its /init): configure it over netlink, then serve as its
+    /// agent. Not for use on a host.
+    #[cfg(feature = "lab")]
+    #[command(name = "vm-router", hide = true)]
+    VmRouter(lab::VmRouterArgs),
     /// Serve iperf3 3.x clients (TCP/UDP, -R, --bidir, -P) and routerbench clients on one port.
     #[command(args_override_self = true)]
     Server(server::ServerArgs),
@@ -141,6 +146,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Lab(a) => lab::run(a),
         #[cfg(feature = "lab")]
         Command::Shape(a) => shape::run(a),
+        #[cfg(feature = "lab")]
+        Command::VmRouter(a) => lab::vm_router(a),
         Command::Server(a) => server::run(a),
         Command::Client(a) => client::run(a),
         Command::Loopback(a) => loopback::run(a),

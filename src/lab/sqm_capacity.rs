@@ -37,6 +37,8 @@ pub struct SqmPlan {
     pub cc: String,
     /// The routerbench binary for the userspace forwarder.
     pub exe: PathBuf,
+    /// The router is a VM (`--router vm`): its kernel's qdisc, the VM rebooted per rate.
+    pub vm: Option<super::vm::VmSpec>,
 }
 
 impl SqmPlan {
@@ -54,6 +56,7 @@ impl SqmPlan {
             budget: Duration::from_secs(300),
             cc: "cubic".into(),
             exe,
+            vm: None,
         }
     }
 }
@@ -82,16 +85,30 @@ fn point(
         cc: plan.cc.clone(),
         ..LabSpec::default()
     };
-    let cfg = up(&spec)?;
-    let st = apply(
-        &cfg,
-        &AqmSpec {
-            qdisc: plan.qdisc,
-            place: plan.place,
-        },
-        &plan.exe,
-    )?;
-    *place_seen = st.place;
+    let cfg = if let Some(v) = &plan.vm {
+        let mut v = v.clone();
+        v.qdisc = plan.qdisc;
+        let cfg = super::vm::up(&spec, &v)?;
+        *place_seen = format!(
+            "kernel (VM router: {})",
+            cfg.router_vm
+                .as_ref()
+                .map_or(String::new(), |r| r.qdisc_up.clone())
+        );
+        cfg
+    } else {
+        let cfg = up(&spec)?;
+        let st = apply(
+            &cfg,
+            &AqmSpec {
+                qdisc: plan.qdisc,
+                place: plan.place,
+            },
+            &plan.exe,
+        )?;
+        *place_seen = st.place;
+        cfg
+    };
     let mp = MeasurePlan {
         flows: plan.flows,
         seconds: plan.seconds,

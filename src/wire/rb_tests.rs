@@ -254,7 +254,8 @@ fn test_probe_deconstruct_and_reply() {
         (KIND_PROBE, 1, 0x1122334455667788, 9)
     );
     assert_eq!(p.client_tx_ns(), 0x0102030405060708);
-    p.make_reply(1000, 2000, Some((8, 1500)));
+    p.make_reply(1000, true, 2000, Some((8, 1500)));
+    assert_eq!(p.flags() & FLAG_SERVER_RX_KERNEL, FLAG_SERVER_RX_KERNEL);
     let p = ProbePacket::new_checked(&bytes[..]).unwrap();
     assert_eq!(p.kind(), KIND_REPLY);
     assert_eq!(p.flags() & FLAG_PREV_TX, FLAG_PREV_TX);
