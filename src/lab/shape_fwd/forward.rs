@@ -183,9 +183,11 @@ impl Sojourn {
     }
 }
 
-/// While packets wait in the shaper, the loop sleeps at least this long between rounds, so each
-/// round moves a batch (like a NIC's interrupt coalescing) instead of waking per packet; the
-/// kernel's receive stamps keep the sojourn times exact. Idle, an arrival wakes it at once.
+/// While packets wait in the shaper, or the last round received any, the loop sleeps at least
+/// this long between rounds, so each round moves a batch (like NAPI polling or a NIC's interrupt
+/// coalescing) instead of waking per packet; the kernel's receive stamps keep the sojourn
+/// times exact. Only after a round that found nothing does it block until an arrival, so a lone
+/// packet is forwarded at once.
 pub const COALESCE_NS: u64 = 100_000;
 /// Longest wait with nothing queued.
 const IDLE_WAIT_NS: u64 = 20_000_000;
@@ -231,14 +233,21 @@ pub fn run(
     let mut last_report = Instant::now();
     let mut batch: Vec<Packet> = Vec::with_capacity(TX_BATCH);
     while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|t| Instant::now() < t) {
+        let before = r.rx_frames;
         receive(&rx, &mut input, q.as_mut(), &hasher, &d, &mut r)?;
+        let busy = r.rx_frames > before;
         let wait_ns = send(&tx, q.as_mut(), &mut r, &mut soj, &mut batch);
         if wait_ns > 0 {
             r.syscalls += 1;
-            if q.is_empty() {
+            if q.is_empty() && !busy {
                 afpacket::wait_readable(rx.as_fd(), wait_ns);
             } else {
-                std::thread::sleep(Duration::from_nanos(wait_ns.max(COALESCE_NS)));
+                let nap = if q.is_empty() {
+                    COALESCE_NS
+                } else {
+                    wait_ns.clamp(COALESCE_NS, IDLE_WAIT_NS)
+                };
+                std::thread::sleep(Duration::from_nanos(nap));
             }
         }
         if last_report.elapsed() >= Duration::from_millis(200) {
