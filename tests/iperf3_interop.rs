@@ -26,16 +26,14 @@ fn run_pair(ours: Ours, port: u16, opts: &[&str]) -> Run {
     run_pair_with(&iperf3(), ours, port, opts)
 }
 
-/// iperf3 3.21, the newest release, from `../shared/peers` (beside the clone in CI); None
-/// (the test says it skipped) where it is absent.
+/// iperf3 3.21 (`iperf3_support::iperf3_new`); None, with a line saying the test skipped,
+/// where it is absent.
 fn iperf3_321() -> Option<std::path::PathBuf> {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/peers/iperf3-3.21");
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!("skipped: no iperf3 3.21 at {}", p.display());
-        None
+    let p = iperf3_new();
+    if p.is_none() {
+        eprintln!("skipped: no iperf3 3.21 ($IPERF3_NEW or ../shared/peers/iperf3-3.21)");
     }
+    p
 }
 
 fn run_pair_with(ip3: &std::path::Path, ours: Ours, port: u16, opts: &[&str]) -> Run {
