@@ -95,12 +95,15 @@ def listening(port):
 def parse(path):
     d = json.load(open(path))
     e = d["end"]
+    udp = d["start"]["test_start"]["protocol"] == "UDP"
+    loss = None
+    if udp:  # the client's merged sum: the receiver's loss over the sender's datagrams
+        s = e["sum"]
+        loss = s.get("lost_percent", 0.0)
     if "sum_received" in e and e["sum_received"].get("bytes"):
         rx = e["sum_received"]["bytes"]; secs = e["sum_received"]["seconds"]
-        loss = None
-    else:  # UDP: the client's one sum, loss from the receiver's counts
-        s = e["sum"]; rx = s["bytes"] * (1 - s.get("lost_percent", 0) / 100); secs = s["seconds"]
-        loss = s.get("lost_percent", 0.0)
+    else:
+        s = e["sum"]; rx = s["bytes"] * (1 - (loss or 0) / 100); secs = s["seconds"]
     return rx, secs, loss
 
 def run_iperf3(args, out):
