@@ -110,6 +110,35 @@ pub struct TestOpts {
     /// CPU m.
     #[arg(short = 'A', long = "affinity", value_parser = parse_affinity, value_name = "N[,M]")]
     pub affinity: Option<(usize, Option<usize>)>,
+    /// Zero-copy TCP sending (iperf3's -Z): MSG_ZEROCOPY, or sendfile where the kernel would
+    /// copy anyway (a local receiver). Also asks the server for it under -R.
+    #[arg(short = 'Z', long = "zerocopy")]
+    pub zerocopy: bool,
+    /// The TCP receiver discards data in the kernel without copying it (MSG_TRUNC, iperf3
+    /// 3.19+); the server's receiver too.
+    #[arg(long = "skip-rx-copy")]
+    pub skip_rx_copy: bool,
+    /// Ask a 3.21 server for UDP GSO/GRO (routerbench's own ends batch UDP anyway).
+    #[arg(long = "gsro")]
+    pub gsro: bool,
+}
+
+impl TestOpts {
+    /// Copies the zero-copy and UDP offload flags into `p`.
+    pub fn apply_copy_modes(&self, p: &mut crate::wire::iperf3::TestParams) {
+        use crate::wire::iperf3::UdpOffload;
+        p.zerocopy = self.zerocopy;
+        p.skip_rx_copy = self.skip_rx_copy;
+        if self.gsro && self.udp {
+            let on = UdpOffload {
+                on: true,
+                dg_size: 0,
+                bf_size: 0,
+            };
+            p.gso = Some(on);
+            p.gro = Some(on);
+        }
+    }
 }
 
 /// A count of seconds: `-5` says "must be positive", not "unexpected argument".
@@ -408,6 +437,7 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
     p.title = args.title.clone();
     p.udp_counters_64bit = args.udp_counters_64bit;
     p.repeating_payload = args.repeating_payload;
+    t.apply_copy_modes(p);
     p.fqrate = args.fq_rate.map(|r| r.0).unwrap_or(0);
     let paddings = auth_paddings(&args);
     p.authtoken = auth_token(&args, paddings[0])?;

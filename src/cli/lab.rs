@@ -292,8 +292,9 @@ pub struct CapacityArgs {
     /// With --qdisc: kernel qdisc if present (auto), or force kernel / userspace.
     #[arg(long, value_enum, default_value = "auto")]
     pub aqm: AqmArg,
-    /// With --qdisc: highest rate to try.
-    #[arg(long, default_value = "3200mbit")]
+    /// With --qdisc: highest rate to try (default: no real ceiling; doubling goes on until a
+    /// rate fails or the budget is spent).
+    #[arg(long, default_value = "100gbit")]
     pub max_rate: String,
     /// With --qdisc: seconds after which no new point starts.
     #[arg(long, default_value_t = 300)]

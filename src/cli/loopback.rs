@@ -42,6 +42,9 @@ pub fn config(args: &LoopbackArgs) -> anyhow::Result<LoopbackConfig> {
         congestion: t.congestion.clone(),
         interval: t.interval,
         affinity: t.affinity.map(|(n, m)| (n, m.unwrap_or(n))),
+        zerocopy: t.zerocopy,
+        skip_rx_copy: t.skip_rx_copy,
+        gsro: t.gsro,
     })
 }
 

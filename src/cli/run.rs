@@ -225,8 +225,8 @@ fn sqm_capacity(_quick: bool) -> anyhow::Result<crate::results::lab::SqmCapacity
 }
 
 /// The SQM capacity of this CPU with cake (the kernel's if it has sch_cake, else routerbench's
-/// userspace one), from a throwaway lab: coarse (doubling from 100 Mbit/s, one bisection step,
-/// at most ~2 minutes). Skipped by --quick and without root.
+/// userspace one), from a throwaway lab: coarse (doubling from 100 Mbit/s until a rate fails,
+/// one bisection step, at most ~2 minutes). Skipped by --quick and without root.
 #[cfg(feature = "lab")]
 fn sqm_capacity(quick: bool) -> anyhow::Result<crate::results::lab::SqmCapacity> {
     use crate::lab;
@@ -243,7 +243,9 @@ fn sqm_capacity(quick: bool) -> anyhow::Result<crate::results::lab::SqmCapacity>
     );
     plan.seconds = 5;
     plan.refine_steps = 1;
-    plan.max_bps = 1_600_000_000;
+    // No fixed ceiling: doubling goes on until a rate fails (what the path and the forwarder
+    // can carry) or the budget is spent; then the report says "at least".
+    plan.max_bps = lab::sqm_capacity::NO_CEILING_BPS;
     plan.budget = std::time::Duration::from_secs(75);
     let _guard = super::lab::guard(&name);
     Ok(lab::sqm_capacity::search(

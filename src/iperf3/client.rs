@@ -231,6 +231,7 @@ fn run_test(
         cookie: t.cookie.text(),
         timesecs,
     };
+    notes.append(&mut ended.notes);
     notes.dedup();
     let mut result = ended.summarise(side, &params, &server, cpu, notes);
     result.interrupted = interrupted;
@@ -248,8 +249,21 @@ fn effective_params(asked: &TestParams, ctl_mss: Option<u32>) -> Result<TestPara
         if params.bandwidth == 0 {
             params.bandwidth = 1 << 20; // iperf3's UDP default: 1 Mbit/s
         }
+        // `--gsro`: the sizes 3.21 sends (GSO buffers of whole datagrams, 64 KiB GRO buffers).
+        let len = params.len.unwrap_or(wire::params::DEFAULT_UDP_LEN);
+        if let Some(g) = params.gso.as_mut().filter(|g| g.on) {
+            g.dg_size = len;
+            g.bf_size = (crate::net::udp_batch::gso_segments(len as usize) as u32) * len;
+        }
+        if let Some(g) = params.gro.as_mut().filter(|g| g.on) {
+            g.bf_size = crate::net::udp_batch::MAX_UDP_PAYLOAD as u32;
+        }
     } else if params.len.is_none() {
         params.len = Some(wire::params::DEFAULT_TCP_LEN);
+    }
+    if params.protocol != Protocol::Udp {
+        params.gso = None;
+        params.gro = None;
     }
     if params.num > 0 || params.blockcount > 0 {
         params.time = 0;
