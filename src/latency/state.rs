@@ -90,6 +90,10 @@ pub(crate) struct Session {
     pub start_cv: Condvar,
     pub flows: Mutex<Vec<FlowHandle>>,
     pub probes: Mutex<ProbeState>,
+    /// An RPM test (RpmBegin): its load connections run until then.
+    pub rpm_until: Mutex<Option<Instant>>,
+    /// Token bucket of the session's foreign RPM probes: (tokens, last refill).
+    pub foreign_tokens: Mutex<(f64, Instant)>,
 }
 
 /// Most streams a session may probe with.
