@@ -233,6 +233,7 @@ fn download(
     done: &dyn Fn() -> bool,
 ) -> Result<(), ServiceError> {
     so::sockopt::set_notsent_lowat(stream, NOTSENT_LOWAT)?;
+    stream.set_write_timeout(Some(stream::WRITE_POLL))?;
     let (tx, rx) = mpsc::channel::<u32>();
     let mut reader = stream.try_clone()?;
     let st = stop.clone();

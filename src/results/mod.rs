@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 pub mod crypto;
 pub mod device;
 pub mod flent;
+mod flent_voip;
 pub mod lab;
 pub mod latency;
 pub mod monitor;

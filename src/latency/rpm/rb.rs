@@ -257,6 +257,7 @@ impl RbLoad {
         let mut to_writer = None;
         if direction == Direction::Upload {
             crate::net::sockopt::set_notsent_lowat(&sock, NOTSENT_LOWAT)?;
+            sock.set_write_timeout(Some(stream::WRITE_POLL))?;
             let (tx, rx) = mpsc::channel::<Ticket>();
             let w = sock.try_clone()?;
             let st = state.clone();

@@ -11,6 +11,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// unsent data (docs/rpm.md has the measurement behind the choice).
 pub const NOTSENT_LOWAT: u32 = 4096;
 pub const DATA_RECORD: usize = 4096;
+/// Write timeout of a sending load socket. A blocked write is retried at this period: with
+/// TCP_NOTSENT_LOWAT the kernel's wake-up of a blocked writer was seen to come only at the
+/// timeout (250 ms then), which put up to 250 ms of false delay in every self probe (docs/rpm.md).
+pub const WRITE_POLL: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// Writes all of `buf` (the socket has a write timeout; timeouts retry) unless `stop` is set.
 /// A record is never left half written when this returns Ok.
