@@ -1,6 +1,5 @@
-//! `routerbench rpm HOST` (routerbench's own protocol) and `routerbench rpm --url URL`
-//! (HTTP/2 over TLS, cargo feature `rpm-http`): responsiveness under working conditions as
-//! draft-ietf-ippm-responsiveness-09 defines it (docs/rpm.md).
+//! `routerbench rpm HOST` (routerbench's own protocol): responsiveness under working conditions
+//! as draft-ietf-ippm-responsiveness-09 defines it (docs/rpm.md).
 
 use crate::latency::rpm::{self, Mode, Params};
 use clap::{Args, ValueEnum};
@@ -21,12 +20,7 @@ pub enum ModeArg {
 #[derive(Debug, Args)]
 pub struct RpmArgs {
     /// A routerbench server (`routerbench server` or `latency-server`).
-    #[arg(required_unless_present = "url")]
-    pub host: Option<String>,
-    /// A draft-conforming server's configuration URL (https://HOST/.well-known/nq): HTTP/2
-    /// over TLS (needs the `rpm-http` build feature).
-    #[arg(long, conflicts_with = "host")]
-    pub url: Option<String>,
+    pub host: String,
     /// Server port (routerbench's protocol).
     #[arg(short, long, default_value_t = 5201, value_parser = clap::value_parser!(u16).range(1..))]
     pub port: u16,
@@ -54,12 +48,6 @@ pub struct RpmArgs {
     /// TCP congestion control of the load connections (routerbench's protocol; this end).
     #[arg(long)]
     pub cc: Option<String>,
-    /// Trust this PEM certificate (or CA) for --url, besides the system's roots.
-    #[arg(long, value_name = "FILE")]
-    pub cacert: Option<std::path::PathBuf>,
-    /// Do not check the server's certificate (--url).
-    #[arg(long)]
-    pub insecure: bool,
     /// Shared secret of a server started with `--token` (default: $ROUTERBENCH_TOKEN).
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
@@ -112,10 +100,8 @@ pub fn run(a: RpmArgs) -> anyhow::Result<i32> {
     };
     let runs = mode.runs().len() as u32;
     let whole = params.time_limit * runs + Duration::from_secs(30);
-    let result = if let Some(url) = &a.url {
-        run_http(&a, url, mode, &params, progress.as_ref(), &signal)?
-    } else {
-        let host = a.host.clone().unwrap_or_default();
+    let result = {
+        let host = a.host.clone();
         let addr = (host.as_str(), a.port)
             .to_socket_addrs()
             .map_err(|e| anyhow::anyhow!("cannot resolve {host}: {e}"))?
@@ -168,44 +154,4 @@ pub fn run(a: RpmArgs) -> anyhow::Result<i32> {
     }
     let scored = result.runs.iter().all(|r| r.score.rpm.is_some());
     Ok(if result.interrupted || !scored { 1 } else { 0 })
-}
-
-#[cfg(feature = "rpm-http")]
-fn run_http(
-    a: &RpmArgs,
-    url: &str,
-    mode: Mode,
-    params: &Params,
-    progress: &dyn crate::util::progress::Progress,
-    signal: &super::client::SignalFlag,
-) -> anyhow::Result<crate::results::rpm::RpmResult> {
-    let opts = rpm::http::HttpOptions {
-        cacert: a.cacert.clone(),
-        insecure: a.insecure,
-        timeout: Duration::from_secs(5),
-    };
-    let t = rpm::http::HttpTransport::connect(url, &opts)?;
-    Ok(rpm::run(
-        &t,
-        url.to_string(),
-        mode,
-        params,
-        progress,
-        Some(signal.0.clone()),
-    ))
-}
-
-#[cfg(not(feature = "rpm-http"))]
-fn run_http(
-    _a: &RpmArgs,
-    _url: &str,
-    _mode: Mode,
-    _params: &Params,
-    _progress: &dyn crate::util::progress::Progress,
-    _signal: &super::client::SignalFlag,
-) -> anyhow::Result<crate::results::rpm::RpmResult> {
-    anyhow::bail!(
-        "this routerbench was built without HTTP/2 (cargo feature `rpm-http`): rebuild with \
-         `cargo build --release --features rpm-http`, or test a routerbench server: rpm HOST"
-    )
 }

@@ -187,8 +187,8 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
     let remote = super::monitor::start_router(&a.router, cfg.length + 2 * cfg.delay)?;
     let result = crate::latency::run_test(&cfg, progress.as_ref())?;
     let mut notes = Vec::new();
-    let load =
-        (!matches!(cfg.kind, TestKind::Ping | TestKind::Voip)).then_some((result.delay_s, result.delay_s + result.length_s));
+    let load = (!matches!(cfg.kind, TestKind::Ping | TestKind::Voip))
+        .then_some((result.delay_s, result.delay_s + result.length_s));
     let router = super::monitor::finish_router(remote, result.t0_unix, load, &mut notes);
     if !a.json.on_stdout() {
         crate::out!("{}", crate::report::latency::render_text(&result));

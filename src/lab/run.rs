@@ -106,9 +106,7 @@ fn loaded(kind: TestKind) -> (bool, bool) {
         | TestKind::RrulBe
         | TestKind::RrulIcmp
         | TestKind::TcpBidirectional
-        | TestKind::RrulVar => {
-            (true, true)
-        }
+        | TestKind::RrulVar => (true, true),
         TestKind::TcpNup => (true, false),
         TestKind::TcpNdown => (false, true),
         TestKind::Ping | TestKind::Voip => (false, false),

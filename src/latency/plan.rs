@@ -312,7 +312,11 @@ mod tests {
         let pnames: Vec<&str> = var.probes.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(
             pnames,
-            ["Ping (ms)::UDP 0 (CS0)", "Ping (ms)::UDP 1 (CS0)", "Ping (ms)::ICMP"]
+            [
+                "Ping (ms)::UDP 0 (CS0)",
+                "Ping (ms)::UDP 1 (CS0)",
+                "Ping (ms)::ICMP"
+            ]
         );
         let voip = Plan::new(TestKind::Voip, 0);
         assert!(!voip.has_load());

@@ -84,7 +84,13 @@ pub fn to_flent_json(r: &LatencyResult, title: &str) -> Value {
     let mut series = Series::default();
     add_flows(r, &grid, &mut series);
     if r.test == "voip" {
-        super::flent_voip::add_voip(r, &grid, &mut series.raw, &mut series.meta, &mut series.interpolated);
+        super::flent_voip::add_voip(
+            r,
+            &grid,
+            &mut series.raw,
+            &mut series.meta,
+            &mut series.interpolated,
+        );
     } else {
         add_probes(r, &grid, &mut series);
     }
@@ -230,7 +236,10 @@ fn computed_series(
             ));
         }
     }
-    if matches!(r.test.as_str(), "rrul" | "rrul_be" | "rrul_icmp" | "rrul_var") {
+    if matches!(
+        r.test.as_str(),
+        "rrul" | "rrul_be" | "rrul_icmp" | "rrul_var"
+    ) {
         let all = pick(&|name: &str| name.starts_with("TCP "));
         computed.push(("TCP totals".into(), combine(&all, n, false), "Mbits/s"));
         let pings = pick(&|name: &str| name.starts_with("Ping (ms)"));

@@ -1,12 +1,10 @@
 //! Responsiveness under working conditions, as draft-ietf-ippm-responsiveness-09 defines it
 //! (docs/rpm.md): `params` (§5.2), `ramp` (§5.4's stability rule and §5.4.1's confidence, pure),
 //! `score` (§5.3.1's trimmed means and RPM, pure), `driver` (runs the algorithm over a
-//! `transport`), `rb` (routerbench's own protocol, the TCP-only variant) and, behind the
-//! `rpm-http` feature, `http` (HTTP/2 over TLS against any draft-conforming server).
+//! `transport`), `rb` (routerbench's own protocol, the TCP-only variant); the
+//! trait `transport::Transport` is where an HTTP/2-over-TLS transport plugs in (docs/rpm.md).
 
 pub mod driver;
-#[cfg(feature = "rpm-http")]
-pub mod http;
 pub mod params;
 pub mod ramp;
 pub mod rb;

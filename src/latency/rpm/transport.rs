@@ -1,6 +1,6 @@
 //! What the RPM driver needs from a transport: load-generating connections it can count and
 //! put self probes on, and foreign probes on fresh connections. Implemented over routerbench's
-//! own protocol (`rb.rs`) and, behind the `rpm-http` feature, over HTTP/2 and TLS (`http.rs`).
+//! own protocol (`rb.rs`); an HTTP/2-over-TLS transport would implement the same trait.
 //! Probes report into a shared [`ProbeLog`] through a [`Ticket`], so a slow probe never holds
 //! up the schedule.
 
