@@ -25,9 +25,19 @@ fn rpm_through(name: &str, qdisc: &str) -> serde_json::Value {
     let up = rb(&[
         "lab", "up", "--name", name, "--rate", "20mbit", "--buffer", "64000", "--qdisc", qdisc,
     ]);
-    assert!(up.status.success(), "{}", String::from_utf8_lossy(&up.stderr));
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
     let mut server = Command::new("ip")
-        .args(["netns", "exec", &format!("{name}-wan"), RB, "latency-server"])
+        .args([
+            "netns",
+            "exec",
+            &format!("{name}-wan"),
+            RB,
+            "latency-server",
+        ])
         .args(["--bind", "10.201.2.2", "-p", "5201"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -36,8 +46,24 @@ fn rpm_through(name: &str, qdisc: &str) -> serde_json::Value {
     std::thread::sleep(std::time::Duration::from_millis(800));
     let json = std::env::temp_dir().join(format!("{name}-{qdisc}.json"));
     let out = Command::new("ip")
-        .args(["netns", "exec", &format!("{name}-lan"), RB, "rpm", "10.201.2.2"])
-        .args(["--mode", "download", "--cc", "cubic", "--interval", "1", "--max-time", "40"])
+        .args([
+            "netns",
+            "exec",
+            &format!("{name}-lan"),
+            RB,
+            "rpm",
+            "10.201.2.2",
+        ])
+        .args([
+            "--mode",
+            "download",
+            "--cc",
+            "cubic",
+            "--interval",
+            "1",
+            "--max-time",
+            "40",
+        ])
         .args(["-q", "--json"])
         .arg(&json)
         .output()
@@ -68,7 +94,10 @@ fn rpm_through_a_fifo_matches_theory_and_fq_codel_raises_it() {
         );
     }
     let selfp = s["tm_http_self_ms"].as_f64().unwrap();
-    assert!(selfp >= 0.6 * theory, "self probes wait behind the queue: {selfp:.1} ms");
+    assert!(
+        selfp >= 0.6 * theory,
+        "self probes wait behind the queue: {selfp:.1} ms"
+    );
     let g = fifo["download_mbps"].as_f64().unwrap();
     assert!(g > 0.9 * 20.0 * 1448.0 / 1514.0, "goodput {g:.1} Mbit/s");
     let fq = rpm_through(&name, "fq_codel");

@@ -223,7 +223,7 @@ impl Service {
                 streams: HashMap::new(),
             }),
             rpm_until: Mutex::new(None),
-            foreign_tokens: Mutex::new((super::server_rpm::FOREIGN_BURST, Instant::now())),
+            foreign_tokens: Mutex::new((super::state::FOREIGN_BURST, Instant::now())),
         });
         map.insert(id, s.clone());
         Ok(Some(s))

@@ -19,10 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-/// Foreign probes a session may make per second (the draft's MPS is 100 probes a second, half
-/// of them foreign; twice that leaves room for bursts), and the bucket's depth.
-pub(super) const FOREIGN_RATE: f64 = 200.0;
-pub(super) const FOREIGN_BURST: f64 = 100.0;
+use super::state::{FOREIGN_BURST, FOREIGN_RATE};
 
 impl Service {
     /// RpmBegin: the session becomes an RPM test of at most `duration_ms`.
