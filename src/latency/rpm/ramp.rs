@@ -257,9 +257,10 @@ mod tests {
     fn never_saturates_reaches_mnp_and_stays_unsure() {
         let mut r = Ramp::new(params(), 1);
         let mut conns = 1;
-        for i in 0..30 {
-            // Wild goodput: no stability ever.
-            let g = if i % 2 == 0 { 10e6 } else { 90e6 };
+        for i in 0..30i32 {
+            // Goodput that keeps growing by a fifth per interval: never saturated. (An
+            // alternation such as 10, 90, 10, 90 would not do: its moving averages are flat.)
+            let g = 10e6 * 1.2f64.powi(i);
             let s = r.interval(&[g], &[conns], || Some(1000.0));
             conns += s.add[0];
             assert!(!s.goodput_saturated && !s.done);
