@@ -65,7 +65,7 @@ fn flent_time(unix: f64) -> String {
 }
 
 /// A series interpolated onto the grid, by name.
-pub(super) type Interpolated = Vec<(String, Vec<Option<f64>>)>;
+type Interpolated = Vec<(String, Vec<Option<f64>>)>;
 
 /// The per-series parts of the document, filled series by series.
 #[derive(Default)]
@@ -90,6 +90,7 @@ pub fn to_flent_json(r: &LatencyResult, title: &str) -> Value {
             &mut series.raw,
             &mut series.meta,
             &mut series.interpolated,
+            interpolate,
         );
     } else {
         add_probes(r, &grid, &mut series);

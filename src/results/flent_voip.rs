@@ -3,9 +3,9 @@
 //! `VoIP` points `{t, val (RTT), seq, owd_up, owd_down, ipdv_up, ipdv_down}` (lost ones
 //! `{t, seq, lost}`), and the sub-series `VoIP::delay` (one-way delay up), `VoIP::jitter`
 //! (|IPDV up|), `VoIP::loss` (probes lost since the previous sample), `VoIP::rtt` sampled every
-//! STEP_SIZE, plus the computed `VoIP::induced_delay` (delay − its minimum).
+//! STEP_SIZE, plus the computed `VoIP::induced_delay` (delay − its minimum). The caller
+//! (`flent.rs`) passes its grid interpolation, so this file needs nothing of it.
 
-use super::flent::{Interpolated, interpolate};
 use crate::results::latency::LatencyResult;
 use serde_json::{Map, Value, json};
 
@@ -15,7 +15,8 @@ pub(super) fn add_voip(
     grid: &[f64],
     raw: &mut Map<String, Value>,
     meta: &mut Map<String, Value>,
-    interpolated: &mut Interpolated,
+    interpolated: &mut Vec<(String, Vec<Option<f64>>)>,
+    interpolate: fn(&[(f64, f64)], &[f64]) -> Vec<Option<f64>>,
 ) {
     let Some(p) = r.probes.first() else { return };
     let mut raw_pts = Vec::new();
