@@ -156,12 +156,14 @@ pub fn run(
 /// Which directions a test loads: (upload, download).
 fn loaded(kind: TestKind) -> (bool, bool) {
     match kind {
-        TestKind::Rrul | TestKind::RrulBe | TestKind::RrulIcmp | TestKind::TcpBidirectional => {
-            (true, true)
-        }
+        TestKind::Rrul
+        | TestKind::RrulBe
+        | TestKind::RrulIcmp
+        | TestKind::TcpBidirectional
+        | TestKind::RrulVar => (true, true),
         TestKind::TcpNup => (true, false),
         TestKind::TcpNdown => (false, true),
-        TestKind::Ping => (false, false),
+        TestKind::Ping | TestKind::Voip => (false, false),
     }
 }
 

@@ -175,6 +175,13 @@ fn result_section(run: &RunResult, source: &str) -> String {
         out.push_str(&figure_html(&plot::latency::cdf(l)));
         out.push_str(&figure_html(&plot::latency::boxes(l)));
     }
+    if let Some(r) = &run.rpm {
+        out.push_str("<h3>Responsiveness (RPM, draft-ietf-ippm-responsiveness-09)</h3>\n");
+        out.push_str(&format!(
+            "<pre>{}</pre>\n",
+            esc(&crate::report::rpm::render_text(r))
+        ));
+    }
     if let Some(m) = &run.monitor {
         out.push_str("<h3>The machine's own view</h3>\n");
         out.push_str(&figure_html(&plot::series::monitor(m)));
