@@ -184,7 +184,7 @@ fn take_token(s: &Session) -> bool {
 /// Upload: counts Data, answers each ProbeRequest at once (it has waited behind the data).
 fn upload(
     stream: &mut TcpStream,
-    bytes: &std::sync::atomic::AtomicU64,
+    bytes: &portable_atomic::AtomicU64,
     stop: &AtomicBool,
     done: &dyn Fn() -> bool,
 ) {
@@ -225,7 +225,7 @@ fn upload(
 /// thread takes the requests; the sender's queue is kept short (TCP_NOTSENT_LOWAT).
 fn download(
     stream: &mut TcpStream,
-    bytes: &std::sync::atomic::AtomicU64,
+    bytes: &portable_atomic::AtomicU64,
     stop: &Arc<AtomicBool>,
     done: &dyn Fn() -> bool,
 ) -> Result<(), ServiceError> {
