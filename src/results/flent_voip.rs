@@ -9,6 +9,9 @@
 use crate::results::latency::LatencyResult;
 use serde_json::{Map, Value, json};
 
+/// flent's grid interpolation: `(t, value)` points onto the grid's times.
+type Interpolate = fn(&[(f64, f64)], &[f64]) -> Vec<Option<f64>>;
+
 /// Adds the VoIP series of `r` (its first probe series) to the document's parts.
 pub(super) fn add_voip(
     r: &LatencyResult,
@@ -16,7 +19,7 @@ pub(super) fn add_voip(
     raw: &mut Map<String, Value>,
     meta: &mut Map<String, Value>,
     interpolated: &mut Vec<(String, Vec<Option<f64>>)>,
-    interpolate: fn(&[(f64, f64)], &[f64]) -> Vec<Option<f64>>,
+    interpolate: Interpolate,
 ) {
     let Some(p) = r.probes.first() else { return };
     let mut raw_pts = Vec::new();
