@@ -54,7 +54,10 @@ fn json_flag_takes_a_file_or_dash() {
         .expect("run routerbench");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("does not exist") && err.contains("mkdir -p"), "{err}");
+    assert!(
+        err.contains("does not exist") && err.contains("mkdir -p"),
+        "{err}"
+    );
     assert!(!dir.exists(), "no directory was created");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let out = routerbench()

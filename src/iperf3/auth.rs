@@ -124,43 +124,54 @@ impl ServerAuth {
         if let Err(wait) = self.backoff.check(ip) {
             return Err(crate::service::backoff::wait_message("login", wait));
         }
-        match self.check(token, now) {
+        match self.check_inner(token, now) {
             Ok(user) => {
                 self.backoff.succeeded(ip);
                 Ok(user)
             }
-            Err(why) => {
+            Err(Refusal::Guess(why)) => {
                 let wait = self.backoff.failed(ip);
                 Err(format!(
                     "{why} (next try from this address in {:.1} s)",
                     wait.as_secs_f64()
                 ))
             }
+            // A token that does not decrypt (another padding: our client's `--rsa-padding
+            // auto` then retries at once with PKCS#1 v1.5), is too old or is a replay was never
+            // compared with the users file: it guessed nothing, so it costs no wait.
+            Err(Refusal::Other(why)) => Err(why),
         }
     }
 
     /// Checks an `authtoken` at time `now` (Unix seconds); the user name on success. The users
     /// file is read on every check, so edits apply without a restart (as iperf3 does).
     pub fn check(&self, token: &str, now: i64) -> Result<String, String> {
-        let creds = self.decrypt(token)?;
+        self.check_inner(token, now).map_err(|r| match r {
+            Refusal::Guess(m) | Refusal::Other(m) => m,
+        })
+    }
+
+    fn check_inner(&self, token: &str, now: i64) -> Result<String, Refusal> {
+        let creds = self.decrypt(token).map_err(Refusal::Other)?;
         if (now - creds.ts).unsigned_abs() > self.skew {
-            return Err(format!(
+            return Err(Refusal::Other(format!(
                 "user {}: token time {} is {} s away from the server's clock (threshold {} s)",
                 creds.user,
                 creds.ts,
                 now - creds.ts,
                 self.skew
-            ));
+            )));
         }
-        let users = read(&self.users, "authorized users file")?;
+        let users = read(&self.users, "authorized users file").map_err(Refusal::Other)?;
         if users_file_accepts(&users, &creds.user, &creds.password) {
-            self.first_use(token, creds.ts, now)?;
+            self.first_use(token, creds.ts, now)
+                .map_err(Refusal::Other)?;
             Ok(creds.user)
         } else {
-            Err(format!(
+            Err(Refusal::Guess(format!(
                 "user {}: unknown user or wrong password",
                 creds.user
-            ))
+            )))
         }
     }
 
@@ -223,6 +234,13 @@ impl ServerAuth {
             ),
         })
     }
+}
+
+/// Why a token was refused: a guess (the users file said no: it costs its address a wait), or
+/// anything else.
+enum Refusal {
+    Guess(String),
+    Other(String),
 }
 
 /// What the token carries.
@@ -483,6 +501,26 @@ mod tests {
         assert_eq!("oaep".parse(), Ok(ServerPadding::Only(Padding::Oaep)));
         assert_eq!("pkcs1".parse(), Ok(ServerPadding::Only(Padding::Pkcs1)));
         assert!("rsa".parse::<ServerPadding>().unwrap_err().contains("oaep"));
+    }
+
+    /// Our client's `--rsa-padding auto` tries OAEP, then at once PKCS#1 v1.5: against a
+    /// server that takes v1.5 only, the refused OAEP token guessed nothing and costs no wait.
+    #[test]
+    fn a_token_of_another_padding_costs_no_wait() {
+        use rand_chacha::rand_core::SeedableRng;
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(25);
+        let now = 1_764_600_000;
+        let ip: IpAddr = "10.0.0.3".parse().unwrap();
+        let (auth, users) = test_auth(ServerPadding::Only(Padding::Pkcs1));
+        let oaep = client_token_with_rng(TEST_PUB, &mario(now), Padding::Oaep, &mut rng).unwrap();
+        let e = auth.check_from(ip, &oaep, now).unwrap_err();
+        assert!(
+            e.contains("does not decrypt") && !e.contains("next try"),
+            "{e}"
+        );
+        let v15 = client_token_with_rng(TEST_PUB, &mario(now), Padding::Pkcs1, &mut rng).unwrap();
+        assert_eq!(auth.check_from(ip, &v15, now), Ok("mario".to_string()));
+        let _ = std::fs::remove_file(users);
     }
 
     /// Garbage of the right length decrypts under neither padding or parses under neither.

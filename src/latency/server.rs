@@ -247,6 +247,8 @@ impl Service {
                 last_refill: Instant::now(),
                 streams: HashMap::new(),
             }),
+            rpm_until: Mutex::new(None),
+            foreign_tokens: Mutex::new((super::state::FOREIGN_BURST, Instant::now())),
         });
         map.insert(id, s.clone());
         Ok(Some(s))
@@ -275,13 +277,23 @@ impl Service {
                 return Err(ServiceError::TimeLimit);
             }
             // Silent up to the idle timeout (and the session's lifetime); a message once begun
-            // must be whole within the handshake timeout, however it is dribbled.
-            let idle_until = Instant::now() + left.min(b.idle_timeout);
+            // must be whole within the handshake timeout, however it is dribbled. During an
+            // RPM test the control connection is quiet until Finish: its idle limit runs from
+            // the test's end.
+            let idle = s
+                .rpm_until
+                .lock()
+                .ok()
+                .and_then(|u| *u)
+                .map_or(b.idle_timeout, |u| {
+                    u.saturating_duration_since(Instant::now()) + b.idle_timeout
+                });
+            let idle_until = Instant::now() + left.min(idle);
             let msg = match conn::read_msg_idle(stream, idle_until, b.handshake_timeout) {
                 Ok(m) => m,
                 Err(ConnError::Closed) => return Err(ServiceError::Vanished),
                 Err(ConnError::Timeout) => {
-                    return Err(ServiceError::Silent(left.min(b.idle_timeout)));
+                    return Err(ServiceError::Silent(left.min(idle)));
                 }
                 Err(e) => {
                     let _ = conn::write_msg(
@@ -340,6 +352,7 @@ impl Service {
                         return Ok(());
                     }
                 }
+                Message::RpmBegin { duration_ms } => self.rpm_begin(stream, s, duration_ms)?,
                 Message::Finish => {
                     conn::write_msg(stream, &finished(s))?;
                     return Ok(());
@@ -484,6 +497,20 @@ impl crate::service::ProtocolHandler for Service {
                     cc,
                 };
                 Ok(self.load(stream, req, seat)?)
+            }
+            Ok(Message::RpmLoadHello {
+                version,
+                session,
+                conn,
+                direction,
+            }) => Ok(self.rpm_load(stream, peer, version, session, conn, direction, seat)?),
+            Ok(Message::RpmProbe {
+                version,
+                session,
+                id,
+            }) => {
+                self.rpm_foreign(stream, peer, version, session, id, seat);
+                Ok(())
             }
             Ok(other) => {
                 let m = format!("expected Hello or LoadHello first, got {other:?}");

@@ -7,10 +7,11 @@ use super::server::Service;
 use super::state::{FlowHandle, LoadRequest, Session};
 use crate::net as so;
 use crate::wire::rb::{self, Direction, ErrorCode, Message};
+use portable_atomic::AtomicU64;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 impl Service {
@@ -47,7 +48,7 @@ impl Service {
     /// Checks a LoadHello (version, session, address, congestion control, flow limit),
     /// registers the flow with its session and answers LoadAccept. None: refused (the client
     /// was told why, and it is logged).
-    fn accept_flow(
+    pub(super) fn accept_flow(
         &self,
         stream: &mut TcpStream,
         req: &LoadRequest,
@@ -123,7 +124,7 @@ impl Service {
 }
 
 /// An accepted flow: its session and the byte counter the session's step reports read.
-type Accepted = (Arc<Session>, Arc<AtomicU64>);
+pub(super) type Accepted = (Arc<Session>, Arc<AtomicU64>);
 
 /// Waits for the session's Start (bounded by the session's deadline): (start, duration), or
 /// None if the session ended first.

@@ -9,10 +9,12 @@ use serde::{Deserialize, Serialize};
 pub mod crypto;
 pub mod device;
 pub mod flent;
+mod flent_voip;
 pub mod iperf3_doc;
 pub mod lab;
 pub mod latency;
 pub mod monitor;
+pub mod rpm;
 pub mod throughput;
 
 /// Bumped on any incompatible change of the JSON layout; readers refuse a newer major.
@@ -52,6 +54,9 @@ pub struct RunResult {
     /// Latency under load (rrul & co.), when run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<latency::LatencyResult>,
+    /// Responsiveness under working conditions (`routerbench rpm`), when run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpm: Option<rpm::RpmResult>,
     /// The machine's own view (CPU, softirq, softnet, temperature) during the run's tests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitor: Option<monitor::MonitorResult>,
@@ -86,6 +91,7 @@ impl RunResult {
             device: None,
             crypto: None,
             latency: None,
+            rpm: None,
             monitor: None,
             router: None,
             lab: None,
