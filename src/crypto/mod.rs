@@ -5,6 +5,7 @@
 pub mod engine;
 pub mod import;
 pub mod keys;
+pub mod load;
 pub mod timing;
 
 use crate::results::crypto::{
