@@ -17,4 +17,5 @@ pub mod plot;
 pub mod reference;
 #[cfg(feature = "plots")]
 pub mod rows;
+pub mod stress;
 pub mod summary;
