@@ -209,7 +209,9 @@ pub fn run(a: StressArgs) -> anyhow::Result<i32> {
         return analyze(&a, file);
     }
     let mut cfg = config(&a)?;
-    // Before any measuring: a run that cannot be saved is a run lost.
+    // Before any measuring: a run that cannot be saved is a run lost. A run refused before it
+    // starts (bad input, no server, no agent) leaves no empty directory behind.
+    let existed = a.out_dir.exists();
     super::check_output_dir(&a.out_dir, "--out-dir")?;
     crate::server::signals::install();
     let signal = super::client::SignalFlag::default();
@@ -224,7 +226,15 @@ pub fn run(a: StressArgs) -> anyhow::Result<i32> {
         })
     };
     let started_unix = crate::util::time::unix_now_f64() as i64;
-    let outcome = crate::stress::run(&cfg, progress.as_ref(), &PrintEvents)?;
+    let outcome = match crate::stress::run(&cfg, progress.as_ref(), &PrintEvents) {
+        Ok(o) => o,
+        Err(e) => {
+            if !existed {
+                let _ = std::fs::remove_dir(&a.out_dir);
+            }
+            return Err(e.into());
+        }
+    };
     let mut run = RunResult::new(crate::util::time::rfc3339_utc(started_unix));
     run.finished_at = crate::util::time::now_rfc3339();
     run.device = Some(crate::device::detect());
@@ -239,7 +249,10 @@ pub fn run(a: StressArgs) -> anyhow::Result<i32> {
     let stamp = crate::util::time::file_stamp(started_unix);
     let json = a.out_dir.join(format!("stress-{stamp}.json"));
     crate::results::save(&run, &json).map_err(|e| {
-        anyhow::anyhow!("cannot save {}: {e} (choose another --out-dir)", json.display())
+        anyhow::anyhow!(
+            "cannot save {}: {e} (choose another --out-dir)",
+            json.display()
+        )
     })?;
     crate::outln!("saved {}", json.display());
     #[cfg(feature = "plots")]
@@ -247,7 +260,10 @@ pub fn run(a: StressArgs) -> anyhow::Result<i32> {
         let html = a.out_dir.join(format!("stress-{stamp}.html"));
         match super::report::write_report(&[(run.clone(), json.display().to_string())], &[], &html)
         {
-            Ok(()) => crate::outln!("saved {} (the report: open it in a browser)", html.display()),
+            Ok(()) => crate::outln!(
+                "saved {} (the report: open it in a browser)",
+                html.display()
+            ),
             Err(e) => crate::errln!("routerbench: {e:#}"),
         }
     }

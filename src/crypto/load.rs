@@ -71,8 +71,7 @@ impl CryptoLoad {
         };
         let pkey = cfg.algorithm.kind() == AlgorithmKind::PublicKey;
         let stop = Arc::new(AtomicBool::new(false));
-        let done: Arc<Vec<AtomicU64>> =
-            Arc::new((0..threads).map(|_| AtomicU64::new(0)).collect());
+        let done: Arc<Vec<AtomicU64>> = Arc::new((0..threads).map(|_| AtomicU64::new(0)).collect());
         // The engine is built (and checked) on the thread that owns it; the answer comes back
         // before the workers start.
         let (tx, rx) = std::sync::mpsc::sync_channel::<Result<(EngineInfo, bool), EngineError>>(1);
@@ -201,7 +200,11 @@ fn worker(
 ) -> Result<(), EngineError> {
     let pkey = alg.kind() == AlgorithmKind::PublicKey;
     let mut bulk = if pkey { None } else { Some(engine.bulk(alg)?) };
-    let mut signer = if pkey { Some(engine.signer(alg)?) } else { None };
+    let mut signer = if pkey {
+        Some(engine.signer(alg)?)
+    } else {
+        None
+    };
     let mut n = 1u64;
     while !stop.load(Ordering::Relaxed) {
         let t = Instant::now();

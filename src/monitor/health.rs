@@ -200,8 +200,16 @@ rb23-rtr-lan: 1 1 0 0 0 0 0 0 1 1 0 1 0 0 0 0\n";
         later.insert("eth0".into(), (4, 20));
         later.insert("wlan0".into(), (100, 100));
         later.remove("rb23-rtr-lan");
-        assert_eq!(net_dev_delta(&m, &later), (1, 8), "new and gone devices add nothing");
-        assert_eq!(net_dev_delta(&later, &m), (0, 0), "counters going back add nothing");
+        assert_eq!(
+            net_dev_delta(&m, &later),
+            (1, 8),
+            "new and gone devices add nothing"
+        );
+        assert_eq!(
+            net_dev_delta(&later, &m),
+            (0, 0),
+            "counters going back add nothing"
+        );
     }
 
     #[test]

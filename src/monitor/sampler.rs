@@ -1,10 +1,10 @@
 //! A background sampler: started before a test, stopped after it, it returns a
 //! `MonitorResult`. Bounded in samples and duration so it can never run away.
 
+use super::health::{self, KernelLog};
 use super::processes::{busiest, process_ticks};
 use super::procfs::{self, CpuTicks, SoftnetRow};
 use super::queues::QueueReader;
-use super::health::{self, KernelLog};
 use super::sources::{self, ProcFiles};
 use super::thermal::{self, Sensor};
 use crate::results::monitor::{MonitorResult, MonitorSample, MonitorSummary, ZoneTemperature};

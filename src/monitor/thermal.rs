@@ -80,7 +80,10 @@ pub fn sensors(root: &Path) -> Vec<Sensor> {
 pub fn read(files: &mut ProcFiles, sensors: &[Sensor]) -> (Vec<ZoneTemperature>, Option<f64>) {
     let mut all = Vec::with_capacity(sensors.len());
     for s in sensors {
-        let Some(milli) = files.read(&s.rel).and_then(|t| t.trim().parse::<f64>().ok()) else {
+        let Some(milli) = files
+            .read(&s.rel)
+            .and_then(|t| t.trim().parse::<f64>().ok())
+        else {
             continue;
         };
         let c = milli / 1000.0;

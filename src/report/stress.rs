@@ -127,7 +127,9 @@ fn sag_text(th: &Throttling) -> Option<String> {
 fn throttle_line(s: &StressResult) -> String {
     let a = &s.analysis;
     let th = &a.throttling;
-    let at = th.at_s.map_or(String::new(), |t| format!("from t = {t:.0} s"));
+    let at = th
+        .at_s
+        .map_or(String::new(), |t| format!("from t = {t:.0} s"));
     let freq = || {
         format!(
             "CPU frequency {:.0} → {:.0} MHz ({})",
@@ -179,18 +181,34 @@ fn throttle_line(s: &StressResult) -> String {
 fn drift_line(s: &StressResult) -> String {
     let d = &s.analysis.drift;
     let mut parts = Vec::new();
-    if let (Some(a), Some(b), Some(c)) = (d.crypto_first_per_s, d.crypto_last_per_s, d.crypto_change_pct) {
-        parts.push(format!("crypto {} → {} ({})", crypto_rate(s, a), crypto_rate(s, b), pct(c)));
+    if let (Some(a), Some(b), Some(c)) = (
+        d.crypto_first_per_s,
+        d.crypto_last_per_s,
+        d.crypto_change_pct,
+    ) {
+        parts.push(format!(
+            "crypto {} → {} ({})",
+            crypto_rate(s, a),
+            crypto_rate(s, b),
+            pct(c)
+        ));
     }
     for (name, a, b, c) in [
         ("up", d.up_first_mbps, d.up_last_mbps, d.up_change_pct),
-        ("down", d.down_first_mbps, d.down_last_mbps, d.down_change_pct),
+        (
+            "down",
+            d.down_first_mbps,
+            d.down_last_mbps,
+            d.down_change_pct,
+        ),
     ] {
         if let (Some(a), Some(b), Some(c)) = (a, b, c) {
             parts.push(format!("{name} {} → {} ({})", mbit(a), mbit(b), pct(c)));
         }
     }
-    if let (Some(a), Some(b), Some(c)) = (d.latency_first_ms, d.latency_last_ms, d.latency_change_ms) {
+    if let (Some(a), Some(b), Some(c)) =
+        (d.latency_first_ms, d.latency_last_ms, d.latency_change_ms)
+    {
         let sign = if c < 0.0 { "" } else { "+" };
         parts.push(format!(
             "latency median {} → {} ms ({sign}{} ms)",
@@ -228,7 +246,12 @@ fn kind_text(k: InstabilityKind) -> &'static str {
 }
 
 fn finding_line(f: &Instability) -> String {
-    format!("            t = {:6.1} s  {}: {}", f.t_s, kind_text(f.kind), f.detail)
+    format!(
+        "            t = {:6.1} s  {}: {}",
+        f.t_s,
+        kind_text(f.kind),
+        f.detail
+    )
 }
 
 /// The summary: a few lines that answer the seed, stability last.
@@ -270,7 +293,10 @@ pub fn render_summary(s: &StressResult) -> String {
         out.push('\n');
     }
     if st.findings.len() > 30 {
-        out.push_str(&format!("            … and {} more\n", st.findings.len() - 30));
+        out.push_str(&format!(
+            "            … and {} more\n",
+            st.findings.len() - 30
+        ));
     }
     for x in &st.stopped {
         let who = if x.who == "router" {
@@ -313,7 +339,10 @@ mod tests {
         });
         let text = render_summary(&s);
         let last = text.lines().last().unwrap();
-        assert!(last.starts_with("router stopped answering at t = 12.0 s"), "{text}");
+        assert!(
+            last.starts_with("router stopped answering at t = 12.0 s"),
+            "{text}"
+        );
         assert!(text.contains("Heat        not measured"), "{text}");
         assert!(text.contains("not concluded"), "{text}");
     }
@@ -345,9 +374,21 @@ mod tests {
         s.analysis.throttling.freq_drop_pct = Some(33.3);
         s.analysis.throttling.temp_rise_c = Some(35.0);
         let text = render_summary(&s);
-        assert!(text.contains("peak 92.5 °C at t = 1700 s, +42.5 °C over its start"), "{text}");
+        assert!(
+            text.contains("peak 92.5 °C at t = 1700 s, +42.5 °C over its start"),
+            "{text}"
+        );
         assert!(text.contains("+48.5 °C over the 44 °C ambient"), "{text}");
-        assert!(text.contains("yes, from t = 900 s: CPU frequency 1800 → 1200 MHz (-33.3 %)"), "{text}");
-        assert!(text.lines().last().unwrap().starts_with("Stability   stable"), "{text}");
+        assert!(
+            text.contains("yes, from t = 900 s: CPU frequency 1800 → 1200 MHz (-33.3 %)"),
+            "{text}"
+        );
+        assert!(
+            text.lines()
+                .last()
+                .unwrap()
+                .starts_with("Stability   stable"),
+            "{text}"
+        );
     }
 }

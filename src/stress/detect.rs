@@ -15,8 +15,8 @@
 use super::trend::{self, FallRule, change_pct, window_median};
 use crate::results::monitor::{MonitorResult, MonitorSample};
 use crate::results::stress::{
-    Drift, EventKind, Heat, Instability, InstabilityKind, Stability, StressAnalysis,
-    StressResult, Stopped, ThrottleVerdict, Throttling, ZoneHeat,
+    Drift, EventKind, Heat, Instability, InstabilityKind, Stability, Stopped, StressAnalysis,
+    StressResult, ThrottleVerdict, Throttling, ZoneHeat,
 };
 
 /// The window the start and the end are judged on: a fifth of the run, 10 s to 5 min.
@@ -138,7 +138,10 @@ fn stability(s: &StressResult, samples: &[MonitorSample], interval: f64) -> Stab
         let kind = match e.kind {
             EventKind::NetError => {
                 let m = e.message.to_ascii_lowercase();
-                if ["reset", "broken pipe", "aborted"].iter().any(|w| m.contains(w)) {
+                if ["reset", "broken pipe", "aborted"]
+                    .iter()
+                    .any(|w| m.contains(w))
+                {
                     InstabilityKind::ConnectionReset
                 } else {
                     InstabilityKind::TestError
@@ -234,10 +237,7 @@ fn stability(s: &StressResult, samples: &[MonitorSample], interval: f64) -> Stab
         findings.push(Instability {
             t_s: samples.last().map_or(0.0, |x| x.t_s),
             kind: InstabilityKind::KernelWarning,
-            detail: format!(
-                "and {} more kernel log lines",
-                kernel - MAX_KERNEL_FINDINGS
-            ),
+            detail: format!("and {} more kernel log lines", kernel - MAX_KERNEL_FINDINGS),
         });
     }
     findings.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
@@ -373,7 +373,11 @@ fn throughput_series(s: &StressResult) -> Vec<(&'static str, Vec<(f64, f64)>)> {
         .collect();
     let up = s.net_series.iter().map(|p| (p.t_s, p.up_mbps)).collect();
     let down = s.net_series.iter().map(|p| (p.t_s, p.down_mbps)).collect();
-    vec![("crypto", crypto), ("network up", up), ("network down", down)]
+    vec![
+        ("crypto", crypto),
+        ("network up", up),
+        ("network down", down),
+    ]
 }
 
 fn throttling(s: &StressResult, samples: &[MonitorSample]) -> Throttling {
@@ -414,7 +418,10 @@ fn throttling(s: &StressResult, samples: &[MonitorSample]) -> Throttling {
             .map(|p| p.1);
         let rise = start.zip(at_onset).map(|(a, b)| b - a);
         let thermal = rise.is_some_and(|r| r >= th.temp_rise_c);
-        let sag = sags.iter().find(|(n, _)| *n == "crypto").or(first_sag.as_ref());
+        let sag = sags
+            .iter()
+            .find(|(n, _)| *n == "crypto")
+            .or(first_sag.as_ref());
         return Throttling {
             verdict: if thermal {
                 ThrottleVerdict::Throttled

@@ -110,7 +110,10 @@ fn temperature_ramp_with_a_frequency_drop_is_throttling() {
     assert!((th.throughput_drop_pct.unwrap() - 33.0).abs() < 0.1);
     // Heat: the zone's start, peak and rise, and over the ambient given.
     let z = &a.heat.zones[0];
-    assert!((z.start_c - 45.45).abs() < 1e-9, "median of the first five: {z:?}");
+    assert!(
+        (z.start_c - 45.45).abs() < 1e-9,
+        "median of the first five: {z:?}"
+    );
     assert!((z.peak_c - 90.0).abs() < 1e-9, "{z:?}");
     assert!(a.stability.stable, "{:?}", a.stability);
     assert!(a.conclusive);
@@ -121,12 +124,20 @@ fn a_flat_run_is_not_throttling_and_finds_nothing() {
     let (mut s, m) = run(300, flat, flat, healthy);
     s.ambient_c = Some(23.0);
     let a = analyze(&s, Some(&m));
-    assert_eq!(a.throttling.verdict, ThrottleVerdict::None, "{:?}", a.throttling);
+    assert_eq!(
+        a.throttling.verdict,
+        ThrottleVerdict::None,
+        "{:?}",
+        a.throttling
+    );
     assert_eq!(a.throttling.at_s, None);
     assert_eq!(a.throttling.freq_from_mhz, Some(1800.0));
     assert!(a.stability.stable, "{:?}", a.stability);
     assert!(a.stability.stopped.is_empty());
-    assert_eq!(a.heat.hottest.as_deref(), Some("cpu-thermal (thermal_zone0)"));
+    assert_eq!(
+        a.heat.hottest.as_deref(),
+        Some("cpu-thermal (thermal_zone0)")
+    );
     assert_eq!(a.heat.zones[0].rise_c, 0.0);
     assert_eq!(a.heat.over_ambient_c, Some(22.0));
     assert_eq!(a.drift.crypto_change_pct, Some(0.0));
@@ -170,21 +181,31 @@ fn a_throughput_sag_without_frequency_data_is_a_suspected_throttle() {
     assert!(a.missing.iter().any(|m| m.starts_with("temperature")));
     assert!(a.missing.iter().any(|m| m.starts_with("CPU frequency")));
     // A sag below the threshold (5 % of 10 %) is not suspected.
-    let (s, m) = run(300, |t| if t > 200.0 { 0.95e9 } else { 1e9 }, flat, |t| {
-        let mut x = healthy(t);
-        x.cpu_freq_mhz.clear();
-        x
-    });
+    let (s, m) = run(
+        300,
+        |t| if t > 200.0 { 0.95e9 } else { 1e9 },
+        flat,
+        |t| {
+            let mut x = healthy(t);
+            x.cpu_freq_mhz.clear();
+            x
+        },
+    );
     assert_eq!(
         analyze(&s, Some(&m)).throttling.verdict,
         ThrottleVerdict::None
     );
     // The network sagging alone is suspected too, and named.
-    let (s, m) = run(300, flat, |t| if t > 150.0 { 400.0 } else { 900.0 }, |t| {
-        let mut x = healthy(t);
-        x.cpu_freq_mhz.clear();
-        x
-    });
+    let (s, m) = run(
+        300,
+        flat,
+        |t| if t > 150.0 { 400.0 } else { 900.0 },
+        |t| {
+            let mut x = healthy(t);
+            x.cpu_freq_mhz.clear();
+            x
+        },
+    );
     let th = analyze(&s, Some(&m)).throttling;
     assert_eq!(th.verdict, ThrottleVerdict::Suspected);
     assert!(th.throughput.unwrap().starts_with("network"));
@@ -222,7 +243,10 @@ fn an_uptime_reset_is_a_reboot() {
         .collect();
     assert_eq!(reboots.len(), 1, "{:?}", a.stability.findings);
     assert_eq!(reboots[0].t_s, 160.0);
-    assert!(reboots[0].detail.contains("rebooted about t = 100 s"), "{reboots:?}");
+    assert!(
+        reboots[0].detail.contains("rebooted about t = 100 s"),
+        "{reboots:?}"
+    );
     assert!(!a.stability.stable);
     // It came back: it did not stop answering; the gap is the loss, not a second stall.
     assert!(a.stability.stopped.is_empty());
@@ -247,9 +271,16 @@ fn an_agent_lost_for_good_stopped_answering_at_its_last_sample() {
     let a = analyze(&s, Some(&m));
     assert_eq!(a.stability.stopped.len(), 1);
     let st = &a.stability.stopped[0];
-    assert_eq!((st.who.as_str(), st.last_answer_s, st.noticed_s), ("router", 12.0, 12.4));
+    assert_eq!(
+        (st.who.as_str(), st.last_answer_s, st.noticed_s),
+        ("router", 12.0, 12.4)
+    );
     assert!(!a.conclusive, "30 s is too short to conclude");
-    assert!(a.notes[0].starts_with("too short to conclude"), "{:?}", a.notes);
+    assert!(
+        a.notes[0].starts_with("too short to conclude"),
+        "{:?}",
+        a.notes
+    );
     assert_eq!(a.throttling.verdict, ThrottleVerdict::Unknown);
 }
 
@@ -273,7 +304,10 @@ fn stalls_oom_kills_kernel_oopses_resets_and_a_silent_server() {
     // The server went away after t = 100 s: two failed segments, no step since.
     s.net_series.retain(|p| p.t_s <= 100.0);
     for (t, msg) in [
-        (40.0, "TCP upload BE: send failed: Connection reset by peer (os error 104)"),
+        (
+            40.0,
+            "TCP upload BE: send failed: Connection reset by peer (os error 104)",
+        ),
         (101.0, "cannot connect to 10.0.0.2:5201: Connection refused"),
         (104.0, "cannot connect to 10.0.0.2:5201: Connection refused"),
     ] {
@@ -284,8 +318,12 @@ fn stalls_oom_kills_kernel_oopses_resets_and_a_silent_server() {
         });
     }
     let a = analyze(&s, Some(&m));
-    let kinds: Vec<(f64, InstabilityKind)> =
-        a.stability.findings.iter().map(|f| (f.t_s, f.kind)).collect();
+    let kinds: Vec<(f64, InstabilityKind)> = a
+        .stability
+        .findings
+        .iter()
+        .map(|f| (f.t_s, f.kind))
+        .collect();
     assert_eq!(
         kinds,
         vec![

@@ -229,7 +229,9 @@ pub fn run(
             algorithm: cfg
                 .cpu
                 .as_ref()
-                .map_or(crate::results::crypto::Algorithm::Aes128Cbc, |c| c.algorithm),
+                .map_or(crate::results::crypto::Algorithm::Aes128Cbc, |c| {
+                    c.algorithm
+                }),
             threads: l.threads,
             pinned: l.pinned,
             block_bytes: l.block_bytes,

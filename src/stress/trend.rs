@@ -7,7 +7,9 @@ use crate::stats::{median, sorted_finite};
 /// The median of the values with `from <= t <= to`.
 pub fn window_median(s: &[(f64, f64)], from: f64, to: f64) -> Option<f64> {
     median(&sorted_finite(
-        s.iter().filter(|(t, _)| *t >= from && *t <= to).map(|p| p.1),
+        s.iter()
+            .filter(|(t, _)| *t >= from && *t <= to)
+            .map(|p| p.1),
     ))
 }
 
@@ -125,7 +127,16 @@ mod tests {
         let late = series(|t| if t >= 118.0 { 10.0 } else { 100.0 }, 120);
         assert_eq!(fall(&late, RULE), None);
         // A dip that recovers within the sustain time is not held.
-        let brief = series(|t| if (50.0..56.0).contains(&t) { 50.0 } else { 100.0 }, 120);
+        let brief = series(
+            |t| {
+                if (50.0..56.0).contains(&t) {
+                    50.0
+                } else {
+                    100.0
+                }
+            },
+            120,
+        );
         assert_eq!(fall(&brief, RULE), None);
         assert_eq!(fall(&s[..4], RULE), None);
     }

@@ -14,8 +14,17 @@ const TIME: &str = "time since the start (s)";
 type Points = Vec<(f64, Option<f64>)>;
 
 /// A panel of named series, scaled to their 1st–99th percentile; `why` when none has data.
-fn panel(title: &str, y: &str, series: &[(String, Points)], zero: bool, why: &str, x1: f64) -> Panel {
-    let values = series.iter().flat_map(|(_, p)| p.iter().filter_map(|v| v.1));
+fn panel(
+    title: &str,
+    y: &str,
+    series: &[(String, Points)],
+    zero: bool,
+    why: &str,
+    x1: f64,
+) -> Panel {
+    let values = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().filter_map(|v| v.1));
     let Some(range) = robust_range(values, zero) else {
         return Panel::missing(title, TIME, y, why);
     };
@@ -56,7 +65,11 @@ fn temperatures(m: Option<&MonitorResult>, x1: f64) -> Panel {
         })
         .collect();
     if series.is_empty() {
-        let pts = m.samples.iter().map(|s| (s.t_s, s.temperature_max_c)).collect();
+        let pts = m
+            .samples
+            .iter()
+            .map(|s| (s.t_s, s.temperature_max_c))
+            .collect();
         series.push(("hottest sensor".into(), pts));
     }
     panel(
@@ -129,7 +142,10 @@ fn network(s: &StressResult, x1: f64) -> Vec<Panel> {
     let dir = |f: fn(&crate::results::stress::NetPoint) -> f64| -> Points {
         s.net_series.iter().map(|p| (p.t_s, Some(f(p)))).collect()
     };
-    let title = format!("Network load: {} to {} (goodput per step)", w.test, w.target);
+    let title = format!(
+        "Network load: {} to {} (goodput per step)",
+        w.test, w.target
+    );
     let tp = panel(
         &title,
         "Mbit/s",
@@ -176,7 +192,10 @@ fn events(s: &StressResult) -> Vec<VLine> {
         .stopped
         .iter()
         .map(|st| VLine {
-            label: format!("{} stopped answering (t = {:.1} s)", st.who, st.last_answer_s),
+            label: format!(
+                "{} stopped answering (t = {:.1} s)",
+                st.who, st.last_answer_s
+            ),
             x: st.last_answer_s,
         })
         .collect();
@@ -194,8 +213,10 @@ fn events(s: &StressResult) -> Vec<VLine> {
             });
         }
     }
-    if let (Some(t), ThrottleVerdict::Throttled | ThrottleVerdict::FrequencyDrop | ThrottleVerdict::Suspected) =
-        (a.throttling.at_s, a.throttling.verdict)
+    if let (
+        Some(t),
+        ThrottleVerdict::Throttled | ThrottleVerdict::FrequencyDrop | ThrottleVerdict::Suspected,
+    ) = (a.throttling.at_s, a.throttling.verdict)
     {
         out.push(VLine {
             label: format!("throttling onset (t = {t:.0} s)"),
@@ -278,13 +299,29 @@ mod tests {
         });
         let f = figure(&run).unwrap();
         assert_eq!(f.panels.len(), 3, "temperature, frequency, crypto");
-        assert!(f.panels[0].note.as_deref().unwrap_or("").contains("no thermal zone"));
-        assert!(f.panels[1].note.as_deref().unwrap_or("").contains("no cpufreq"));
+        assert!(
+            f.panels[0]
+                .note
+                .as_deref()
+                .unwrap_or("")
+                .contains("no thermal zone")
+        );
+        assert!(
+            f.panels[1]
+                .note
+                .as_deref()
+                .unwrap_or("")
+                .contains("no cpufreq")
+        );
         let c = &f.panels[2];
         assert!(c.has_data());
         assert_eq!(c.vlines.len(), 1);
         assert_eq!(c.vlines[0].x, 12.0);
-        assert!(super::super::to_svg(&f, 960).unwrap().contains("router stopped answering"));
+        assert!(
+            super::super::to_svg(&f, 960)
+                .unwrap()
+                .contains("router stopped answering")
+        );
         assert!(figure(&RunResult::new(String::new())).is_none());
     }
 }
