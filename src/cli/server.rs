@@ -110,6 +110,18 @@ pub struct ServerArgs {
         value_name = "FILE"
     )]
     pub authorized_users_path: Option<std::path::PathBuf>,
+    /// Which RSA padding the credentials may use: auto (either: iperf3 3.12's PKCS#1 v1.5 and
+    /// 3.17+'s OAEP alike, told apart by the plaintext), pkcs1 or oaep (only that one, as an
+    /// iperf3 server does).
+    #[arg(
+        long = "rsa-padding",
+        value_name = "auto|pkcs1|oaep",
+        default_value = "auto"
+    )]
+    pub rsa_padding: crate::iperf3::auth::ServerPadding,
+    /// iperf3 3.17+'s spelling of `--rsa-padding pkcs1`.
+    #[arg(long = "use-pkcs1-padding", conflicts_with = "rsa_padding")]
+    pub use_pkcs1_padding: bool,
     /// Largest difference between the client's token time and this clock, seconds.
     #[arg(long = "time-skew-threshold", default_value_t = crate::iperf3::auth::DEFAULT_SKEW)]
     pub time_skew_threshold: u64,
@@ -317,6 +329,11 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         let mut auth = crate::iperf3::auth::ServerAuth::load(key, users)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         auth.skew = args.time_skew_threshold;
+        auth.padding = if args.use_pkcs1_padding {
+            crate::iperf3::auth::ServerPadding::Only(crate::iperf3::auth::Padding::Pkcs1)
+        } else {
+            args.rsa_padding
+        };
         cfg.auth = Some(Arc::new(auth));
     }
     let token = crate::cli::rrul::token_arg(&args.token)?;

@@ -38,6 +38,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("rsa_private_key_path", "--rsa-private-key-path"),
     ("authorized_users_path", "--authorized-users-path"),
     ("time_skew_threshold", "--time-skew-threshold"),
+    ("rsa_padding", "--rsa-padding"),
     ("token", "--token"),
     ("max_rb_sessions", "--max-rb-sessions"),
     ("max_rb_flows", "--max-rb-flows"),

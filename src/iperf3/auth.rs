@@ -3,6 +3,13 @@
 //! padding in 3.12; OAEP-SHA1 from 3.17 on), base64 without newlines, as the `authtoken`
 //! parameter. The server decrypts it, checks that `T` is within the skew threshold (10 s) of its
 //! clock, and looks for the line `U,sha256hex("{U}P")` in the authorised-users file.
+//!
+//! The client does not say which padding it used (iperf3 3.17+ sets `use_pkcs1_padding` from its
+//! own option only, never from the params), so a server that accepts both must tell them apart
+//! by the plaintext: it tries each padding and takes the one whose plaintext parses as iperf3's
+//! credentials. Stopping at the first padding that merely *decrypts* is wrong: an OAEP block
+//! starts with 0x00 and its second byte is 0x02 in 1 of 256 cases, and then PKCS#1 v1.5 decoding
+//! often "succeeds" on garbage (about 1 OAEP login in 500 was refused that way).
 
 use base64ct::{Base64, Encoding};
 use rsa::pkcs1::{DecodeRsaPrivateKey, DecodeRsaPublicKey};
@@ -23,12 +30,47 @@ pub enum Padding {
     Oaep,
 }
 
-/// The server's half: private key, users file, skew threshold.
+impl Padding {
+    fn name(self) -> &'static str {
+        match self {
+            Padding::Pkcs1 => "PKCS#1 v1.5",
+            Padding::Oaep => "OAEP",
+        }
+    }
+}
+
+/// Which paddings the server accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ServerPadding {
+    /// Either (the default): iperf3 3.12 clients and 3.17+ clients alike.
+    #[default]
+    Auto,
+    /// Only this one, as an iperf3 server does (3.17+: OAEP, or v1.5 with `--use-pkcs1-padding`).
+    Only(Padding),
+}
+
+impl std::str::FromStr for ServerPadding {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ServerPadding, String> {
+        match s {
+            "auto" => Ok(ServerPadding::Auto),
+            "pkcs1" => Ok(ServerPadding::Only(Padding::Pkcs1)),
+            "oaep" => Ok(ServerPadding::Only(Padding::Oaep)),
+            _ => Err(format!(
+                "unknown RSA padding {s:?}: auto (either), pkcs1 (iperf3 up to 3.16, or \
+                 --use-pkcs1-padding) or oaep (iperf3 3.17+)"
+            )),
+        }
+    }
+}
+
+/// The server's half: private key, users file, skew threshold, accepted paddings.
 #[derive(Debug, Clone)]
 pub struct ServerAuth {
     key: RsaPrivateKey,
     users: PathBuf,
     pub skew: u64,
+    pub padding: ServerPadding,
 }
 
 fn read(path: &Path, what: &str) -> Result<String, String> {
@@ -54,6 +96,7 @@ impl ServerAuth {
             key,
             users: users.to_path_buf(),
             skew: DEFAULT_SKEW,
+            padding: ServerPadding::Auto,
         })
     }
 
@@ -81,14 +124,40 @@ impl ServerAuth {
         }
     }
 
+    /// The credentials in `token`: the first accepted padding whose plaintext parses as
+    /// iperf3's format (OAEP first: a v1.5 block passes OAEP's checks with probability ~2^-160,
+    /// while garbage passes v1.5's about once in a few hundred).
     fn decrypt(&self, token: &str) -> Result<Credentials, String> {
         let ct = Base64::decode_vec(token.trim()).map_err(|_| "authtoken is not base64")?;
-        let plain = self
-            .key
-            .decrypt(Pkcs1v15Encrypt, &ct)
-            .or_else(|_| self.key.decrypt(Oaep::new::<sha1::Sha1>(), &ct))
-            .map_err(|_| "authtoken does not decrypt with the server's key")?;
-        Credentials::parse(&String::from_utf8_lossy(&plain))
+        let paddings: &[Padding] = match self.padding {
+            ServerPadding::Auto => &[Padding::Oaep, Padding::Pkcs1],
+            ServerPadding::Only(Padding::Oaep) => &[Padding::Oaep],
+            ServerPadding::Only(Padding::Pkcs1) => &[Padding::Pkcs1],
+        };
+        let mut unparsed = None;
+        for &padding in paddings {
+            let plain = match padding {
+                Padding::Pkcs1 => self.key.decrypt(Pkcs1v15Encrypt, &ct),
+                Padding::Oaep => self.key.decrypt(Oaep::new::<sha1::Sha1>(), &ct),
+            };
+            let Ok(plain) = plain else { continue };
+            match Credentials::parse(&String::from_utf8_lossy(&plain)) {
+                Ok(creds) => return Ok(creds),
+                Err(e) => unparsed = Some(e),
+            }
+        }
+        let tried = paddings
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(" or ");
+        Err(match unparsed {
+            Some(e) => format!("{e} (decrypted with {tried})"),
+            None => format!(
+                "authtoken does not decrypt with the server's key ({tried}): the client has \
+                 another public key, or uses a padding this server does not accept"
+            ),
+        })
     }
 }
 
@@ -163,14 +232,24 @@ pub fn client_token(
     creds: &Credentials,
     padding: Padding,
 ) -> Result<String, String> {
+    client_token_with_rng(public_key_pem, creds, padding, &mut rsa::rand_core::OsRng)
+}
+
+/// [`client_token`] with the padding's randomness from `rng` (tests use a seeded one, so a run
+/// that fails can be repeated token for token).
+pub fn client_token_with_rng<R: rsa::rand_core::CryptoRngCore>(
+    public_key_pem: &str,
+    creds: &Credentials,
+    padding: Padding,
+    rng: &mut R,
+) -> Result<String, String> {
     let key = RsaPublicKey::from_public_key_pem(public_key_pem)
         .or_else(|_| RsaPublicKey::from_pkcs1_pem(public_key_pem))
         .map_err(|e| format!("--rsa-public-key-path: not an RSA public key in PEM ({e})"))?;
-    let mut rng = rsa::rand_core::OsRng;
     let text = creds.text();
     let ct = match padding {
-        Padding::Pkcs1 => key.encrypt(&mut rng, Pkcs1v15Encrypt, text.as_bytes()),
-        Padding::Oaep => key.encrypt(&mut rng, Oaep::new::<sha1::Sha1>(), text.as_bytes()),
+        Padding::Pkcs1 => key.encrypt(rng, Pkcs1v15Encrypt, text.as_bytes()),
+        Padding::Oaep => key.encrypt(rng, Oaep::new::<sha1::Sha1>(), text.as_bytes()),
     }
     .map_err(|e| {
         format!("cannot encrypt the credentials: {e} (user name or password too long?)")
@@ -224,5 +303,128 @@ mod tests {
         assert_eq!(Credentials::parse(&c.text()), Ok(c));
         assert!(Credentials::parse("user: a\npwd:  b\nts:   x").is_err());
         assert!(Credentials::parse("garbage").is_err());
+    }
+
+    const TEST_KEY: &str = include_str!("../../tests/fixtures/auth/test-private.pem");
+    const TEST_PUB: &str = include_str!("../../tests/fixtures/auth/test-public.pem");
+
+    /// A server with the test key and its own users file (one per call: tests run in parallel).
+    fn test_auth(padding: ServerPadding) -> (ServerAuth, std::path::PathBuf) {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let users =
+            std::env::temp_dir().join(format!("rb-auth-unit-{}-{n}.csv", std::process::id()));
+        std::fs::write(
+            &users,
+            format!("mario,{}\n", password_hash("mario", "rossi")),
+        )
+        .unwrap();
+        let auth = ServerAuth {
+            key: RsaPrivateKey::from_pkcs8_pem(TEST_KEY).unwrap(),
+            users: users.clone(),
+            skew: DEFAULT_SKEW,
+            padding,
+        };
+        (auth, users)
+    }
+
+    fn mario(ts: i64) -> Credentials {
+        Credentials {
+            user: "mario".into(),
+            password: "rossi".into(),
+            ts,
+        }
+    }
+
+    /// Many tokens of each padding, from a seeded RNG, are all accepted.
+    #[test]
+    fn every_token_of_either_padding_is_accepted() {
+        use rand_chacha::rand_core::SeedableRng;
+        let n = if cfg!(debug_assertions) { 100 } else { 1000 };
+        let (auth, users) = test_auth(ServerPadding::Auto);
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0x2025_1201);
+        let now = 1_764_600_000;
+        for padding in [Padding::Oaep, Padding::Pkcs1] {
+            for i in 0..n {
+                let creds = mario(now + (i % 7) as i64);
+                let token = client_token_with_rng(TEST_PUB, &creds, padding, &mut rng).unwrap();
+                assert_eq!(
+                    auth.check(&token, now),
+                    Ok("mario".to_string()),
+                    "{padding:?} token {i}"
+                );
+            }
+        }
+        let _ = std::fs::remove_file(users);
+    }
+
+    /// The OAEP tokens that PKCS#1 v1.5 also "decrypts" (to garbage) are accepted: these are
+    /// what the old decrypt-v1.5-first code refused (~1 OAEP login in 500). They are searched
+    /// for with a seeded RNG, a bounded number of tries, and the test insists on finding some.
+    #[test]
+    fn oaep_tokens_that_v15_also_decodes_are_accepted() {
+        use rand_chacha::rand_core::SeedableRng;
+        let (auth, users) = test_auth(ServerPadding::Auto);
+        let key = RsaPrivateKey::from_pkcs8_pem(TEST_KEY).unwrap();
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(25);
+        let now = 1_764_600_000;
+        let mut found = 0;
+        for _ in 0..6000 {
+            let token =
+                client_token_with_rng(TEST_PUB, &mario(now), Padding::Oaep, &mut rng).unwrap();
+            let ct = Base64::decode_vec(&token).unwrap();
+            if key.decrypt(Pkcs1v15Encrypt, &ct).is_err() {
+                continue;
+            }
+            found += 1;
+            assert_eq!(auth.check(&token, now), Ok("mario".to_string()));
+            if found == 3 {
+                break;
+            }
+        }
+        assert_eq!(found, 3, "too few v1.5-decodable OAEP tokens in 6000 tries");
+        let _ = std::fs::remove_file(users);
+    }
+
+    /// A server that insists on one padding refuses the other, with the reason.
+    #[test]
+    fn a_server_can_insist_on_one_padding() {
+        use rand_chacha::rand_core::SeedableRng;
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(7);
+        let now = 1_764_600_000;
+        let creds = mario(now);
+        for (only, other) in [
+            (Padding::Oaep, Padding::Pkcs1),
+            (Padding::Pkcs1, Padding::Oaep),
+        ] {
+            let (auth, users) = test_auth(ServerPadding::Only(only));
+            for _ in 0..20 {
+                let good = client_token_with_rng(TEST_PUB, &creds, only, &mut rng).unwrap();
+                assert_eq!(auth.check(&good, now), Ok("mario".to_string()));
+                let bad = client_token_with_rng(TEST_PUB, &creds, other, &mut rng).unwrap();
+                let err = auth.check(&bad, now).unwrap_err();
+                assert!(
+                    err.contains(only.name()) && !err.contains(other.name()),
+                    "{only:?} only, {other:?} token: {err}"
+                );
+            }
+            let _ = std::fs::remove_file(users);
+        }
+        assert_eq!("auto".parse(), Ok(ServerPadding::Auto));
+        assert_eq!("oaep".parse(), Ok(ServerPadding::Only(Padding::Oaep)));
+        assert_eq!("pkcs1".parse(), Ok(ServerPadding::Only(Padding::Pkcs1)));
+        assert!("rsa".parse::<ServerPadding>().unwrap_err().contains("oaep"));
+    }
+
+    /// Garbage of the right length decrypts under neither padding or parses under neither.
+    #[test]
+    fn a_foreign_token_is_refused_with_a_reason() {
+        let (auth, users) = test_auth(ServerPadding::Auto);
+        let err = auth
+            .check(&Base64::encode_string(&[0x5a; 256]), 0)
+            .unwrap_err();
+        assert!(err.contains("OAEP or PKCS#1 v1.5"), "{err}");
+        assert!(auth.check("not base64!", 0).unwrap_err().contains("base64"));
+        let _ = std::fs::remove_file(users);
     }
 }

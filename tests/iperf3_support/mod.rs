@@ -8,6 +8,18 @@ use std::time::{Duration, Instant};
 
 pub const ROUTERBENCH: &str = env!("CARGO_BIN_EXE_routerbench");
 
+/// iperf3 3.21, the newest release (OAEP by default, one thread per stream), if it is here:
+/// $IPERF3_NEW, else the peer next to the repository (`../shared/peers/iperf3-3.21`, which this
+/// project's CI machines have). None when neither exists: callers say they skip.
+pub fn iperf3_new() -> Option<PathBuf> {
+    let from_env = std::env::var_os("IPERF3_NEW").map(PathBuf::from);
+    let sibling = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/peers/iperf3-3.21"
+    ));
+    from_env.into_iter().chain([sibling]).find(|p| p.is_file())
+}
+
 /// The iperf3 binary, or a failure that says how to install it.
 pub fn iperf3() -> PathBuf {
     for p in ["/usr/bin/iperf3", "/usr/local/bin/iperf3"] {
