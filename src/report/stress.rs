@@ -165,8 +165,8 @@ fn throttle_line(s: &StressResult) -> String {
                 ))
             ),
             None => format!(
-                "none seen: throughput held within {:.0} % (no cpufreq, so the clock itself was \
-                 not seen)",
+                "none seen: no crypto or network throughput fell by more than {:.0} % (no \
+                 cpufreq, so the clock itself was not seen)",
                 s.thresholds.throughput_drop_pct
             ),
         },

@@ -52,9 +52,10 @@ pub struct FallRule {
 }
 
 /// The first time the smoothed series falls more than `rule.drop_pct` below the start's
-/// median and stays there for `rule.sustain` (or to the end of the series, if at least half
-/// of `sustain` remains and three points lie below). `None` when it never does or the series
-/// is too short (fewer than 5 points, or no positive baseline).
+/// median, stays there for `rule.sustain` (or to the end of the series, if at least half of
+/// `sustain` remains and three points lie below), and the median from then to the end is
+/// below that limit too. `None` when it never does or the series is too short (fewer than 5
+/// points, or no positive baseline).
 pub fn fall(s: &[(f64, f64)], rule: FallRule) -> Option<Fall> {
     if s.len() < 5 {
         return None;
@@ -66,15 +67,25 @@ pub fn fall(s: &[(f64, f64)], rule: FallRule) -> Option<Fall> {
     }
     let limit = base * (1.0 - rule.drop_pct / 100.0);
     let sm = smooth(s, rule.span);
-    for (i, &(t, v)) in sm.iter().enumerate() {
+    let mut i = 0;
+    while i < sm.len() {
+        let (t, v) = sm[i];
         if v >= limit || end - t < rule.sustain / 2.0 {
+            i += 1;
             continue;
         }
-        let held: Vec<&(f64, f64)> = sm[i..]
+        let held = sm[i..]
             .iter()
             .take_while(|(u, _)| *u <= t + rule.sustain)
-            .collect();
+            .collect::<Vec<_>>();
         if held.len() < 3 || held.iter().any(|(_, w)| *w >= limit) {
+            i += 1;
+            continue;
+        }
+        // Throttling persists: a dip the series recovers from (back above the limit for the
+        // sustain time) is not a fall; the search goes on after the recovery.
+        if let Some(back) = recovery(&sm[i..], limit, rule.sustain) {
+            i += back.max(1);
             continue;
         }
         let to = window_median(s, t, end)?;
@@ -84,6 +95,22 @@ pub fn fall(s: &[(f64, f64)], rule: FallRule) -> Option<Fall> {
             to,
             drop_pct: (base - to) / base * 100.0,
         });
+    }
+    None
+}
+
+/// The index in `sm` where it has stayed at or above `limit` for `sustain`, if it does.
+fn recovery(sm: &[(f64, f64)], limit: f64, sustain: f64) -> Option<usize> {
+    let mut since: Option<f64> = None;
+    for (k, &(u, w)) in sm.iter().enumerate() {
+        if w < limit {
+            since = None;
+            continue;
+        }
+        let s0 = *since.get_or_insert(u);
+        if u - s0 >= sustain {
+            return Some(k);
+        }
     }
     None
 }
@@ -138,6 +165,21 @@ mod tests {
             120,
         );
         assert_eq!(fall(&brief, RULE), None);
+        // A dip held past the sustain time that the series then recovers from is not one
+        // either (the median from its onset on is back near the start).
+        let dip = series(|t| if (40.0..60.0).contains(&t) { 80.0 } else { 100.0 }, 120);
+        assert_eq!(fall(&dip, RULE), None);
+        // But a later fall that lasts is found after such a dip.
+        let both = series(
+            |t| match t {
+                t if (40.0..60.0).contains(&t) => 80.0,
+                t if t > 90.0 => 60.0,
+                _ => 100.0,
+            },
+            150,
+        );
+        let f = fall(&both, RULE).unwrap();
+        assert!(f.at_s > 90.0 && (f.to - 60.0).abs() < 1e-9, "{f:?}");
         assert_eq!(fall(&s[..4], RULE), None);
     }
 
