@@ -284,7 +284,18 @@ fn read_stream(
     while Instant::now() < until {
         let m = match read_frame(s) {
             Ok(m) => m,
-            Err(error) => return (None, Some(MonitorError::BrokeOff { addr, error })),
+            Err(error) => {
+                // read_exact's "failed to fill whole buffer" is the agent closing the stream.
+                let error = if error.kind() == std::io::ErrorKind::UnexpectedEof {
+                    std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the agent closed the connection",
+                    )
+                } else {
+                    error
+                };
+                return (None, Some(MonitorError::BrokeOff { addr, error }));
+            }
         };
         let AgentMessage::Chunk { kind, last, bytes } = m else {
             return (None, Some(unexpected(addr, "a Chunk", &m)));

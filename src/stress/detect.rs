@@ -269,7 +269,10 @@ fn stopped(s: &StressResult, samples: &[MonitorSample]) -> Vec<Stopped> {
             who: "router".into(),
             last_answer_s: last.unwrap_or(0.0),
             noticed_s: e.t_s,
-            detail: e.message.clone(),
+            detail: e
+                .message
+                .trim_start_matches("the router's agent stopped answering: ")
+                .to_string(),
         });
     }
     let last_step = s.net_series.last().map_or(0.0, |p| p.t_s);

@@ -167,7 +167,16 @@ mod tests {
         assert_eq!(fall(&brief, RULE), None);
         // A dip held past the sustain time that the series then recovers from is not one
         // either (the median from its onset on is back near the start).
-        let dip = series(|t| if (40.0..60.0).contains(&t) { 80.0 } else { 100.0 }, 120);
+        let dip = series(
+            |t| {
+                if (40.0..60.0).contains(&t) {
+                    80.0
+                } else {
+                    100.0
+                }
+            },
+            120,
+        );
         assert_eq!(fall(&dip, RULE), None);
         // But a later fall that lasts is found after such a dip.
         let both = series(
