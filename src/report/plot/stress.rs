@@ -26,7 +26,9 @@ fn panel(
         .iter()
         .flat_map(|(_, p)| p.iter().filter_map(|v| v.1));
     let Some(range) = robust_range(values, zero) else {
-        return Panel::missing(title, TIME, y, why);
+        let mut p = Panel::missing(title, TIME, y, why);
+        p.x = (0.0, x1.max(1.0));
+        return p;
     };
     let mut p = Panel::new(title, TIME, y);
     p.x = (0.0, x1.max(1.0));
