@@ -60,10 +60,22 @@ impl Router {
         match &self.current {
             Some(r) if r.is_finished() => {
                 let received = self.current.take()?.stop_keeping();
-                let why = received
-                    .error
-                    .map(|e| format!("{:#}", anyhow_like(&e)))
-                    .unwrap_or_else(|| "the agent ended the subscription".into());
+                if received.error.is_none() {
+                    // The agent ended a whole subscription (its --max-duration): go on with a
+                    // new one at once; only a failure to get one is a loss.
+                    self.parts.push(received.result);
+                    let mut cfg = config(&self.target, left);
+                    cfg.connect_timeout = Duration::from_secs(2);
+                    if let Ok(r) = RemoteMonitor::start(&cfg, Some(self.live.clone())) {
+                        self.current = Some(r);
+                        return None;
+                    }
+                    self.next_try = Instant::now() + RETRY;
+                    return Some(Change::Lost(
+                        "the agent ended the subscription and refused a new one".into(),
+                    ));
+                }
+                let why = received.error.map(|e| anyhow_like(&e)).unwrap_or_default();
                 self.parts.push(received.result);
                 self.next_try = Instant::now() + RETRY;
                 Some(Change::Lost(why))
