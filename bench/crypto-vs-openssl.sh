@@ -10,6 +10,10 @@
 #        ROUNDS=5 ROUTERBENCH=/path/to/routerbench bench/crypto-vs-openssl.sh
 # The openssl speed output of each round is imported by routerbench itself (`--import`), so
 # both sides are read the same way: hashes at 1024 B, ciphers at 8192 B (bytes/s), RSA/DSA ops/s.
+# Then the WireGuard columns: `openssl speed -evp chacha20-poly1305|aes-128-gcm -bytes 1456`
+# against `routerbench crypto --algorithms wireguard` on both engines (medians, ratio printed).
+# routerbench seals each packet (new nonce, tag) as WireGuard does; openssl speed 3.0/3.1 -evp
+# streams one context, so a ratio a little under 1 on AES-128-GCM is the per-packet cost.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,6 +37,13 @@ fi
 
 row() { "$ROUTERBENCH" crypto --no-identity --format openwrt -q "$@"; }
 
+# `ChaCha20-Poly1305  1336005.22k` / `AES-128-GCM …` lines of --format openssl: "chacha gcm" B/s.
+aead_cells() {
+  awk 'function v(x) { if (x ~ /k$/) { sub(/k$/, "", x); return x * 1000 } return x + 0 }
+       $1 == "ChaCha20-Poly1305" { c = v($2) } $1 == "AES-128-GCM" { g = v($2) }
+       END { printf "%.0f %.0f\n", c, g }'
+}
+
 echo "host: $(uname -m), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); $(openssl version)" >&2
 for r in $(seq 1 "$ROUNDS"); do
   echo "round $r/$ROUNDS: openssl speed" >&2
@@ -43,6 +54,15 @@ for r in $(seq 1 "$ROUNDS"); do
   row --engine openssl --seconds "$SECS" --row-only >"$work/engine-openssl.$r"
   echo "round $r/$ROUNDS: routerbench --engine rustcrypto" >&2
   row --engine rustcrypto --seconds "$SECS" --row-only >"$work/engine-rustcrypto.$r"
+  echo "round $r/$ROUNDS: WireGuard AEADs at 1456 B" >&2
+  for a in chacha20-poly1305 aes-128-gcm; do
+    openssl speed -seconds "$SECS" -bytes 1456 -evp "$a" 2>/dev/null
+  done >"$work/aead-speed.$r"
+  "$ROUTERBENCH" crypto --import "$work/aead-speed.$r" --format openssl -q | aead_cells >"$work/aead-openssl-speed.$r"
+  for e in openssl rustcrypto; do
+    "$ROUTERBENCH" crypto --engine "$e" --seconds "$SECS" --algorithms wireguard --format openssl -q \
+      | aead_cells >"$work/aead-engine-$e.$r"
+  done
 done
 
 # Median (or with best=1 the highest) per column over the rounds of one source; 13 numbers.
@@ -95,4 +115,26 @@ awk -v ref="$ref" -v ossl="$ossl" -v rc="$rc" -v sp="$ossl_spread" -v refm="$ref
   printf "medians of the rounds on each side (\"best\": the ratio of the highest of each side).\n"
   printf "openssl engine columns outside 0.95-1.05 (median vs median): %d (marked *); \"per round\": range\n", bad
   printf "of the per-round ratios of the openssl engine (the host noise).\n"
+}'
+
+# WireGuard AEADs: median per column over the rounds of each source.
+aead_med() {
+  cat "$work/$1".* | awk -v rounds="$ROUNDS" '
+    { c[NR] = $1 + 0; g[NR] = $2 + 0 }
+    function med(a,   n, i, j, x) { n = rounds
+      for (i = 2; i <= n; i++) { x = a[i]; j = i - 1; while (j > 0 && a[j] > x) { a[j + 1] = a[j]; j-- } a[j + 1] = x }
+      return a[int((n + 1) / 2)] }
+    END { printf "%s %s\n", med(c), med(g) }'
+}
+awk -v ref="$(aead_med aead-openssl-speed)" -v ossl="$(aead_med aead-engine-openssl)" -v rc="$(aead_med aead-engine-rustcrypto)" 'BEGIN {
+  split("chacha20-poly1305 aes-128-gcm", name, " ")
+  split(ref, a, " "); split(ossl, b, " "); split(rc, c, " ")
+  printf "\n%-18s %13s %13s %7s %13s %7s\n", "WireGuard 1456 B", "openssl -evp", "rb openssl", "ratio", "rb rustcrypto", "ratio"
+  for (i = 1; i <= 2; i++) {
+    r1 = (a[i] > 0) ? sprintf("%.2f", b[i] / a[i]) : "n/a"
+    r2 = (a[i] > 0) ? sprintf("%.2f", c[i] / a[i]) : "n/a"
+    printf "%-18s %13.1f %13.1f %7s %13.1f %7s\n", name[i], a[i] / 1e6, b[i] / 1e6, r1, c[i] / 1e6, r2
+  }
+  printf "MB/s, medians of the rounds; openssl speed -evp NAME -bytes 1456 against routerbench --algorithms\n"
+  printf "wireguard (one packet sealed per operation, as WireGuard does; 3.0/3.1 -evp streams instead).\n"
 }'

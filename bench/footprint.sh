@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # footprint.sh: how big routerbench is, and how much memory its server takes while it works.
 #
-# 1. Sizes of `--profile router` builds: this host's (dynamic), and the static armv7/aarch64
-#    builds of bench/cross.sh when its toolchain is installed, each with every default feature
-#    ("full") and with --no-default-features ("minimal": server, client, loopback, latency
-#    tests, crypto, monitor; no lab, no plots), in both of its recipes: the router build
-#    (BUILD_STD=1: musl, Thumb-2, std built for size) and the plain one (BUILD_STD=0: glibc,
-#    Debian's precompiled std). Targets (issue 8), on the router build: static armv7 full
-#    < 2.0 MB, minimal < 1.2 MB. RECIPES="1" measures the router build only.
+# 1. Sizes of `--profile router` builds: this host's (dynamic), and the static builds of
+#    bench/cross.sh (armv7, aarch64, mipsel, mips) when its toolchain is installed, each with
+#    every default feature ("full") and with --no-default-features ("minimal": server, client,
+#    loopback, latency tests, crypto, monitor; no lab, no plots), in the router recipe
+#    (BUILD_STD=1: musl, std built for size, Thumb-2 on armv7, non-PIC MIPS) and, for the ARM
+#    targets, the plain one (BUILD_STD=0: glibc, Debian's precompiled std). Targets (issues 8
+#    and 18), on the router build of every target: full < 2.0 MB, minimal < 1.2 MB.
+#    RECIPES="1" measures the router build only; CROSS_TARGETS picks the targets.
 # 2. Peak RSS (VmHWM of /proc/PID/status) of `routerbench server` (this host's minimal router
 #    build) while it serves one RRUL test (routerbench's own client) and one `iperf3 -P 4`
 #    (Debian's iperf3) at the same time, against its own VmHWM when idle. Target: < 16 MB.
@@ -38,14 +39,23 @@ fi
 sizes=()
 [ -n "${NATIVE_BIN:-}" ] || sizes+=("$(uname -m)-linux-gnu (dynamic) minimal $(stat -c %s "$native_min")")
 if [ "$CROSS" = 1 ]; then
-  for t in ${CROSS_TARGETS:-armv7}; do
+  for t in ${CROSS_TARGETS:-armv7 aarch64 mipsel mips}; do
     for std in ${RECIPES:-1 0}; do
-      if [ "$std" = 0 ] && [ ! -d "/usr/lib/rustlib/$( [ $t = armv7 ] && echo armv7-unknown-linux-gnueabihf || echo aarch64-unknown-linux-gnu)" ]; then
+      case "$t:$std" in
+        mips:0 | mipsel:0) continue ;; # no Debian std for MIPS: the router recipe only
+        armv7:0) plain=armv7-unknown-linux-gnueabihf ;;
+        *:0) plain=$t-unknown-linux-gnu ;;
+      esac
+      if [ "$std" = 0 ] && [ ! -d "/usr/lib/rustlib/$plain" ]; then
         echo "no $t std installed for the plain recipe: run BUILD_STD=0 bench/cross.sh once" >&2
         continue
       fi
-      if [ "$std" = 1 ] && ! command -v "$( [ $t = armv7 ] && echo arm-linux-musleabihf-gcc || echo aarch64-linux-musl-gcc)" >/dev/null; then
-        echo "no musl for $t: run bench/cross.sh once (or CROSS=0)" >&2
+      case "$t" in
+        armv7) musl_gcc=arm-linux-musleabihf-gcc ;; aarch64) musl_gcc=aarch64-linux-musl-gcc ;;
+        *) musl_gcc=target/musl/$t/bin/musl-gcc ;;
+      esac
+      if [ "$std" = 1 ] && ! command -v "$musl_gcc" >/dev/null; then
+        echo "no musl for $t: run TARGETS=$t bench/cross.sh once (or CROSS=0)" >&2
         continue
       fi
       for f in full minimal; do
@@ -101,8 +111,8 @@ for s in "${sizes[@]}"; do
   read -r name link feat bytes <<<"$s"
   target="-"
   case "$name $feat" in
-    armv7*musl*" full") target="< 2.0 $( [ "$bytes" -lt 2000000 ] && echo ok || echo MISSED)" ;;
-    armv7*musl*" minimal") target="< 1.2 $( [ "$bytes" -lt 1200000 ] && echo ok || echo MISSED)" ;;
+    *musl*" full") target="< 2.0 $( [ "$bytes" -lt 2000000 ] && echo ok || echo MISSED)" ;;
+    *musl*" minimal") target="< 1.2 $( [ "$bytes" -lt 1200000 ] && echo ok || echo MISSED)" ;;
   esac
   printf '%-48s %-8s %12s %8s %s\n' "$name $link" "$feat" "$bytes" "$(mb "$bytes")" "$target"
 done

@@ -1,86 +1,194 @@
 #!/usr/bin/env bash
-# Loopback throughput: Debian's iperf3 3.12 (`iperf3 -s` + `iperf3 -c 127.0.0.1`) against
-# `routerbench loopback`, alternated A/B with the same -t and 128 KiB writes, for -P 1 and -P 2.
-# Prints each run, the medians, and the ratios routerbench/iperf3 for throughput and for CPU
-# per Gbit/s (sender + receiver CPU %, lower is better).
+# Loopback throughput and CPU per GB: iperf3 (`iperf3 -s` + `iperf3 -c 127.0.0.1`, default the
+# newest release, 3.21, from ../shared/peers, else Debian's) against `routerbench loopback`, in
+# the same run, alternated (the order swaps every round), repeated ROUNDS times per mode.
 #
-#   bench/loopback-vs-iperf3.sh            # T=5 s, 3 rounds
-#   T=3 ROUNDS=2 bench/loopback-vs-iperf3.sh
+# CPU is measured from outside: user + system seconds of every process of the test (iperf3's
+# server and client, routerbench's one process) from wait4(2), divided by the GB received. So
+# both tools are charged the same way, whatever they report about themselves.
 #
-# Targets (issue 3): >= 1.0x iperf3 at -P 1, >= 1.5x at -P 2 on a 2-core box.
+# Prints every run with the load average, then per mode the medians, the spread (min..max) and
+# the ratios routerbench/iperf3 (median of the per-round ratios): throughput (> 1 is better)
+# and CPU per GB (< 1 is better).
+#
+#   bench/loopback-vs-iperf3.sh                         # T=5 s, 5 rounds, MODES below
+#   MODES="P1 R" ROUNDS=7 bench/loopback-vs-iperf3.sh
+#   IPERF3=iperf3 bench/loopback-vs-iperf3.sh           # against Debian's 3.12
+#
+# Modes: P1 P2 P4 (TCP streams), R (-R), Z (-Z: iperf3 sendfile, routerbench MSG_ZEROCOPY),
+# SKIP (--skip-rx-copy), ZSKIP (both), UDP (-u --gsro -b $UDP_RATE -l $UDP_LEN: routerbench
+# loopback with GSO/GRO vs iperf3 --gsro; the loss of each is printed).
+#
+# Target (issue 22): >= 1.1x throughput and <= 1.0x CPU per GB at the median, in every TCP mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T=${T:-5}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 PORT=${PORT:-5399}
+MODES=${MODES:-"P1 P2 P4 R Z SKIP"}
+UDP_RATE=${UDP_RATE:-2G}
+UDP_LEN=${UDP_LEN:-1400}
 RB=${RB:-${CARGO_TARGET_DIR:-target}/release/routerbench}
-command -v iperf3 >/dev/null || { echo "iperf3 missing: apt-get install iperf3" >&2; exit 1; }
+PEER=../shared/peers/iperf3-3.21
+if [ -z "${IPERF3:-}" ]; then
+  if [ -x "$PEER" ]; then IPERF3=$PEER; else IPERF3=iperf3; fi
+fi
+command -v "$IPERF3" >/dev/null || { echo "$IPERF3 missing: apt-get install iperf3" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "python3 missing: apt-get install python3" >&2; exit 1; }
 if [ ! -x "$RB" ]; then
   cargo build --release
 fi
-TMP=$(mktemp -d)
-SERVER_PID=""
-cleanup() {
-  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then kill "$SERVER_PID"; fi
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
+export T ROUNDS PORT MODES UDP_RATE UDP_LEN RB IPERF3
+exec python3 - <<'PY'
+import json, os, statistics, subprocess, sys, tempfile, time
 
-# Prints "gbps sender_cpu receiver_cpu" from an iperf3-schema JSON file.
-extract() {
-  python3 - "$1" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-e = d["end"]
-c = e["cpu_utilization_percent"]
-print("%.3f %.1f %.1f" % (e["sum_received"]["bits_per_second"] / 1e9, c["host_total"], c["remote_total"]))
-PY
+T, ROUNDS, PORT = int(os.environ["T"]), int(os.environ["ROUNDS"]), int(os.environ["PORT"])
+RB, IPERF3 = os.environ["RB"], os.environ["IPERF3"]
+UDP = ["-u", "-b", os.environ["UDP_RATE"], "-l", os.environ["UDP_LEN"]]
+MODES = {
+    "P1": (["-P", "1"], ["-P", "1"]),
+    "P2": (["-P", "2"], ["-P", "2"]),
+    "P4": (["-P", "4"], ["-P", "4"]),
+    "R": (["-R"], ["-R"]),
+    "Z": (["-Z"], ["-Z"]),
+    "SKIP": (["--skip-rx-copy"], ["--skip-rx-copy"]),
+    "ZSKIP": (["-Z", "--skip-rx-copy"], ["-Z", "--skip-rx-copy"]),
+    "UDP": (UDP + ["--gsro"], UDP + ["--gsro"]),
 }
+modes = os.environ["MODES"].split()
+for m in modes:
+    if m not in MODES:
+        sys.exit(f"unknown mode {m}; known: {' '.join(MODES)}")
 
-run_iperf3() { # $1 = streams, $2 = out file
-  iperf3 -s -p "$PORT" -1 >/dev/null 2>&1 &
-  SERVER_PID=$!
-  for _ in $(seq 1 100); do
-    grep -q ":$(printf '%04X' "$PORT") .* 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null && break
-    sleep 0.05
-  done
-  timeout $((T + 30)) iperf3 -c 127.0.0.1 -p "$PORT" -t "$T" -P "$1" -l 128K -J >"$2"
-  timeout 10 tail --pid="$SERVER_PID" -f /dev/null || kill "$SERVER_PID"
-  SERVER_PID=""
-}
+def load():
+    return open("/proc/loadavg").read().split()[0]
 
-run_rb() { # $1 = streams, $2 = out file
-  timeout $((T + 30)) "$RB" loopback -t "$T" -P "$1" -l 128K --json >"$2"
-}
+def cpu_of(ru):
+    return ru.ru_utime + ru.ru_stime
 
-echo "machine: $(nproc) cores, $(uname -r), cc $(cat /proc/sys/net/ipv4/tcp_congestion_control), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "iperf3: $(iperf3 --version | head -1)"
-echo "routerbench: $("$RB" --version)"
-echo "T=$T s, $ROUNDS rounds, 128 KiB writes"
-for P in 1 2; do
-  : >"$TMP/ip3-$P" ; : >"$TMP/rb-$P"
-  for r in $(seq 1 "$ROUNDS"); do
-    run_iperf3 "$P" "$TMP/j"; line=$(extract "$TMP/j"); echo "$line" >>"$TMP/ip3-$P"
-    echo "P=$P round $r iperf3      : $line  (Gbit/s, sender CPU %, receiver CPU %)"
-    run_rb "$P" "$TMP/j"; line=$(extract "$TMP/j"); echo "$line" >>"$TMP/rb-$P"
-    echo "P=$P round $r routerbench : $line"
-  done
-done
-python3 - "$TMP" <<'PY'
-import statistics, sys
-tmp = sys.argv[1]
-def load(name):
-    rows = [list(map(float, l.split())) for l in open(f"{tmp}/{name}") if l.strip()]
-    gbps = statistics.median(r[0] for r in rows)
-    cpu_per_gbit = statistics.median((r[1] + r[2]) / r[0] for r in rows if r[0] > 0)
-    return gbps, cpu_per_gbit
+def wait(p, limit):
+    """Waits for p (at most `limit` s, then kills it); returns its CPU seconds."""
+    t0 = time.time()
+    while time.time() - t0 < limit:
+        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+        if pid == p.pid:
+            p.returncode = os.waitstatus_to_exitcode(status)
+            return cpu_of(ru)
+        time.sleep(0.02)
+    p.kill()
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = -9
+    return cpu_of(ru)
+
+def listening(port):
+    want = ":%04X" % port
+    for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            for line in open(f).readlines()[1:]:
+                parts = line.split()
+                if parts[1].endswith(want) and parts[3] == "0A":
+                    return True
+        except OSError:
+            pass
+    return False
+
+def parse(path):
+    d = json.load(open(path))
+    e = d["end"]
+    udp = d["start"]["test_start"]["protocol"] == "UDP"
+    loss = None
+    if udp:  # the client's merged sum: the receiver's loss over the sender's datagrams
+        s = e["sum"]
+        loss = s.get("lost_percent", 0.0)
+    if "sum_received" in e and e["sum_received"].get("bytes"):
+        rx = e["sum_received"]["bytes"]; secs = e["sum_received"]["seconds"]
+    else:
+        s = e["sum"]; rx = s["bytes"] * (1 - (loss or 0) / 100); secs = s["seconds"]
+    return rx, secs, loss
+
+def run_iperf3(args, out):
+    srv = subprocess.Popen([IPERF3, "-s", "-p", str(PORT), "-1"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        if listening(PORT):
+            break
+        time.sleep(0.02)
+    with open(out, "w") as f:
+        cli = subprocess.Popen([IPERF3, "-c", "127.0.0.1", "-p", str(PORT), "-t", str(T), "-J"]
+                               + args, stdout=f, stderr=subprocess.DEVNULL)
+        c = wait(cli, T + 30)
+    s = wait(srv, 10)
+    return c + s
+
+def run_rb(args, out):
+    with open(out, "w") as f:
+        p = subprocess.Popen([RB, "loopback", "-t", str(T), "--json"] + args, stdout=f,
+                             stderr=subprocess.DEVNULL)
+        return wait(p, T + 30)
+
+def version(cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True).stdout.splitlines()[0]
+    except Exception:
+        return "?"
+
+print(f"machine: {os.cpu_count()} cores, {os.uname().release}, cc "
+      f"{open('/proc/sys/net/ipv4/tcp_congestion_control').read().strip()}, load {load()}")
+print(f"peer: {IPERF3} ({version([IPERF3, '--version'])})")
+print(f"routerbench: {version([RB, '--version'])}")
+print(f"T={T} s, {ROUNDS} rounds, modes {' '.join(modes)}; CPU = user+sys s of all processes (wait4)")
+tmp = tempfile.mkdtemp()
+rows = {}
+for m in modes:
+    ip_args, rb_args = MODES[m]
+    rows[m] = []
+    for r in range(ROUNDS):
+        res = {}
+        order = [("iperf3", run_iperf3, ip_args), ("routerbench", run_rb, rb_args)]
+        if r % 2:
+            order.reverse()
+        for name, fn, args in order:
+            la = load()
+            out = f"{tmp}/{m}-{r}-{name}.json"
+            cpu = fn(args, out)
+            try:
+                rx, secs, loss = parse(out)
+            except Exception as e:
+                print(f"{m} round {r+1} {name:11}: failed ({e}); load {la}")
+                res = None
+                break
+            gbps = rx * 8 / secs / 1e9
+            cpu_gb = cpu / (rx / 1e9) if rx > 0 else float("inf")
+            res[name] = (gbps, cpu_gb, loss, float(la))
+            extra = f", loss {loss:.4f} %" if loss is not None else ""
+            print(f"{m} round {r+1} {name:11}: {gbps:7.2f} Gbit/s, {cpu:5.2f} CPU-s, "
+                  f"{cpu_gb:.3f} CPU-s/GB{extra}; load {la}", flush=True)
+        if res:
+            rows[m].append(res)
+
+def spread(xs):
+    return f"{statistics.median(xs):.2f} ({min(xs):.2f}..{max(xs):.2f})"
+
 print()
-print("| -P | iperf3 Gbit/s | routerbench Gbit/s | throughput ratio | iperf3 CPU%/Gbit/s | routerbench CPU%/Gbit/s | CPU-per-Gbit ratio |")
-print("|---|---|---|---|---|---|---|")
-for p in (1, 2):
-    i, ic = load(f"ip3-{p}")
-    r, rc = load(f"rb-{p}")
-    print(f"| {p} | {i:.2f} | {r:.2f} | {r / i:.2f}x | {ic:.1f} | {rc:.1f} | {rc / ic:.2f}x |")
-print("(medians; CPU = sender + receiver CPU % of one core, per Gbit/s received; ratio < 1 is better)")
+print("| mode | iperf3 Gbit/s | routerbench Gbit/s | throughput ratio | iperf3 CPU-s/GB | "
+      "routerbench CPU-s/GB | CPU/GB ratio | load avg |")
+print("|---|---|---|---|---|---|---|---|")
+for m in modes:
+    rs = rows[m]
+    if not rs:
+        print(f"| {m} | no complete round | | | | | | |")
+        continue
+    ig = [x["iperf3"][0] for x in rs]; rg = [x["routerbench"][0] for x in rs]
+    ic = [x["iperf3"][1] for x in rs]; rc = [x["routerbench"][1] for x in rs]
+    tr = [x["routerbench"][0] / x["iperf3"][0] for x in rs if x["iperf3"][0] > 0]
+    cr = [x["routerbench"][1] / x["iperf3"][1] for x in rs if x["iperf3"][1] > 0]
+    la = [v for x in rs for v in (x["iperf3"][3], x["routerbench"][3])]
+    loss = ""
+    if rs[0]["iperf3"][2] is not None:
+        il = [x["iperf3"][2] for x in rs]; rl = [x["routerbench"][2] for x in rs]
+        loss = f" (loss % iperf3 {spread(il)}, routerbench {spread(rl)})"
+    print(f"| {m}{loss} | {spread(ig)} | {spread(rg)} | **{spread(tr)}x** | {spread(ic)} | "
+          f"{spread(rc)} | **{spread(cr)}x** | {spread(la)} |")
+print(f"(median (min..max) of {ROUNDS} rounds; ratios are medians of the per-round ratios "
+      "routerbench/iperf3; CPU-s/GB < 1x is better; load = 1-min load average before each run)")
 PY

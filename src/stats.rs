@@ -53,6 +53,26 @@ pub fn median(sorted: &[f64]) -> Option<f64> {
     percentile(sorted, 50.0)
 }
 
+/// Population standard deviation; `None` when empty.
+pub fn std_dev(values: &[f64]) -> Option<f64> {
+    let m = mean(values)?;
+    let var = values.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / values.len() as f64;
+    Some(var.sqrt())
+}
+
+/// Single-sided trimmed mean: the mean of the lowest `keep_percent` % of the finite values (the
+/// largest ones are dropped; the RPM draft's TM, 95 %, docs/rpm.md). At least one value is kept;
+/// `None` when there is none.
+pub fn trimmed_mean(values: impl IntoIterator<Item = f64>, keep_percent: f64) -> Option<f64> {
+    let v = sorted_finite(values);
+    if v.is_empty() {
+        return None;
+    }
+    let keep = ((v.len() as f64 * keep_percent.clamp(0.0, 100.0) / 100.0).floor() as usize)
+        .clamp(1, v.len());
+    mean(&v[..keep])
+}
+
 /// The arithmetic mean; `None` when empty.
 pub fn mean(values: &[f64]) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
@@ -106,6 +126,19 @@ mod tests {
 
     fn close(a: Option<f64>, b: f64) -> bool {
         a.is_some_and(|a| (a - b).abs() < 1e-9)
+    }
+
+    #[test]
+    fn trimmed_mean_drops_the_top_and_std_dev_is_population() {
+        // 20 values 1..=20: 95 % keeps 19 (floor), the mean of 1..=19 is 10.
+        let v: Vec<f64> = (1..=20).map(f64::from).collect();
+        assert!(close(trimmed_mean(v.clone(), 95.0), 10.0));
+        assert!(close(trimmed_mean([5.0], 95.0), 5.0), "one value is kept");
+        assert!(trimmed_mean([f64::NAN], 95.0).is_none());
+        assert!(close(
+            std_dev(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]),
+            2.0
+        ));
     }
 
     #[test]

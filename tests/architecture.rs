@@ -6,6 +6,8 @@
 //! 2. Measuring modules never print: no `println!`/`eprintln!`/`print!`/`eprint!`/`errln!`/`outln!`.
 //! 3. No cycles between file modules: a parent module may use its own children (re-exports),
 //!    every other edge between files is acyclic.
+//! 4. 64-bit atomics come from `portable_atomic`: MIPS32 routers have no `std`/`core`
+//!    `AtomicU64`/`AtomicI64` (docs/cross-build.md), so naming those breaks the MIPS builds.
 //!
 //! Test code (`#[cfg(test)]` items) is ignored. Run: `cargo test --test architecture`; a failure
 //! lists every offending edge with the paths that make it.
@@ -450,6 +452,43 @@ fn measuring_modules_do_not_print() {
     assert!(
         bad.is_empty(),
         "measuring code prints (return results/events instead):\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn sixty_four_bit_atomics_come_from_portable_atomic() {
+    let g = graph();
+    let mut bad = Vec::new();
+    for (m, (text, _)) in &g.files {
+        // `use std::sync::atomic::{AtomicBool, AtomicU64}` or a full path: an atomic module
+        // path of std/core followed, within the same path or use tree, by a 64-bit atomic.
+        for root in ["std::sync::atomic", "core::sync::atomic"] {
+            let mut from = 0;
+            while let Some(k) = text[from..].find(root) {
+                let at = from + k + root.len();
+                // The rest of this path: `::Name`, or `::{…}` up to its closing brace.
+                let rest = &text[at..];
+                let tail = match rest.strip_prefix("::").map(str::trim_start) {
+                    Some(r) if r.starts_with('{') => &r[..r.find('}').unwrap_or(r.len())],
+                    Some(r) => {
+                        let n = r
+                            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                            .unwrap_or(r.len());
+                        &r[..n]
+                    }
+                    None => "",
+                };
+                if tail.contains("AtomicU64") || tail.contains("AtomicI64") {
+                    bad.push(format!("{} takes a 64-bit atomic from {root}", name(m)));
+                }
+                from = at;
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "use portable_atomic::{{AtomicU64, AtomicI64}} instead (MIPS32 has no 64-bit atomics):\n{}",
         bad.join("\n")
     );
 }

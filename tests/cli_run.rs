@@ -97,6 +97,8 @@ fn run_warns_when_the_row_is_not_openssl() {
         ])
         .arg(&dir)
         .env("ROUTERBENCH_LIBCRYPTO", "/nonexistent/libcrypto.so.3")
+        // Nor the openssl program (its fallback is tests/crypto_program.rs).
+        .env("ROUTERBENCH_OPENSSL", "none")
         .output()
         .expect("run routerbench");
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -93,7 +93,11 @@ fn default_row_names_openssl_when_libcrypto_loads() {
 /// Engine cell, and warns that the row is not comparable with the wiki's OpenSSL rows.
 #[test]
 fn without_libcrypto_the_row_names_rustcrypto_and_warns() {
-    let (c, err) = measured_row(&[("ROUTERBENCH_LIBCRYPTO", "/nonexistent/libcrypto.so.3")]);
+    // No `openssl` program either (that fallback has tests/crypto_program.rs).
+    let (c, err) = measured_row(&[
+        ("ROUTERBENCH_LIBCRYPTO", "/nonexistent/libcrypto.so.3"),
+        ("ROUTERBENCH_OPENSSL", "none"),
+    ]);
     assert_eq!(c[c.len() - 14], "RustCrypto (no libcrypto found)", "{c:?}");
     assert!(
         err.contains("warning: this row comes from RustCrypto"),
@@ -210,7 +214,10 @@ fn import_table_shows_notes_and_row() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("OpenSSL 1.0.2u (openssl-speed)"), "{out}");
-    assert!(out.contains("md5                 4.30      14.16      33.32      51.85      61.25"));
+    assert!(
+        out.contains("md5                     4.30      14.16      33.32      51.85      61.25"),
+        "{out}"
+    );
     assert!(out.contains("rsa 2048            10.5      413.5"), "{out}");
     assert!(out.contains("| OpenSSL 1.0.2u | 51849560 |"), "{out}");
 }
@@ -444,6 +451,102 @@ fn wiki_awk_reads_the_openssl_format_like_the_row() {
             );
         }
     }
+}
+
+/// With the WireGuard columns in it (a table of its own after the rsa/dsa lines, EVP names), the
+/// openssl-format text still gives the wiki awk exactly the row, and imports back with the AEADs;
+/// a `--row-only` text (its unmeasured sizes print `n/a`) imports back too.
+#[test]
+fn wireguard_columns_stay_out_of_the_wiki_awk_and_import_back() {
+    let awk_prog = r#"$1 ~ /OpenSSL/ {print "| " $2 " |"} $1 ~ /(md5|sha)/ {print " " $5 " |"} $1 ~ /(des|aes)/ {b = b " " $6 " |"} $1 ~ /(rsa|dsa)/ {print b " " $6 " | " $7 " | ";b=""}"#;
+    let o = routerbench(
+        &[
+            "crypto",
+            "--engine",
+            "rustcrypto",
+            "--seconds",
+            "0.01",
+            "--format",
+            "openssl",
+            "-q",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("\ntype           1456 bytes\nChaCha20-Poly1305"),
+        "{text}"
+    );
+    assert!(text.contains("\nAES-128-GCM  "), "{text}");
+    let back = |t: &str, fmt: &str| {
+        let o = routerbench(
+            &[
+                "crypto",
+                "--import",
+                "-",
+                "--format",
+                fmt,
+                "--no-identity",
+                "-q",
+            ],
+            Some(t.as_bytes()),
+        );
+        assert!(o.status.success(), "{}\n{t}", stderr(&o));
+        stdout(&o)
+    };
+    let row = cells(&back(&text, "openwrt"));
+    let mut awk = Command::new("awk")
+        .args(["-v", "ORS=", awk_prog])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    awk.stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let awk_out = String::from_utf8(awk.wait_with_output().unwrap().stdout).unwrap();
+    let awk_cells: Vec<String> = awk_out
+        .split('|')
+        .map(|c| c.trim().to_string())
+        .filter(|c| !c.is_empty())
+        .map(|c| match c.strip_suffix('k') {
+            Some(v) => v.replace('.', "") + "0",
+            None => c,
+        })
+        .collect();
+    assert_eq!(awk_cells.len(), 1 + 13, "{awk_out}");
+    assert_eq!(awk_cells[1..], row[1..], "{awk_out}");
+    let table = back(&text, "table");
+    assert!(table.contains("chacha20-poly1305"), "{table}");
+    assert!(table.contains("aes-128-gcm"), "{table}");
+    // --row-only: one size per algorithm, `n/a` elsewhere.
+    let o = routerbench(
+        &[
+            "crypto",
+            "--engine",
+            "rustcrypto",
+            "--seconds",
+            "0.01",
+            "--row-only",
+            "--format",
+            "openssl",
+            "-q",
+        ],
+        None,
+    );
+    let text = stdout(&o);
+    assert!(text.contains(" n/a "), "{text}");
+    let row = cells(&back(&text, "openwrt"));
+    assert_eq!(row.len(), 14, "{row:?}");
+    assert!(
+        row[1..]
+            .iter()
+            .all(|c| c.parse::<f64>().is_ok_and(|v| v > 0.0)),
+        "{row:?}"
+    );
 }
 
 /// Without the legacy provider, single DES reads 0 with a note (as `openssl speed` prints 0.00);

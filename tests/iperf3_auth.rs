@@ -15,6 +15,7 @@ const PORT_OURS: u16 = 27130;
 const PORT_THEIRS: u16 = 27131;
 const PORT_TOKEN: u16 = 27132;
 const PORT_MANY: u16 = 27133;
+const PORT_NEW: u16 = 27134;
 
 struct Keys {
     dir: PathBuf,
@@ -262,6 +263,8 @@ fn our_client_against_iperf3_server() {
     };
     let (ok, text) = client(Some("rossi"));
     assert!(ok, "right password against iperf3 3.12: {text}");
+    // 3.12 knows only PKCS#1 v1.5: the default (auto) tries OAEP first, then v1.5, and says so.
+    assert!(text.contains("trying PKCS#1 v1.5"), "{text}");
     let (ok, text) = client(Some("verdi"));
     assert!(
         !ok && text.contains("test authorization failed"),
@@ -438,4 +441,70 @@ fn hundreds_of_logins_of_each_padding_are_all_accepted() {
     }
     let log = srv.stderr_text();
     assert!(!log.contains("authentication failed"), "{log}");
+}
+
+/// Our client against iperf3 3.21's server, which decrypts with one padding only (OAEP, or v1.5
+/// with --use-pkcs1-padding): auto logs in to both, the wrong fixed padding is refused.
+#[test]
+fn our_client_finds_the_padding_of_an_iperf3_3_21_server() {
+    let Some(new) = iperf3_new() else {
+        eprintln!("skipped: iperf3 3.21 not found (IPERF3_NEW or ../shared/peers/iperf3-3.21)");
+        return;
+    };
+    let keys = Keys::make("new");
+    let p = PORT_NEW.to_string();
+    let (priv_key, users, pubkey) = (
+        keys.path("private.pem"),
+        keys.path("users.csv"),
+        keys.path("public.pem"),
+    );
+    for server_pkcs1 in [false, true] {
+        let mut args = vec![
+            "-s",
+            "-p",
+            &p,
+            "--rsa-private-key-path",
+            &priv_key,
+            "--authorized-users-path",
+            &users,
+        ];
+        if server_pkcs1 {
+            args.push("--use-pkcs1-padding");
+        }
+        let _srv = Proc::start(&new, &args, "auth-new");
+        wait_listening(PORT_NEW);
+        let client = |padding: &str| {
+            run_bounded(
+                Path::new(ROUTERBENCH),
+                &[
+                    "client",
+                    "127.0.0.1",
+                    "-p",
+                    &p,
+                    "-n",
+                    "64K",
+                    "--username",
+                    "mario",
+                    "--rsa-public-key-path",
+                    &pubkey,
+                    "--rsa-padding",
+                    padding,
+                ],
+                "rossi",
+                Duration::from_secs(20),
+            )
+        };
+        let (ok, text) = client("auto");
+        assert!(ok, "auto, 3.21 server (pkcs1 {server_pkcs1}): {text}");
+        assert_eq!(text.contains("trying PKCS#1 v1.5"), server_pkcs1, "{text}");
+        let wrong = if server_pkcs1 { "oaep" } else { "pkcs1" };
+        let (ok, text) = client(wrong);
+        // 3.21 drops the connection on a token it cannot decrypt (no SERVER_ERROR): the error
+        // names that.
+        assert!(
+            !ok && text.contains("after the credentials"),
+            "{wrong} against a 3.21 server (pkcs1 {server_pkcs1}): {text}"
+        );
+        drop(_srv);
+    }
 }

@@ -110,6 +110,35 @@ pub struct TestOpts {
     /// CPU m.
     #[arg(short = 'A', long = "affinity", value_parser = parse_affinity, value_name = "N[,M]")]
     pub affinity: Option<(usize, Option<usize>)>,
+    /// Zero-copy TCP sending (iperf3's -Z): MSG_ZEROCOPY, or sendfile where the kernel would
+    /// copy anyway (a local receiver). Also asks the server for it under -R.
+    #[arg(short = 'Z', long = "zerocopy")]
+    pub zerocopy: bool,
+    /// The TCP receiver discards data in the kernel without copying it (MSG_TRUNC, iperf3
+    /// 3.19+); the server's receiver too.
+    #[arg(long = "skip-rx-copy")]
+    pub skip_rx_copy: bool,
+    /// Ask a 3.21 server for UDP GSO/GRO (routerbench's own ends batch UDP anyway).
+    #[arg(long = "gsro")]
+    pub gsro: bool,
+}
+
+impl TestOpts {
+    /// Copies the zero-copy and UDP offload flags into `p`.
+    pub fn apply_copy_modes(&self, p: &mut crate::wire::iperf3::TestParams) {
+        use crate::wire::iperf3::UdpOffload;
+        p.zerocopy = self.zerocopy;
+        p.skip_rx_copy = self.skip_rx_copy;
+        if self.gsro && self.udp {
+            let on = UdpOffload {
+                on: true,
+                dg_size: 0,
+                bf_size: 0,
+            };
+            p.gso = Some(on);
+            p.gro = Some(on);
+        }
+    }
 }
 
 /// A count of seconds: `-5` says "must be positive", not "unexpected argument".
@@ -269,15 +298,36 @@ pub struct ClientArgs {
         value_name = "FILE"
     )]
     pub rsa_public_key_path: Option<std::path::PathBuf>,
-    /// Encrypt the credentials with OAEP (iperf3 3.17+ servers) instead of PKCS#1 v1.5 (3.12).
-    #[arg(long = "rsa-oaep")]
+    /// RSA padding of the credentials: auto (OAEP, as iperf3 3.17+ clients use; if the server
+    /// refuses the login, once more with PKCS#1 v1.5 for iperf3 ≤ 3.16 servers), oaep or pkcs1.
+    #[arg(
+        long = "rsa-padding",
+        value_name = "auto|pkcs1|oaep",
+        default_value = "auto"
+    )]
+    pub rsa_padding: crate::iperf3::auth::ServerPadding,
+    /// Same as `--rsa-padding oaep`.
+    #[arg(long = "rsa-oaep", conflicts_with = "rsa_padding")]
     pub rsa_oaep: bool,
     #[command(flatten)]
     pub router: super::monitor::RouterArgs,
 }
 
-/// The `authtoken` for `--username` (None without it).
-fn auth_token(args: &ClientArgs) -> anyhow::Result<Option<String>> {
+/// The paddings to log in with, in order: a second one only for `--rsa-padding auto`.
+fn auth_paddings(args: &ClientArgs) -> Vec<crate::iperf3::auth::Padding> {
+    use crate::iperf3::auth::{Padding, ServerPadding};
+    match (args.rsa_oaep, args.rsa_padding) {
+        (true, _) | (false, ServerPadding::Only(Padding::Oaep)) => vec![Padding::Oaep],
+        (false, ServerPadding::Only(Padding::Pkcs1)) => vec![Padding::Pkcs1],
+        (false, ServerPadding::Auto) => vec![Padding::Oaep, Padding::Pkcs1],
+    }
+}
+
+/// The `authtoken` for `--username` with `padding` (None without it).
+fn auth_token(
+    args: &ClientArgs,
+    padding: crate::iperf3::auth::Padding,
+) -> anyhow::Result<Option<String>> {
     let (Some(user), Some(key)) = (&args.username, &args.rsa_public_key_path) else {
         return Ok(None);
     };
@@ -300,11 +350,6 @@ fn auth_token(args: &ClientArgs) -> anyhow::Result<Option<String>> {
         user: user.clone(),
         password,
         ts: crate::iperf3::auth::now_secs(),
-    };
-    let padding = if args.rsa_oaep {
-        crate::iperf3::auth::Padding::Oaep
-    } else {
-        crate::iperf3::auth::Padding::Pkcs1
     };
     crate::iperf3::auth::client_token(&pem, &creds, padding)
         .map(Some)
@@ -392,8 +437,10 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
     p.title = args.title.clone();
     p.udp_counters_64bit = args.udp_counters_64bit;
     p.repeating_payload = args.repeating_payload;
+    t.apply_copy_modes(p);
     p.fqrate = args.fq_rate.map(|r| r.0).unwrap_or(0);
-    p.authtoken = auth_token(&args)?;
+    let paddings = auth_paddings(&args);
+    p.authtoken = auth_token(&args, paddings[0])?;
     t.json.check()?;
     let sink = TextIntervals::new(&out, t.parallel as usize);
     if !t.json.on_stdout() {
@@ -411,7 +458,26 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
     )?;
     let t0 = crate::util::time::unix_now_f64();
     let system_info = crate::iperf3::system_info();
-    let outcome = client::run(&cfg, live, &stop.0);
+    let mut outcome = client::run(&cfg, live, &stop.0);
+    // An iperf3 server decrypts with its own padding only (≤ 3.16: PKCS#1 v1.5; 3.17+: OAEP
+    // unless --use-pkcs1-padding) and refuses the rest as a failed login: try the other once.
+    if let (Err(e), Some(&other)) = (&outcome, paddings.get(1)) {
+        let refused = match e {
+            Iperf3Error::ServerError(p) => p.i_errno == crate::wire::iperf3::errors::IEAUTHTEST,
+            Iperf3Error::Closed(context) => *context == client::CLOSED_AFTER_TOKEN,
+            _ => false,
+        };
+        if refused && !stop.0.load(std::sync::atomic::Ordering::Relaxed) {
+            out.error(
+                "routerbench: the server refused the OAEP login; trying PKCS#1 v1.5 (iperf3 ≤ 3.16 servers, or 3.17+ with --use-pkcs1-padding)",
+            );
+            cfg.params.authtoken = auth_token(&args, other)?;
+            // iperf3 3.21 takes a moment to reset after the dropped test; a connection that
+            // comes at once is closed as well.
+            std::thread::sleep(std::time::Duration::from_millis(250));
+            outcome = client::run(&cfg, live, &stop.0);
+        }
+    }
     let rc = match &outcome {
         Ok(result) => {
             if t.json.is_set() {

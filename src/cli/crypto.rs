@@ -24,21 +24,23 @@ pub enum OutputFormat {
 
 #[derive(Debug, Args)]
 pub struct CryptoArgs {
-    /// Engine: `auto` (the system libcrypto when it loads at run time, else pure Rust; the
-    /// row's Engine cell says which), `openssl` (libcrypto or fail) or `rustcrypto`. Only
-    /// OpenSSL rows compare with the OpenWrt wiki's rows.
+    /// Engine: `auto` (the system libcrypto when it loads at run time, else the `openssl`
+    /// program on PATH, else pure Rust; the row's Engine cell says which), `openssl` (libcrypto
+    /// or fail), `openssl-speed` (the openssl program or fail) or `rustcrypto`. Only OpenSSL
+    /// rows compare with the OpenWrt wiki's rows.
     #[arg(long, value_enum, default_value_t = EngineKind::Auto)]
     pub engine: EngineKind,
     /// Seconds per block size and per sign/verify run (fractions allowed). Default: openssl
     /// speed's 3 s per block size and 10 s per RSA/DSA run.
     #[arg(long, value_name = "SECONDS", conflicts_with = "import")]
     pub seconds: Option<f64>,
-    /// Comma list of algorithms (default: all eleven of the table): md5, sha1, sha256, sha512,
-    /// des, des-ede3, aes-128-cbc, aes-192-cbc, aes-256-cbc, rsa2048, dsa2048.
+    /// Comma list of algorithms (default: `all`, the table's eleven and WireGuard's two): md5,
+    /// sha1, sha256, sha512, des, des-ede3, aes-128-cbc, aes-192-cbc, aes-256-cbc, rsa2048,
+    /// dsa2048, chacha20-poly1305, aes-128-gcm; groups `table`, `wireguard`.
     #[arg(long, value_name = "LIST", conflicts_with = "import")]
     pub algorithms: Option<String>,
     /// Run N threads at once per test and sum their rates (per wall-clock second, like
-    /// `openssl speed -multi N`).
+    /// `openssl speed -multi N`; the openssl-speed engine passes `-multi N` itself).
     #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "import")]
     pub multi: u32,
     /// Measure only the row's columns (hashes at 1024 B, ciphers at --cipher-block) instead of
@@ -185,7 +187,7 @@ fn measure(
 ) -> anyhow::Result<CryptoResult> {
     let algorithms = match &args.algorithms {
         Some(list) => crypto::parse_algorithms(list)?,
-        None => crate::results::crypto::Algorithm::ALL.to_vec(),
+        None => crate::results::crypto::Algorithm::EVERY.to_vec(),
     };
     let mut cfg = SuiteConfig {
         engine: args.engine,

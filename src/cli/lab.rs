@@ -111,9 +111,10 @@ pub enum ShaperArg {
 pub struct UpArgs {
     #[command(flatten)]
     pub name: NameArg,
-    /// Upload bottleneck (router -> WAN), e.g. 20mbit, 50M, 1gbit; none = unshaped.
-    #[arg(long, allow_hyphen_values = true, default_value = "50mbit")]
-    pub rate: String,
+    /// Upload bottleneck (router -> WAN), e.g. 20mbit, 50M, 1gbit; none = unshaped (default
+    /// 50mbit, or none with --router vm: the VM router's own ceiling).
+    #[arg(long, allow_hyphen_values = true)]
+    pub rate: Option<String>,
     /// Download bottleneck (router -> LAN); default: same as --rate.
     #[arg(long, allow_hyphen_values = true)]
     pub down_rate: Option<String>,
@@ -144,6 +145,60 @@ pub struct UpArgs {
     /// The configuration as JSON: `--json [FILE|-]`, see `super::json_arg`.
     #[command(flatten)]
     pub json: super::json_arg::JsonArg,
+    #[command(flatten)]
+    pub vm: VmArgs,
+}
+
+/// What the lab's router is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RouterArg {
+    /// The router namespace: this host's kernel and CPU.
+    Netns,
+    /// An emulated ARM router with its own kernel (qemu-system-arm, Debian's armmp kernel).
+    Vm,
+}
+
+/// The VM router's knobs (`lab up --router vm`).
+#[derive(Debug, Args)]
+pub struct VmArgs {
+    /// The router: the namespace (this host's kernel) or a VM with its own ARM kernel.
+    #[arg(long, value_enum, default_value = "netns")]
+    pub router: RouterArg,
+    /// With --router vm: virtual CPUs.
+    #[arg(long, default_value_t = 2)]
+    pub vcpus: u32,
+    /// With --router vm: memory, MiB.
+    #[arg(long, default_value_t = 256)]
+    pub vm_memory: u32,
+    /// With --router vm: CPU budget of the whole VM, percent of one host core (a cgroup's
+    /// cpu.max / cfs quota on qemu), to make a weaker router. Default: no limit.
+    #[arg(long)]
+    pub cpu_budget: Option<u32>,
+    /// With --router vm: where the Debian packages are downloaded and unpacked
+    /// (default ~/.cache/routerbench/vm).
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<std::path::PathBuf>,
+    /// With --router vm: the static armv7 routerbench to run inside (default: what
+    /// `TARGETS=armv7 bench/cross.sh` built under target/cross-std).
+    #[arg(long, value_name = "FILE")]
+    pub router_bin: Option<std::path::PathBuf>,
+}
+
+impl VmArgs {
+    pub fn spec(&self, qdisc: aqm::QdiscKind) -> lab::vm::VmSpec {
+        let mut v = lab::vm::VmSpec {
+            vcpus: self.vcpus,
+            memory_mib: self.vm_memory,
+            cpu_budget_pct: self.cpu_budget,
+            router_bin: self.router_bin.clone(),
+            qdisc,
+            ..Default::default()
+        };
+        if let Some(c) = &self.cache {
+            v.cache = c.clone();
+        }
+        v
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -237,14 +292,17 @@ pub struct CapacityArgs {
     /// With --qdisc: kernel qdisc if present (auto), or force kernel / userspace.
     #[arg(long, value_enum, default_value = "auto")]
     pub aqm: AqmArg,
-    /// With --qdisc: highest rate to try.
-    #[arg(long, default_value = "3200mbit")]
+    /// With --qdisc: highest rate to try (default: no real ceiling; doubling goes on until a
+    /// rate fails or the budget is spent).
+    #[arg(long, default_value = "100gbit")]
     pub max_rate: String,
     /// With --qdisc: seconds after which no new point starts.
     #[arg(long, default_value_t = 300)]
     pub budget: u64,
     #[command(flatten)]
     pub json: super::json_arg::JsonArg,
+    #[command(flatten)]
+    pub vm: VmArgs,
 }
 
 pub fn run(args: LabArgs) -> anyhow::Result<i32> {
@@ -259,7 +317,12 @@ pub fn run(args: LabArgs) -> anyhow::Result<i32> {
 }
 
 fn spec_from(a: &UpArgs) -> anyhow::Result<LabSpec> {
-    let up_rate = shape::parse_rate(&a.rate)?;
+    let default_rate = if a.vm.router == RouterArg::Vm {
+        "none"
+    } else {
+        "50mbit"
+    };
+    let up_rate = shape::parse_rate(a.rate.as_deref().unwrap_or(default_rate))?;
     let down_rate = match &a.down_rate {
         Some(r) => shape::parse_rate(r)?,
         None => up_rate,
@@ -303,13 +366,31 @@ fn cmd_up(a: UpArgs) -> anyhow::Result<i32> {
             }
         }
     }
-    let cfg = lab::up(&spec)?;
+    let vm = a.vm.router == RouterArg::Vm;
+    if vm && matches!(a.aqm, AqmArg::Userspace) {
+        anyhow::bail!(
+            "--aqm userspace with --router vm is not built yet: the VM router runs the kernel's \
+             qdiscs (--qdisc cake|fq_codel|codel|fifo)"
+        );
+    }
+    let cfg = if vm {
+        lab::vm::up(&spec, &a.vm.spec(a.qdisc.kind()))?
+    } else {
+        lab::up(&spec)?
+    };
     let th = lab::theory::theory(&cfg);
-    let aqm = apply_aqm(&cfg, a.qdisc, a.aqm)?;
+    let aqm = if vm {
+        None
+    } else {
+        apply_aqm(&cfg, a.qdisc, a.aqm)?
+    };
     if !a.json.on_stdout() {
         crate::out!("{}", crate::report::lab::config(&cfg, &th));
         if let Some(q) = &aqm {
             crate::outln!("{}", crate::report::lab::aqm_line(q));
+        }
+        if let Some(r) = &cfg.router_vm {
+            crate::out!("{}", crate::report::lab::router_vm(r));
         }
     }
     let up = crate::results::lab::LabUp {
@@ -454,6 +535,15 @@ fn cmd_sqm_capacity(a: &CapacityArgs, q: crate::cli::shape::QdiscArg) -> anyhow:
     plan.max_bps = shape::parse_rate(&a.max_rate)?
         .ok_or_else(|| anyhow::anyhow!("--max-rate must be a rate, not none"))?;
     plan.budget = Duration::from_secs(a.budget.clamp(10, 3600));
+    if a.vm.router == RouterArg::Vm {
+        if matches!(a.aqm, AqmArg::Userspace) {
+            anyhow::bail!(
+                "--aqm userspace with --router vm is not built yet: the VM router runs its kernel's qdiscs"
+            );
+        }
+        lab::capacity::check_lab_is_free(&a.name)?;
+        plan.vm = Some(a.vm.spec(q.kind()));
+    }
     let guard = (!a.keep).then(|| guard(&a.name));
     let quiet = a.json.on_stdout();
     let sqm = lab::sqm_capacity::search(&plan, generator(a.load), &mut |p| {
@@ -496,6 +586,7 @@ fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
         seconds: a.length,
         flows: a.flows.clone(),
         cc: a.cc.clone(),
+        vm: (a.vm.router == RouterArg::Vm).then(|| a.vm.spec(aqm::QdiscKind::Fifo)),
     };
     let cap = lab::capacity::run(&plan, generator(a.load).as_ref())?;
     let cfg = lab::load_config(&a.name)?;
@@ -586,12 +677,16 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         crate::out!("{}", crate::report::latency::render_text(&run.latency));
         crate::outln!();
         crate::out!("{}", crate::report::lab::config(&cfg, &th));
-        match lab::shape_fwd::load_state(&cfg.name) {
-            Some(q) => crate::outln!("{}", crate::report::lab::aqm_line(&q)),
-            None => crate::outln!("aqm: fifo in the kernel (the shaper's FIFO)"),
+        match (&cfg.router_vm, lab::shape_fwd::load_state(&cfg.name)) {
+            (Some(r), _) => crate::out!("{}", crate::report::lab::router_vm(r)),
+            (None, Some(q)) => crate::outln!("{}", crate::report::lab::aqm_line(&q)),
+            (None, None) => crate::outln!("aqm: fifo in the kernel (the shaper's FIFO)"),
         }
         crate::outln!();
         crate::out!("{}", crate::report::lab::checks(name, cfg.nat, &run.checks));
+        if let Some(v) = &run.router_verdict {
+            crate::out!("{}", crate::report::lab::router_verdict(v, &run.tap_queues));
+        }
     }
     let interrupted = run.latency.interrupted;
     if let Some(path) = &a.flent {
@@ -607,7 +702,9 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         let lab = LabResult {
             test: Some(name.to_string()),
             checks: run.checks,
-            ..lab::theory::result(cfg)
+            tap_queues: run.tap_queues,
+            router_verdict: run.router_verdict.clone(),
+            ..lab::theory::result(cfg.clone())
         };
         let mut env = envelope(lab, started);
         env.latency = Some(run.latency);
@@ -616,9 +713,57 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
             a.json.say(&format!("saved {}", path.display()));
         }
     }
+    if let Some(t) = run.router_verdict.as_ref().and_then(|v| v.vm_died_at_s) {
+        let console = cfg
+            .router_vm
+            .as_ref()
+            .map(|r| lab::vm::qemu::console_tail(std::path::Path::new(&r.console), 10))
+            .unwrap_or_default();
+        anyhow::bail!(
+            "the VM router died {t:.1} s into the test; the partial result is above (and in the \
+             files); its console's last lines:\n{console}\nrun `routerbench lab down --name {}`",
+            cfg.name
+        );
+    }
     if interrupted {
         crate::errln!("routerbench lab: interrupted: the result above and the files are partial");
         return Ok(1);
     }
     Ok(0)
+}
+
+#[derive(Debug, Args)]
+pub struct VmRouterArgs {
+    /// The router's configuration (JSON from `lab up --router vm`).
+    #[arg(long, default_value = "/etc/routerbench/router.json")]
+    pub config: std::path::PathBuf,
+}
+
+/// `routerbench vm-router` inside the VM: configure, say ready (or failed) on the console,
+/// then become `routerbench server --monitor` (exec, so the server is the agent's process).
+pub fn vm_router(a: VmRouterArgs) -> anyhow::Result<i32> {
+    use lab::vm::guest;
+    let applied = guest::load(&a.config).and_then(|cfg| guest::apply(&cfg));
+    let (cfg, steps) = match applied {
+        Ok(x) => x,
+        Err(e) => {
+            crate::outln!("{}{}", guest::FAILED, lab::error::chain(&e));
+            return Ok(1);
+        }
+    };
+    let ready = guest::GuestReady {
+        identity: crate::device::detect(),
+        steps,
+    };
+    crate::outln!("{}{}", guest::READY, serde_json::to_string(&ready)?);
+    let exe = std::env::current_exe()?;
+    let err = std::os::unix::process::CommandExt::exec(std::process::Command::new(exe).args([
+        "server",
+        "-p",
+        &cfg.agent_port.to_string(),
+        "--monitor",
+        "--monitor-token",
+        &cfg.agent_token,
+    ]));
+    anyhow::bail!("cannot start the router's agent: {err}")
 }

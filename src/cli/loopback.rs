@@ -7,7 +7,8 @@ use crate::results::throughput::{Connected, Interval, ThroughputResult};
 use crate::server::loopback::{self, LoopbackConfig};
 use crate::util::progress::Progress;
 use clap::Args;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use portable_atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Debug, Args)]
 pub struct LoopbackArgs {
@@ -41,6 +42,9 @@ pub fn config(args: &LoopbackArgs) -> anyhow::Result<LoopbackConfig> {
         congestion: t.congestion.clone(),
         interval: t.interval,
         affinity: t.affinity.map(|(n, m)| (n, m.unwrap_or(n))),
+        zerocopy: t.zerocopy,
+        skip_rx_copy: t.skip_rx_copy,
+        gsro: t.gsro,
     })
 }
 

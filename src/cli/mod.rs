@@ -15,6 +15,7 @@ pub mod loopback;
 pub mod monitor;
 #[cfg(feature = "plots")]
 pub mod report;
+pub mod rpm;
 pub mod rrul;
 pub mod run;
 pub mod server;
@@ -60,6 +61,15 @@ pub enum Command {
     /// One TCP upload and one download at once, with an ICMP latency probe.
     #[command(name = "tcp_bidirectional")]
     TcpBidirectional(rrul::LatencyArgs),
+    /// Responsiveness under working conditions (RPM, draft-ietf-ippm-responsiveness-09)
+    /// against a routerbench server, or (`--url`) any draft-conforming HTTP/2 server.
+    Rpm(rpm::RpmArgs),
+    /// flent's rrul_var: N bidirectional streams (`--flows N`), each with its own UDP probe,
+    /// and ICMP.
+    #[command(name = "rrul_var")]
+    RrulVar(rrul::NflowArgs),
+    /// flent's voip: a G.711-like UDP stream (20 ms, 172 B) with one-way delay, jitter, loss.
+    Voip(rrul::LatencyArgs),
     /// A standalone server for the latency tests (routerbench protocol only).
     LatencyServer(rrul::ServerArgs),
     /// Sample this machine's CPU, softirq, softnet drops and temperature for a while.
@@ -73,6 +83,11 @@ pub enum Command {
     /// The lab's userspace AQM forwarder (fifo, codel, fq_codel, cake) in the router namespace.
     #[cfg(feature = "lab")]
     Shape(shape::ShapeArgs),
+    /// Inside the VM router (run by its /init): configure it over netlink, then serve as its
+    /// agent. Not for use on a host.
+    #[cfg(feature = "lab")]
+    #[command(name = "vm-router", hide = true)]
+    VmRouter(lab::VmRouterArgs),
     /// Serve iperf3 3.x clients (TCP/UDP, -R, --bidir, -P) and routerbench clients on one port.
     #[command(args_override_self = true)]
     Server(server::ServerArgs),
@@ -140,12 +155,17 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::RrulIcmp(a) => rrul::run(crate::latency::TestKind::RrulIcmp, 1, a),
         Command::TcpBidirectional(a) => rrul::run(crate::latency::TestKind::TcpBidirectional, 1, a),
         Command::LatencyServer(a) => rrul::serve(a),
+        Command::Rpm(a) => rpm::run(a),
+        Command::RrulVar(a) => rrul::run(crate::latency::TestKind::RrulVar, a.streams, a.common),
+        Command::Voip(a) => rrul::run(crate::latency::TestKind::Voip, 1, a),
         Command::Monitor(a) => monitor::run(a),
         Command::Stress(a) => stress::run(a),
         #[cfg(feature = "lab")]
         Command::Lab(a) => lab::run(a),
         #[cfg(feature = "lab")]
         Command::Shape(a) => shape::run(a),
+        #[cfg(feature = "lab")]
+        Command::VmRouter(a) => lab::vm_router(a),
         Command::Server(a) => server::run(a),
         Command::Client(a) => client::run(a),
         Command::Loopback(a) => loopback::run(a),

@@ -65,8 +65,8 @@ pub struct LatencyArgs {
 /// `tcp_nup` / `tcp_ndown`: the shared options plus N.
 #[derive(Debug, Args)]
 pub struct NflowArgs {
-    /// Number of TCP flows.
-    #[arg(short = 'n', long, default_value_t = 1)]
+    /// Number of TCP flows (rrul_var: bidirectional streams, at most 16).
+    #[arg(short = 'n', long, visible_alias = "flows", default_value_t = 1)]
     pub streams: u8,
     #[command(flatten)]
     pub common: LatencyArgs,
@@ -129,6 +129,17 @@ fn positive_secs(v: f64, what: &str) -> anyhow::Result<Duration> {
 
 fn config(kind: TestKind, streams: u8, a: &LatencyArgs) -> anyhow::Result<TestConfig> {
     let step = positive_secs(a.step, "--step")?;
+    if kind == TestKind::RrulVar && streams > 16 {
+        anyhow::bail!("rrul_var --flows must be at most 16 (one UDP probe stream each)");
+    }
+    // flent's voip: G.711-like, one 172-byte packet every 20 ms (irtt -i 0.02s -l 172).
+    let voip = kind == TestKind::Voip;
+    let probe_size = if voip && a.probe_size == 64 {
+        172
+    } else {
+        a.probe_size
+    };
+    let voip_interval = voip.then_some(0.02);
     Ok(TestConfig {
         kind,
         host: a.host.clone(),
@@ -139,10 +150,11 @@ fn config(kind: TestKind, streams: u8, a: &LatencyArgs) -> anyhow::Result<TestCo
         step,
         probe_interval: a
             .interval
+            .or(voip_interval)
             .map(|i| positive_secs(i, "--interval"))
             .transpose()?
             .unwrap_or(step),
-        probe_size: a.probe_size,
+        probe_size,
         cc: a.cc.clone(),
         ip: if a.ipv4 {
             IpPref::V4
@@ -175,8 +187,8 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
     let remote = super::monitor::start_router(&a.router, cfg.length + 2 * cfg.delay)?;
     let result = crate::latency::run_test(&cfg, progress.as_ref())?;
     let mut notes = Vec::new();
-    let load =
-        (cfg.kind != TestKind::Ping).then_some((result.delay_s, result.delay_s + result.length_s));
+    let load = (!matches!(cfg.kind, TestKind::Ping | TestKind::Voip))
+        .then_some((result.delay_s, result.delay_s + result.length_s));
     let router = super::monitor::finish_router(remote, result.t0_unix, load, &mut notes);
     if !a.json.on_stdout() {
         crate::out!("{}", crate::report::latency::render_text(&result));

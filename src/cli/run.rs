@@ -14,9 +14,10 @@ pub struct RunArgs {
     /// Directory for the JSON result (`run-<time>.json`, and `latest.json`).
     #[arg(long, default_value = "routerbench-results")]
     pub out_dir: std::path::PathBuf,
-    /// Engine: `auto` (the system libcrypto when it loads at run time, else pure Rust; the
-    /// row's Engine cell says which), `openssl` (libcrypto or fail) or `rustcrypto`. Only
-    /// OpenSSL rows compare with the OpenWrt wiki's rows.
+    /// Engine: `auto` (the system libcrypto when it loads at run time, else the `openssl`
+    /// program on PATH, else pure Rust; the row's Engine cell says which), `openssl` (libcrypto
+    /// or fail), `openssl-speed` (the openssl program or fail) or `rustcrypto`. Only OpenSSL
+    /// rows compare with the OpenWrt wiki's rows.
     #[arg(long, value_enum, default_value_t = crypto::engine::EngineKind::Auto)]
     pub engine: crypto::engine::EngineKind,
     /// Seconds per crypto column.
@@ -224,8 +225,8 @@ fn sqm_capacity(_quick: bool) -> anyhow::Result<crate::results::lab::SqmCapacity
 }
 
 /// The SQM capacity of this CPU with cake (the kernel's if it has sch_cake, else routerbench's
-/// userspace one), from a throwaway lab: coarse (doubling from 100 Mbit/s, one bisection step,
-/// at most ~2 minutes). Skipped by --quick and without root.
+/// userspace one), from a throwaway lab: coarse (doubling from 100 Mbit/s until a rate fails,
+/// one bisection step, at most ~2 minutes). Skipped by --quick and without root.
 #[cfg(feature = "lab")]
 fn sqm_capacity(quick: bool) -> anyhow::Result<crate::results::lab::SqmCapacity> {
     use crate::lab;
@@ -242,7 +243,9 @@ fn sqm_capacity(quick: bool) -> anyhow::Result<crate::results::lab::SqmCapacity>
     );
     plan.seconds = 5;
     plan.refine_steps = 1;
-    plan.max_bps = 1_600_000_000;
+    // No fixed ceiling: doubling goes on until a rate fails (what the path and the forwarder
+    // can carry) or the budget is spent; then the report says "at least".
+    plan.max_bps = lab::sqm_capacity::NO_CEILING_BPS;
     plan.budget = std::time::Duration::from_secs(75);
     let _guard = super::lab::guard(&name);
     Ok(lab::sqm_capacity::search(

@@ -7,9 +7,10 @@ use super::server_log::{Log, spawn_reopen_on_hangup};
 use crate::cli::log_sink::LogSink;
 use crate::server::{Server, ServerConfig};
 use clap::Args;
+use portable_atomic::AtomicU64;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 #[derive(Debug, Args)]

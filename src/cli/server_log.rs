@@ -5,9 +5,10 @@
 use crate::cli::log_sink::LogSink;
 use crate::results::throughput::ThroughputResult;
 use crate::server::{ServerEvent, ServerObserver};
+use portable_atomic::AtomicU64;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Renders server events the way iperf3's server does: the banner, the accepted connection,

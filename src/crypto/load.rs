@@ -6,8 +6,9 @@
 use super::CryptoError;
 use super::engine::{self, EngineError, EngineKind};
 use crate::results::crypto::{Algorithm, AlgorithmKind, EngineInfo};
+use portable_atomic::AtomicU64;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 

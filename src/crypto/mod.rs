@@ -1,16 +1,18 @@
-//! The crypto speed suite (spec/crypto.md): the `openssl speed` methodology on two engines
-//! (pure-Rust RustCrypto, and the system libcrypto loaded at run time), the timing loop,
-//! and the import of saved `openssl speed` output. Measuring code here never prints.
+//! The crypto speed suite (docs/crypto.md): the `openssl speed` methodology on two in-process
+//! engines (pure-Rust RustCrypto, and the system libcrypto loaded at run time) and on the
+//! `openssl` program itself, the timing loop, and the import of saved `openssl speed` output.
+//! Measuring code here never prints.
 
 pub mod engine;
 pub mod import;
 pub mod keys;
 pub mod load;
+pub mod program;
 pub mod timing;
 
 use crate::results::crypto::{
     Algorithm, AlgorithmKind, BulkResult, CryptoResult, CryptoSource, EngineInfo, PublicKeyResult,
-    ROW_CIPHER_BLOCK, ROW_HASH_BLOCK, TimeBase,
+    ROW_CIPHER_BLOCK, TimeBase, WIREGUARD_BLOCK,
 };
 use crate::util::progress::Progress;
 use engine::{Engine, EngineError, EngineKind};
@@ -57,7 +59,7 @@ impl Default for SuiteConfig {
     fn default() -> Self {
         Self {
             engine: EngineKind::Auto,
-            algorithms: Algorithm::ALL.to_vec(),
+            algorithms: Algorithm::EVERY.to_vec(),
             seconds_bulk: DEFAULT_SECONDS_BULK,
             seconds_pkey: DEFAULT_SECONDS_PKEY,
             sizes: SizePlan::All,
@@ -69,7 +71,8 @@ impl Default for SuiteConfig {
 }
 
 impl SuiteConfig {
-    /// What `routerbench run` uses: every algorithm, only the row's columns, `seconds` each.
+    /// What `routerbench run` uses: every algorithm (the row's and WireGuard's), only the row's
+    /// columns, `seconds` each.
     pub fn row_only(engine: EngineKind, seconds: f64) -> Self {
         Self {
             engine,
@@ -94,23 +97,38 @@ pub enum CryptoError {
     Engine(#[from] EngineError),
     #[error(transparent)]
     Import(#[from] import::ImportError),
+    #[error("--engine openssl-speed: {0}")]
+    Program(program::ProgramError),
 }
 
 /// Parses a comma list such as `md5,aes-128-cbc,rsa2048` (also `des-cbc`, `des-ede3-cbc`, `rsa`,
-/// `dsa`, and `all`). An unknown name is an error listing the valid ones.
+/// `dsa`, and the groups `all` (all thirteen), `table` (the wiki row's eleven) and `wireguard`
+/// (chacha20-poly1305, aes-128-gcm)). An unknown name is an error listing the valid ones.
 pub fn parse_algorithms(list: &str) -> Result<Vec<Algorithm>, CryptoError> {
     let mut out = Vec::new();
     for raw in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let name = raw.to_ascii_lowercase();
-        if name == "all" {
-            out.extend(Algorithm::ALL);
-            continue;
+        match name.as_str() {
+            "all" => {
+                out.extend(Algorithm::EVERY);
+                continue;
+            }
+            "table" | "wiki" => {
+                out.extend(Algorithm::ALL);
+                continue;
+            }
+            "wireguard" => {
+                out.extend(Algorithm::WIREGUARD);
+                continue;
+            }
+            _ => {}
         }
-        let alg = Algorithm::ALL
+        let alg = Algorithm::EVERY
             .into_iter()
             .find(|a| a.cli_name() == name || a.label_v3() == name)
             .or(match name.as_str() {
                 "des-ede3-cbc" | "3des" => Some(Algorithm::DesEde3),
+                "chacha20poly1305" | "chacha" => Some(Algorithm::Chacha20Poly1305),
                 _ => None,
             });
         match alg {
@@ -134,26 +152,125 @@ pub fn parse_algorithms(list: &str) -> Result<Vec<Algorithm>, CryptoError> {
     Ok(out)
 }
 
-/// `md5, sha1, …, dsa2048` for error messages and help.
+/// `md5, sha1, …, aes-128-gcm` (and the groups) for error messages and help.
 pub fn valid_algorithm_list() -> String {
-    let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.cli_name()).collect();
-    names.join(", ")
+    let names: Vec<&str> = Algorithm::EVERY.iter().map(|a| a.cli_name()).collect();
+    format!("{} (groups: all, table, wireguard)", names.join(", "))
 }
 
-/// Runs the suite: every requested algorithm at the planned sizes, `threads` at once.
-/// Progress goes to `progress`; nothing is printed.
+/// Runs the suite: every requested algorithm at the planned sizes, `threads` at once, on the
+/// engine `cfg.engine` picks (see [`engine`]). Progress goes to `progress`; nothing is printed.
 pub fn run_suite(cfg: &SuiteConfig, progress: &dyn Progress) -> Result<CryptoResult, CryptoError> {
+    run_suite_with(cfg, progress, engine::libcrypto::system, program::find)
+}
+
+/// [`run_suite`] with the libcrypto loader and the openssl program finder given, so that every
+/// way `auto` can go is testable.
+pub fn run_suite_with(
+    cfg: &SuiteConfig,
+    progress: &dyn Progress,
+    load: impl FnOnce() -> Result<&'static engine::libcrypto::Api, engine::libcrypto::LoadError>,
+    find: impl FnOnce() -> Result<program::Program, program::ProgramError>,
+) -> Result<CryptoResult, CryptoError> {
     check_config(cfg)?;
     let mut algorithms = cfg.algorithms.clone();
     algorithms.sort();
     algorithms.dedup();
-    let engine = engine::create(cfg.engine, &algorithms)?;
+    match cfg.engine {
+        EngineKind::OpensslSpeed => {
+            let prog = find().map_err(CryptoError::Program)?;
+            program_run(&prog, cfg, &algorithms, progress).map_err(CryptoError::Program)
+        }
+        EngineKind::Auto => match load() {
+            Ok(api) => {
+                let e = engine::libcrypto::LibcryptoEngine::new(api, &algorithms)?;
+                measure_in_process(&e, cfg, &algorithms, progress)
+            }
+            Err(load_err) => auto_without_libcrypto(cfg, &algorithms, progress, &load_err, find),
+        },
+        kind => {
+            let e = engine::create_with(kind, &algorithms, load)?;
+            measure_in_process(e.as_ref(), cfg, &algorithms, progress)
+        }
+    }
+}
+
+/// `auto` where libcrypto cannot be loaded: the openssl program if there is one and it gives a
+/// complete row, else RustCrypto with the reasons in the Engine cell and the notes.
+fn auto_without_libcrypto(
+    cfg: &SuiteConfig,
+    algorithms: &[Algorithm],
+    progress: &dyn Progress,
+    load_err: &engine::libcrypto::LoadError,
+    find: impl FnOnce() -> Result<program::Program, program::ProgramError>,
+) -> Result<CryptoResult, CryptoError> {
+    let (fallback, note) = match find() {
+        Ok(prog) => match program_run(&prog, cfg, algorithms, progress) {
+            Ok(r) => return Ok(r),
+            Err(e) => (
+                format!("{}, openssl speed failed", load_err.short()),
+                format!("the openssl program gave no usable row, so RustCrypto measured: {e}"),
+            ),
+        },
+        Err(e @ (program::ProgramError::NotFound | program::ProgramError::Disabled)) => (
+            load_err.short().to_string(),
+            format!("{load_err}, and {e}: RustCrypto measured"),
+        ),
+        Err(e) => (
+            format!("{}, openssl speed failed", load_err.short()),
+            format!("the openssl program is unusable, so RustCrypto measured: {e}"),
+        ),
+    };
+    let e = engine::rustcrypto::RustCryptoEngine {
+        fallback: Some(fallback),
+    };
+    let mut r = measure_in_process(&e, cfg, algorithms, progress)?;
+    r.notes.insert(0, note);
+    Ok(r)
+}
+
+/// The openssl program; Ctrl-C during it keeps an (empty) result that says so.
+fn program_run(
+    prog: &program::Program,
+    cfg: &SuiteConfig,
+    algorithms: &[Algorithm],
+    progress: &dyn Progress,
+) -> Result<CryptoResult, program::ProgramError> {
+    match program::run(prog, cfg, algorithms, progress) {
+        Err(e) if e.is_interrupt() => {
+            let info = EngineInfo {
+                name: "openssl-speed".into(),
+                version: format!("{} (openssl speed)", prog.version.short),
+            };
+            let base = if cfg.threads > 1 || cfg.elapsed {
+                TimeBase::Elapsed
+            } else {
+                TimeBase::UserCpu
+            };
+            let mut r = empty_result(cfg, info, base, algorithms);
+            r.block_sizes.clear();
+            r.notes.push(format!(
+                "interrupted (SIGINT/SIGTERM) while openssl speed ran: nothing measured ({e})"
+            ));
+            Ok(r)
+        }
+        other => other,
+    }
+}
+
+/// Measures every algorithm on an in-process engine.
+fn measure_in_process(
+    engine: &dyn Engine,
+    cfg: &SuiteConfig,
+    algorithms: &[Algorithm],
+    progress: &dyn Progress,
+) -> Result<CryptoResult, CryptoError> {
     let base = if cfg.elapsed || cfg.threads > 1 {
         TimeBase::Elapsed
     } else {
         TimeBase::UserCpu
     };
-    let mut result = empty_result(cfg, engine.info(), base);
+    let mut result = empty_result(cfg, engine.info(), base, algorithms);
     let total = algorithms.len() as u64;
     progress.phase("crypto", total);
     let mut coarse_clock = false;
@@ -170,9 +287,9 @@ pub fn run_suite(cfg: &SuiteConfig, progress: &dyn Progress) -> Result<CryptoRes
         }
         progress.step(i as u64, alg.cli_name());
         match alg.kind() {
-            AlgorithmKind::Hash | AlgorithmKind::Cipher => {
+            AlgorithmKind::Hash | AlgorithmKind::Cipher | AlgorithmKind::Aead => {
                 let (bulk, coarse) =
-                    measure_bulk_sizes(engine.as_ref(), alg, &result.block_sizes, cfg, base)?;
+                    measure_bulk_sizes(engine, alg, &result.block_sizes, cfg, base)?;
                 coarse_clock |= coarse;
                 if let Some(n) = &bulk.note {
                     result.notes.push(format!("{}: {n}", alg.cli_name()));
@@ -180,7 +297,7 @@ pub fn run_suite(cfg: &SuiteConfig, progress: &dyn Progress) -> Result<CryptoRes
                 result.bulk.push(bulk);
             }
             AlgorithmKind::PublicKey => {
-                let (sign, verify) = timing::measure_pkey(engine.as_ref(), alg, cfg, base)?;
+                let (sign, verify) = timing::measure_pkey(engine, alg, cfg, base)?;
                 coarse_clock |= sign.coarse_clock || verify.coarse_clock;
                 result.public_key.push(PublicKeyResult {
                     algorithm: alg,
@@ -222,18 +339,22 @@ fn check_config(cfg: &SuiteConfig) -> Result<(), CryptoError> {
     Ok(())
 }
 
-/// The result before any measurement: engine, time base, the block sizes of the plan, and
-/// the note `--multi` needs.
-fn empty_result(cfg: &SuiteConfig, engine: EngineInfo, base: TimeBase) -> CryptoResult {
-    let block_sizes: Vec<u32> = match cfg.sizes {
-        SizePlan::All => BLOCK_SIZES.to_vec(),
-        SizePlan::RowOnly { cipher_block } => {
-            let mut v = vec![ROW_HASH_BLOCK, cipher_block];
-            v.sort();
-            v.dedup();
-            v
-        }
-    };
+/// The result before any measurement: engine, time base, the block sizes of the plan (only
+/// those some requested algorithm is measured at), and the note `--multi` needs.
+fn empty_result(
+    cfg: &SuiteConfig,
+    engine: EngineInfo,
+    base: TimeBase,
+    algorithms: &[Algorithm],
+) -> CryptoResult {
+    let mut block_sizes: Vec<u32> = BLOCK_SIZES
+        .iter()
+        .copied()
+        .chain([WIREGUARD_BLOCK])
+        .filter(|&s| algorithms.iter().any(|&a| wanted_size(cfg.sizes, a, s)))
+        .collect();
+    block_sizes.sort();
+    block_sizes.dedup();
     let mut notes = Vec::new();
     if cfg.threads > 1 {
         notes.push(format!(
@@ -246,6 +367,7 @@ fn empty_result(cfg: &SuiteConfig, engine: EngineInfo, base: TimeBase) -> Crypto
         source: CryptoSource::Measured {
             seconds_bulk: cfg.seconds_bulk,
             seconds_pkey: cfg.seconds_pkey,
+            commands: Vec::new(),
         },
         time_base: base,
         threads: cfg.threads,
@@ -253,6 +375,17 @@ fn empty_result(cfg: &SuiteConfig, engine: EngineInfo, base: TimeBase) -> Crypto
         bulk: Vec::new(),
         public_key: Vec::new(),
         notes,
+    }
+}
+
+/// Whether the plan measures `alg` at block size `size`: an AEAD only at [`WIREGUARD_BLOCK`]
+/// (one WireGuard packet), the others at openssl's six sizes, or only at the row's one.
+fn wanted_size(plan: SizePlan, alg: Algorithm, size: u32) -> bool {
+    match (alg.kind(), plan) {
+        (AlgorithmKind::PublicKey, _) => false,
+        (AlgorithmKind::Aead, _) => size == WIREGUARD_BLOCK,
+        (_, SizePlan::All) => BLOCK_SIZES.contains(&size),
+        (_, SizePlan::RowOnly { cipher_block }) => Some(size) == alg.row_block(cipher_block),
     }
 }
 
@@ -266,16 +399,7 @@ fn measure_bulk_sizes(
     cfg: &SuiteConfig,
     base: TimeBase,
 ) -> Result<(BulkResult, bool), CryptoError> {
-    let wanted = |s: u32| match cfg.sizes {
-        SizePlan::All => true,
-        SizePlan::RowOnly { cipher_block } => {
-            s == if alg.kind() == AlgorithmKind::Hash {
-                ROW_HASH_BLOCK
-            } else {
-                cipher_block
-            }
-        }
-    };
+    let wanted = |s: u32| wanted_size(cfg.sizes, alg, s);
     let mut rates = Vec::with_capacity(block_sizes.len());
     let mut note = None;
     let mut coarse_clock = false;
@@ -320,7 +444,12 @@ mod tests {
                 Algorithm::Rsa2048
             ]
         );
-        assert_eq!(parse_algorithms("all").unwrap().len(), 11);
+        assert_eq!(parse_algorithms("all").unwrap().len(), 13);
+        assert_eq!(parse_algorithms("table").unwrap().len(), 11);
+        assert_eq!(
+            parse_algorithms("wireguard,AES-128-GCM").unwrap(),
+            vec![Algorithm::Chacha20Poly1305, Algorithm::Aes128Gcm]
+        );
         assert_eq!(
             parse_algorithms("DES-CBC").unwrap(),
             vec![Algorithm::DesCbc]
@@ -329,8 +458,9 @@ mod tests {
 
     #[test]
     fn unknown_algorithm_lists_the_valid_ones() {
-        let e = parse_algorithms("md5,aes-128-gcm").unwrap_err().to_string();
-        assert!(e.contains("`aes-128-gcm`"), "{e}");
+        let e = parse_algorithms("md5,aes-256-gcm").unwrap_err().to_string();
+        assert!(e.contains("`aes-256-gcm`"), "{e}");
+        assert!(e.contains("chacha20-poly1305, aes-128-gcm"), "{e}");
         assert!(
             e.contains("md5, sha1, sha256, sha512, des, des-ede3"),
             "{e}"

@@ -9,10 +9,11 @@ use super::stream::{self, Budget, DataSock};
 use super::{IntervalSink, Iperf3Error, Result};
 use crate::results::throughput::{CpuUtil, Role, ThroughputResult};
 use crate::wire::iperf3::{self as wire, Cookie, Protocol, State, TestParams, TestResults};
+use portable_atomic::AtomicU64;
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Which address family to use for the server's name.
@@ -78,6 +79,9 @@ fn resolve(cfg: &ClientConfig) -> Result<SocketAddr> {
             Iperf3Error::Protocol(format!("{} has no address of the asked family", cfg.host))
         })
 }
+
+/// The context of a control connection closed right after the credentials were sent.
+pub const CLOSED_AFTER_TOKEN: &str = "after the credentials (an iperf3 3.17+ server closes the connection on a token it cannot decrypt)";
 
 /// Reads the next state, turning ACCESS_DENIED / SERVER_ERROR / SERVER_TERMINATE into errors.
 fn expect_state(ctl: &mut Control, want: State) -> Result<()> {
@@ -157,7 +161,14 @@ fn run_test(
     let params = effective_params(&t.cfg.params, ctl_mss)?;
     expect_state(ctl, State::ParamExchange)?;
     ctl.send_json(&params.emit())?;
-    expect_state(ctl, State::CreateStreams)?;
+    expect_state(ctl, State::CreateStreams).map_err(|e| match e {
+        // iperf3 3.21's server drops the connection, with no SERVER_ERROR, when the token
+        // does not decrypt with its padding: say so, so the caller can try the other padding.
+        Iperf3Error::Closed(_) if params.authtoken.is_some() => {
+            Iperf3Error::Closed(CLOSED_AFTER_TOKEN)
+        }
+        e => e,
+    })?;
     let (socks, roles, mut notes) = open_streams(t, &params)?;
     let buffers = match socks.first() {
         Some(DataSock::Tcp(t)) => crate::net::sockopt::buffer_sizes(t).unwrap_or((0, 0)),
@@ -220,6 +231,7 @@ fn run_test(
         cookie: t.cookie.text(),
         timesecs,
     };
+    notes.append(&mut ended.notes);
     notes.dedup();
     let mut result = ended.summarise(side, &params, &server, cpu, notes);
     result.interrupted = interrupted;
@@ -237,8 +249,21 @@ fn effective_params(asked: &TestParams, ctl_mss: Option<u32>) -> Result<TestPara
         if params.bandwidth == 0 {
             params.bandwidth = 1 << 20; // iperf3's UDP default: 1 Mbit/s
         }
+        // `--gsro`: the sizes 3.21 sends (GSO buffers of whole datagrams, 64 KiB GRO buffers).
+        let len = params.len.unwrap_or(wire::params::DEFAULT_UDP_LEN);
+        if let Some(g) = params.gso.as_mut().filter(|g| g.on) {
+            g.dg_size = len;
+            g.bf_size = (crate::net::udp_batch::gso_segments(len as usize) as u32) * len;
+        }
+        if let Some(g) = params.gro.as_mut().filter(|g| g.on) {
+            g.bf_size = crate::net::udp_batch::MAX_UDP_PAYLOAD as u32;
+        }
     } else if params.len.is_none() {
         params.len = Some(wire::params::DEFAULT_TCP_LEN);
+    }
+    if params.protocol != Protocol::Udp {
+        params.gso = None;
+        params.gro = None;
     }
     if params.num > 0 || params.blockcount > 0 {
         params.time = 0;

@@ -263,6 +263,8 @@ impl Meter {
             s.base_bytes = s.counters.bytes.load(Ordering::Relaxed);
             s.base_blocks = s.counters.blocks.load(Ordering::Relaxed);
             s.base_retrans = s.last_retrans;
+            // The receiving worker keeps its own copy of the figures: it resets it too.
+            s.counters.reset_jitter.store(true, Ordering::Relaxed);
             if let Ok(mut u) = s.counters.udp_rx.lock() {
                 u.reset_jitter();
                 s.base_udp = *u;

@@ -47,6 +47,8 @@ pub(crate) struct Running {
     control_cpu: ThreadCpu,
     udp: bool,
     main_sends: bool,
+    /// What the workers said about how they moved data (deduplicated).
+    notes: Vec<String>,
 }
 
 impl Running {
@@ -78,6 +80,7 @@ impl Running {
             control_cpu,
             udp,
             main_sends: plan.main_sends,
+            notes: Vec::new(),
         };
         let mut metered = Vec::with_capacity(socks.len());
         for (i, sock) in socks.into_iter().enumerate() {
@@ -103,6 +106,9 @@ impl Running {
                 budget: if sender { plan.budget.clone() } else { None },
                 drain: true,
                 cpu: plan.cpu,
+                zerocopy: sender && p.zerocopy,
+                skip_rx_copy: !sender && p.skip_rx_copy,
+                udp_offload: true,
             };
             let flag = if sender {
                 &run.senders_done
@@ -153,7 +159,7 @@ impl Running {
         self.wake_senders();
         for h in std::mem::take(&mut self.senders) {
             if let Ok(end) = h.join() {
-                self.cpu.add(end.cpu);
+                self.ended(end);
             }
         }
     }
@@ -164,7 +170,16 @@ impl Running {
         self.receivers_done.store(true, Ordering::Relaxed);
         for h in std::mem::take(&mut self.receivers) {
             if let Ok(end) = h.join() {
-                self.cpu.add(end.cpu);
+                self.ended(end);
+            }
+        }
+    }
+
+    fn ended(&mut self, end: WorkerEnd) {
+        self.cpu.add(end.cpu);
+        if let Some(n) = end.note {
+            if !self.notes.contains(&n) {
+                self.notes.push(n);
             }
         }
     }
@@ -195,6 +210,7 @@ impl Running {
             control_cpu: self.control_cpu,
             udp: self.udp,
             main_sends: self.main_sends,
+            notes: std::mem::take(&mut self.notes),
         }
     }
 }
@@ -218,6 +234,8 @@ pub(crate) struct Ended {
     control_cpu: ThreadCpu,
     udp: bool,
     main_sends: bool,
+    /// How this side's workers moved data (`-Z`'s method, UDP batching).
+    pub notes: Vec<String>,
 }
 
 /// Who this side is, for its summary.

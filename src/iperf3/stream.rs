@@ -4,12 +4,16 @@
 
 use super::control::{is_reset, is_timeout};
 use super::cpu::ThreadCpu;
-use crate::wire::iperf3::UdpHeader;
+use crate::net::zerocopy::ZeroCopySender;
 use nix::sys::time::TimeSpec;
 use nix::time::{ClockId, clock_gettime};
+use portable_atomic::AtomicU64;
 use std::io::Write;
 use std::net::{TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+#[path = "stream_udp.rs"]
+mod udp;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -104,6 +108,8 @@ pub struct Counters {
     /// TCP: writes or reads completed; UDP: datagrams sent or received.
     pub blocks: AtomicU64,
     pub udp_rx: Mutex<UdpRecvStats>,
+    /// Set by the meter when the omit period ends: the UDP receiver restarts its jitter.
+    pub reset_jitter: AtomicBool,
 }
 
 impl Counters {
@@ -144,6 +150,12 @@ pub struct WorkerConfig {
     pub drain: bool,
     /// Pin the worker thread to this CPU (`-A`, or the loopback placement).
     pub cpu: Option<usize>,
+    /// TCP sender: `-Z` (MSG_ZEROCOPY, or sendfile where the kernel copies anyway).
+    pub zerocopy: bool,
+    /// TCP receiver: `--skip-rx-copy` (the kernel discards the bytes, MSG_TRUNC).
+    pub skip_rx_copy: bool,
+    /// UDP: batch with GSO/GRO where the kernel has them (else sendmmsg/recvmmsg).
+    pub udp_offload: bool,
 }
 
 /// A draining receiver stops after this long without data (above the 200 ms minimum TCP RTO,
@@ -153,13 +165,13 @@ pub const DRAIN_IDLE: Duration = Duration::from_millis(250);
 pub const DRAIN_MAX: Duration = Duration::from_secs(2);
 
 /// The receive loop's view of the stop flag: running, draining, or finished.
-struct StopState {
-    drain_until: Option<Instant>,
+pub(super) struct StopState {
+    pub drain_until: Option<Instant>,
 }
 
 impl StopState {
     /// Returns false when the loop must end; switches `set_idle` on when draining starts.
-    fn keep_going(&mut self, done: &AtomicBool, drain: bool, set_idle: impl FnOnce()) -> bool {
+    pub fn keep_going(&mut self, done: &AtomicBool, drain: bool, set_idle: impl FnOnce()) -> bool {
         if !done.load(Ordering::Relaxed) {
             return true;
         }
@@ -176,7 +188,7 @@ impl StopState {
         }
     }
 
-    fn draining(&self) -> bool {
+    pub fn draining(&self) -> bool {
         self.drain_until.is_some()
     }
 }
@@ -188,6 +200,8 @@ pub struct WorkerEnd {
     pub cpu: (f64, f64),
     /// Set if the stream failed while the test was still running.
     pub error: Option<std::io::Error>,
+    /// How the stream moved its data, when that is worth a line in the result (`-Z`, GSO).
+    pub note: Option<String>,
 }
 
 /// Opens when all of a test's workers exist: with `-P 128` the first workers would otherwise
@@ -234,6 +248,7 @@ pub fn spawn(
                         e.kind(),
                         format!("cannot pin stream {id} to CPU {c}: {e}"),
                     )),
+                    note: None,
                 };
             }
             let cpu = ThreadCpu::start();
@@ -241,17 +256,23 @@ pub fn spawn(
                 return WorkerEnd {
                     cpu: cpu.stop(),
                     error: None,
+                    note: None,
                 };
             }
             let r = match (sock, cfg.sender) {
                 (DataSock::Tcp(s), true) => tcp_send(s, &cfg, &counters, &done),
-                (DataSock::Tcp(s), false) => tcp_recv(s, &cfg, &counters, &done),
-                (DataSock::Udp(s), true) => udp_send(s, &cfg, &counters, &done),
-                (DataSock::Udp(s), false) => udp_recv(s, &cfg, &counters, &done),
+                (DataSock::Tcp(s), false) => tcp_recv(s, &cfg, &counters, &done).map(|()| None),
+                (DataSock::Udp(s), true) => udp::udp_send(s, &cfg, &counters, &done),
+                (DataSock::Udp(s), false) => udp::udp_recv(s, &cfg, &counters, &done),
+            };
+            let (note, error) = match r {
+                Ok(note) => (note, None),
+                Err(e) => (None, Some(e).filter(|_| !done.load(Ordering::Relaxed))),
             };
             WorkerEnd {
                 cpu: cpu.stop(),
-                error: r.err().filter(|_| !done.load(Ordering::Relaxed)),
+                error,
+                note,
             }
         })
 }
@@ -270,7 +291,7 @@ pub fn payload(len: usize, repeating: bool) -> Vec<u8> {
 }
 
 /// Sleeps so that `bytes` sent since `start` stay at or below `rate` bit/s on average.
-fn pace(rate: u64, bytes: u64, start: Instant, done: &AtomicBool) {
+pub(super) fn pace(rate: u64, bytes: u64, start: Instant, done: &AtomicBool) {
     if rate == 0 {
         return;
     }
@@ -290,31 +311,96 @@ fn tcp_send(
     cfg: &WorkerConfig,
     c: &Counters,
     done: &AtomicBool,
-) -> std::io::Result<()> {
+) -> std::io::Result<Option<String>> {
     s.set_write_timeout(Some(WORKER_TICK))?;
     let buf = payload(cfg.len, cfg.repeating_payload);
+    let mut zc = if cfg.zerocopy {
+        Some(ZeroCopySender::new(&s, &buf)?)
+    } else {
+        None
+    };
     let start = Instant::now();
-    let mut sent = 0u64;
+    let mut tally = Tally::new(c);
     while !done.load(Ordering::Relaxed) {
         if cfg
             .budget
             .as_ref()
             .is_some_and(|b| !b.claim(cfg.len as u64))
         {
-            return Ok(());
+            break;
         }
-        match s.write(&buf) {
+        let r = match zc.as_mut() {
+            Some(z) => z.send(&s, &buf),
+            None => s.write(&buf),
+        };
+        match r {
             Ok(n) => {
-                sent += n as u64;
-                c.bytes.fetch_add(n as u64, Ordering::Relaxed);
-                c.blocks.fetch_add(1, Ordering::Relaxed);
+                tally.add(n as u64, 1);
             }
             Err(e) if is_timeout(&e) || e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
-        pace(cfg.rate, sent, start, done);
+        pace(cfg.rate, tally.bytes, start, done);
     }
-    Ok(())
+    Ok(zc.as_ref().map(ZeroCopySender::note))
+}
+
+/// A worker's own byte and block counts, added to the shared [`Counters`] every
+/// [`Tally::EVERY`] blocks or [`Tally::PERIOD`], and when dropped: the hot loop does not write
+/// a shared cache line (or, on 32-bit MIPS, take the lock of an emulated 64-bit atomic) per
+/// block, and the meter's view lags by at most the period.
+pub(super) struct Tally<'a> {
+    c: &'a Counters,
+    pub bytes: u64,
+    pub blocks: u64,
+    published: (u64, u64),
+    last: Instant,
+}
+
+impl<'a> Tally<'a> {
+    const EVERY: u64 = 64;
+    const PERIOD: Duration = Duration::from_millis(5);
+
+    pub fn new(c: &'a Counters) -> Self {
+        Tally {
+            c,
+            bytes: 0,
+            blocks: 0,
+            published: (0, 0),
+            last: Instant::now(),
+        }
+    }
+
+    /// Counts; returns whether this call published (state kept beside the counts, such as a
+    /// UDP receiver's loss figures, is published with them).
+    pub fn add(&mut self, bytes: u64, blocks: u64) -> bool {
+        self.bytes += bytes;
+        self.blocks += blocks;
+        let due =
+            self.blocks - self.published.1 >= Self::EVERY || self.last.elapsed() >= Self::PERIOD;
+        if due {
+            self.flush();
+        }
+        due
+    }
+
+    /// Adds what was counted since the last flush to the shared counters.
+    pub fn flush(&mut self) {
+        self.c
+            .bytes
+            .fetch_add(self.bytes - self.published.0, Ordering::Relaxed);
+        self.c
+            .blocks
+            .fetch_add(self.blocks - self.published.1, Ordering::Relaxed);
+        self.published = (self.bytes, self.blocks);
+        self.last = Instant::now();
+    }
+}
+
+impl Drop for Tally<'_> {
+    fn drop(&mut self) {
+        self.flush();
+    }
 }
 
 fn tcp_recv(
@@ -329,20 +415,26 @@ fn tcp_recv(
     // RECV_WAIT, so interval counts lag the wire by at most that much data.
     s.set_read_timeout(Some(RECV_WAIT))?;
     // One block per read, as iperf3: a cache-sized buffer (1 MiB reads measured slower).
-    let mut buf = vec![0u8; cfg.len.max(1)];
+    let mut buf = vec![0u8; if cfg.skip_rx_copy { 0 } else { cfg.len.max(1) }];
     let mut stop = StopState { drain_until: None };
+    let mut tally = Tally::new(c);
     while stop.keep_going(done, cfg.drain, || {
         let _ = s.set_read_timeout(Some(DRAIN_IDLE));
     }) {
-        let r = crate::net::sockopt::recv_waitall(&s, &mut buf);
+        let r = if cfg.skip_rx_copy {
+            crate::net::zerocopy::recv_discard(&s, cfg.len.max(1))
+        } else {
+            crate::net::sockopt::recv_waitall(&s, &mut buf)
+        };
         match r {
             Ok(0) => return Ok(()),
             Ok(n) => {
-                c.bytes.fetch_add(n as u64, Ordering::Relaxed);
-                c.blocks.fetch_add(1, Ordering::Relaxed);
+                tally.add(n as u64, 1);
             }
             Err(e) if is_timeout(&e) && stop.draining() => return Ok(()),
-            Err(e) if is_timeout(&e) || e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if is_timeout(&e) || e.kind() == std::io::ErrorKind::Interrupted => {
+                tally.flush();
+            }
             Err(e) if is_reset(&e) => return Ok(()),
             Err(e) => return Err(e),
         }
@@ -362,88 +454,8 @@ pub fn monotonic_now() -> (u32, u32, f64) {
     )
 }
 
-fn udp_send(
-    s: UdpSocket,
-    cfg: &WorkerConfig,
-    c: &Counters,
-    done: &AtomicBool,
-) -> std::io::Result<()> {
-    s.set_write_timeout(Some(WORKER_TICK))?;
-    let mut buf = payload(cfg.len, cfg.repeating_payload);
-    let start = Instant::now();
-    let mut sent = 0u64;
-    let mut seq: u64 = 0;
-    while !done.load(Ordering::Relaxed) {
-        if cfg
-            .budget
-            .as_ref()
-            .is_some_and(|b| !b.claim(cfg.len as u64))
-        {
-            return Ok(());
-        }
-        let (sec, usec, _) = monotonic_now();
-        let h = UdpHeader {
-            sec,
-            usec,
-            pcount: seq + 1,
-            wide: cfg.wide,
-        };
-        if h.emit(&mut buf).is_err() {
-            return Err(std::io::Error::other("UDP block shorter than its header"));
-        }
-        match s.send(&buf) {
-            Ok(n) => {
-                seq += 1;
-                sent += n as u64;
-                c.bytes.fetch_add(n as u64, Ordering::Relaxed);
-                c.blocks.fetch_add(1, Ordering::Relaxed);
-            }
-            // ENOBUFS or a refused port (ICMP) must not end the test: iperf3 goes on too.
-            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
-            Err(e) if is_timeout(&e) || e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-        pace(cfg.rate, sent, start, done);
-    }
-    Ok(())
-}
-
-fn udp_recv(
-    s: UdpSocket,
-    cfg: &WorkerConfig,
-    c: &Counters,
-    done: &AtomicBool,
-) -> std::io::Result<()> {
-    s.set_read_timeout(Some(WORKER_TICK))?;
-    let mut buf = vec![0u8; cfg.len.max(65536)];
-    let mut stop = StopState { drain_until: None };
-    while stop.keep_going(done, cfg.drain, || {
-        let _ = s.set_read_timeout(Some(DRAIN_IDLE));
-    }) {
-        match s.recv(&mut buf) {
-            Ok(n) => {
-                let Ok(h) = UdpHeader::parse(&buf[..n], cfg.wide) else {
-                    continue; // a stray hello or runt datagram: not data
-                };
-                let (_, _, arrival) = monotonic_now();
-                c.bytes.fetch_add(n as u64, Ordering::Relaxed);
-                c.blocks.fetch_add(1, Ordering::Relaxed);
-                if let Ok(mut st) = c.udp_rx.lock() {
-                    st.on_datagram(h.pcount as i64, h.sent_secs(), arrival);
-                }
-            }
-            Err(e) if is_timeout(&e) && stop.draining() => return Ok(()),
-            Err(e) if is_timeout(&e) || e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
 /// Receive buffer asked for on UDP data sockets when the client gave no `-w`.
-pub const UDP_RCVBUF: usize = 1 << 20;
+pub const UDP_RCVBUF: usize = 4 << 20;
 
 /// Applies the test's socket options to a data socket, as iperf3 does on both ends: TOS,
 /// TCP_CONGESTION, window (SO_SNDBUF/SO_RCVBUF, checked), TCP_NODELAY, SO_MAX_PACING_RATE,
@@ -490,7 +502,8 @@ pub fn apply_options(
             if let Some(w) = p.window {
                 sockopt::set_buffers(s, w as usize).map_err(|e| fail(141, "socket buffer", e))?;
             } else {
-                // Best effort: a 1 MiB receive buffer rides out scheduling hiccups on a busy
+                // Best effort: a 4 MiB receive buffer (8 MiB of truesize once the kernel
+                // doubles it) rides out ~30 ms scheduling hiccups at 2 Gbit/s on a busy
                 // box, so the loss we report is the network's (iperf3 keeps the default).
                 let _ = socket2::SockRef::from(s).set_recv_buffer_size(UDP_RCVBUF);
             }
@@ -548,6 +561,9 @@ mod tests {
             budget: Some(budget),
             drain: true,
             cpu: None,
+            zerocopy: false,
+            skip_rx_copy: false,
+            udp_offload: true,
         };
         let tx = Arc::new(Counters::default());
         let rx = Arc::new(Counters::default());

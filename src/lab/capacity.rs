@@ -15,6 +15,8 @@ pub struct CapacityPlan {
     pub seconds: u32,
     pub flows: Vec<u32>,
     pub cc: String,
+    /// The router is a VM (`--router vm`): rebuilt for each NAT state.
+    pub vm: Option<super::vm::VmSpec>,
 }
 
 /// Refuses to measure with a lab that already exists: capacity rebuilds its lab unshaped and
@@ -55,7 +57,10 @@ pub fn run(plan: &CapacityPlan, generator: &dyn LoadGenerator) -> Result<Capacit
             cc: plan.cc.clone(),
             ..LabSpec::default()
         };
-        let cfg = up(&spec)?;
+        let cfg = match &plan.vm {
+            Some(v) => super::vm::up(&spec, v)?,
+            None => up(&spec)?,
+        };
         for &flows in &plan.flows {
             let load = LoadSpec {
                 flows,

@@ -31,6 +31,7 @@ pub mod state;
 pub mod sys;
 pub mod theory;
 mod topology;
+pub mod vm;
 
 pub use error::{LabError, Result};
 pub use events::{LabEvent, LabEvents};

@@ -4,7 +4,7 @@
 
 use super::backlog::{BacklogSample, delays_ms};
 use super::error::{Context, LabError, Result, chain};
-use super::{DEV_RTR_LAN, DEV_RTR_WAN, netns, theory};
+use super::{netns, theory};
 use crate::latency::{TestConfig, TestKind};
 use crate::monitor::agent::{Agent, AgentConfig};
 use crate::monitor::remote::{RemoteConfig, RemoteMonitor};
@@ -24,6 +24,9 @@ pub struct LabRun {
     pub latency: LatencyResult,
     pub monitor: Option<MonitorResult>,
     pub checks: Vec<QueueCheck>,
+    /// With a VM router: its taps' queues and the verdict.
+    pub tap_queues: Vec<crate::results::lab::TapQueue>,
+    pub router_verdict: Option<crate::results::lab::RouterVerdict>,
 }
 
 /// Runs `test` (its host and port are replaced by the lab's WAN host) through lab `cfg`.
@@ -46,23 +49,60 @@ pub fn run(
         )?)
     })
     .context("cannot start the latency server in the WAN namespace")?;
-    // The router's view through the agent path (as `--monitor` against `server --monitor`):
-    // an agent and its subscriber in the router namespace, over that namespace's loopback, so
-    // the samples cost the lab links nothing. Queues read every 0.1 s.
+    // The router's view through the agent path (as `--monitor` against `server --monitor`).
+    // Namespace router: an agent and its subscriber in the router namespace, over that
+    // namespace's loopback, so the samples cost the lab links nothing. VM router: its own
+    // agent, reached from the LAN host. Queues read every 0.1 s.
     let total = test.length + test.delay * 2;
-    let remote = netns::run_in(&cfg.ns_rtr, move || {
-        let (addr, _agent) = crate::monitor::agent::spawn_local(
-            Agent::new(AgentConfig::default()),
-            Duration::from_secs(10),
-        )?;
-        let rc = RemoteConfig::new(
-            &addr.to_string(),
-            None,
-            Duration::from_millis(100),
-            total + Duration::from_secs(120),
-        );
-        Ok(RemoteMonitor::start(&rc, None)?)
-    });
+    let remote = match &cfg.router_vm {
+        Some(vm) => {
+            let (addr, token) = (vm.agent.clone(), vm.agent_token.clone());
+            netns::run_in(&cfg.ns_lan, move || {
+                let rc = RemoteConfig::new(
+                    &addr,
+                    Some(token),
+                    Duration::from_millis(100),
+                    total + Duration::from_secs(120),
+                );
+                Ok(RemoteMonitor::start(&rc, None)?)
+            })
+        }
+        None => netns::run_in(&cfg.ns_rtr, move || {
+            let (addr, _agent) = crate::monitor::agent::spawn_local(
+                Agent::new(AgentConfig::default()),
+                Duration::from_secs(10),
+            )?;
+            let rc = RemoteConfig::new(
+                &addr.to_string(),
+                None,
+                Duration::from_millis(100),
+                total + Duration::from_secs(120),
+            );
+            Ok(RemoteMonitor::start(&rc, None)?)
+        }),
+    };
+    // VM router: the taps' queues, and a watchdog that ends the test if qemu dies.
+    let max = total + Duration::from_secs(120);
+    let mut taps = Vec::new();
+    let mut watchdog = None;
+    let mut test = test.clone();
+    if let Some(vm) = &cfg.router_vm {
+        for (ns, dev, dir) in [
+            (&cfg.ns_lan, &cfg.devices.lan, "upload"),
+            (&cfg.ns_wan, &cfg.devices.wan, "download"),
+        ] {
+            taps.push(crate::lab::vm::watch::TapSampler::start(ns, dev, dir, max)?);
+        }
+        let flag = test
+            .interrupt
+            .get_or_insert_with(|| std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)))
+            .clone();
+        watchdog = Some(crate::lab::vm::watch::Watchdog::start(
+            vm.qemu_pid,
+            flag,
+            max,
+        ));
+    }
     let mut t = test.clone();
     t.host = addr.ip().to_string();
     t.port = addr.port();
@@ -72,6 +112,8 @@ pub fn run(
             .map_err(|e| LabError::Measure(e.to_string()).into())
     });
     service.shutdown();
+    let died_at = watchdog.and_then(|w| w.finish());
+    let tap_queues: Vec<_> = taps.into_iter().filter_map(|t| t.finish()).collect();
     let latency = result?;
     let load = (latency.delay_s, latency.delay_s + latency.length_s);
     let monitor = remote.and_then(|r| {
@@ -89,25 +131,39 @@ pub fn run(
     };
     let backlog = monitor
         .as_ref()
-        .map(|m| super::backlog::from_monitor(m, DEV_RTR_WAN, DEV_RTR_LAN))
+        .map(|m| super::backlog::from_monitor(m, &cfg.devices.rtr_wan, &cfg.devices.rtr_lan))
         .unwrap_or_default();
     let checks = checks(cfg, test.kind, &latency, &backlog, warmup);
+    let router_verdict = cfg
+        .router_vm
+        .as_ref()
+        .map(|_| crate::lab::vm::watch::verdict(monitor.as_ref(), &tap_queues, died_at));
+    if let Some(t) = died_at {
+        latency.interrupted = true;
+        latency.notes.push(format!(
+            "the VM router (qemu) died {t:.1} s into the test: the result is partial"
+        ));
+    }
     Ok(LabRun {
         latency,
         monitor,
         checks,
+        tap_queues,
+        router_verdict,
     })
 }
 
 /// Which directions a test loads: (upload, download).
 fn loaded(kind: TestKind) -> (bool, bool) {
     match kind {
-        TestKind::Rrul | TestKind::RrulBe | TestKind::RrulIcmp | TestKind::TcpBidirectional => {
-            (true, true)
-        }
+        TestKind::Rrul
+        | TestKind::RrulBe
+        | TestKind::RrulIcmp
+        | TestKind::TcpBidirectional
+        | TestKind::RrulVar => (true, true),
         TestKind::TcpNup => (true, false),
         TestKind::TcpNdown => (false, true),
-        TestKind::Ping => (false, false),
+        TestKind::Ping | TestKind::Voip => (false, false),
     }
 }
 
@@ -335,6 +391,7 @@ mod tests {
             cc: "cubic".into(),
             ns_cc: "reno".into(),
             devices: Default::default(),
+            router_vm: None,
         }
     }
 

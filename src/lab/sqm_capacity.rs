@@ -37,6 +37,8 @@ pub struct SqmPlan {
     pub cc: String,
     /// The routerbench binary for the userspace forwarder.
     pub exe: PathBuf,
+    /// The router is a VM (`--router vm`): its kernel's qdisc, the VM rebooted per rate.
+    pub vm: Option<super::vm::VmSpec>,
 }
 
 impl SqmPlan {
@@ -49,18 +51,24 @@ impl SqmPlan {
             seconds: 6,
             start_bps: 100_000_000,
             min_bps: 6_250_000,
-            max_bps: 3_200_000_000,
+            max_bps: NO_CEILING_BPS,
             refine_steps: 3,
             budget: Duration::from_secs(300),
             cc: "cubic".into(),
             exe,
+            vm: None,
         }
     }
 }
 
-/// The queue limit at `rate`: CAKE's own rule, 4 × rate × 100 ms, at least 300 KB.
+/// The search's ceiling when none is asked: far above any veth path (which carries 5-60
+/// Gbit/s), so the search ends where a rate fails or the budget runs out, not at a number.
+pub const NO_CEILING_BPS: u64 = 100_000_000_000;
+
+/// The queue limit at `rate`: CAKE's own rule, 4 × rate × 100 ms, at least 300 KB, at most
+/// 64 MB (from 1.28 Gbit/s on), so a search with no ceiling never asks a qdisc for gigabytes.
 pub fn buffer_for(rate_bps: u64) -> u64 {
-    (rate_bps / 8 * 4 / 10).max(300_000)
+    (rate_bps / 8 * 4 / 10).clamp(300_000, 64_000_000)
 }
 
 fn pass(goodput_of_theory: f64, p99: Option<f64>) -> bool {
@@ -82,16 +90,30 @@ fn point(
         cc: plan.cc.clone(),
         ..LabSpec::default()
     };
-    let cfg = up(&spec)?;
-    let st = apply(
-        &cfg,
-        &AqmSpec {
-            qdisc: plan.qdisc,
-            place: plan.place,
-        },
-        &plan.exe,
-    )?;
-    *place_seen = st.place;
+    let cfg = if let Some(v) = &plan.vm {
+        let mut v = v.clone();
+        v.qdisc = plan.qdisc;
+        let cfg = super::vm::up(&spec, &v)?;
+        *place_seen = format!(
+            "kernel (VM router: {})",
+            cfg.router_vm
+                .as_ref()
+                .map_or(String::new(), |r| r.qdisc_up.clone())
+        );
+        cfg
+    } else {
+        let cfg = up(&spec)?;
+        let st = apply(
+            &cfg,
+            &AqmSpec {
+                qdisc: plan.qdisc,
+                place: plan.place,
+            },
+            &plan.exe,
+        )?;
+        *place_seen = st.place;
+        cfg
+    };
     let mp = MeasurePlan {
         flows: plan.flows,
         seconds: plan.seconds,
@@ -216,5 +238,6 @@ mod tests {
         assert!(!pass(0.99, None));
         assert_eq!(buffer_for(50_000_000), 2_500_000);
         assert_eq!(buffer_for(1_000_000), 300_000);
+        assert_eq!(buffer_for(NO_CEILING_BPS), 64_000_000);
     }
 }

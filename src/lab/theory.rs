@@ -42,6 +42,8 @@ pub fn result(config: LabConfig) -> crate::results::lab::LabResult {
         accuracy: Vec::new(),
         test: None,
         checks: Vec::new(),
+        tap_queues: Vec::new(),
+        router_verdict: None,
     }
 }
 

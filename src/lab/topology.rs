@@ -44,7 +44,7 @@ impl Default for LabSpec {
 }
 
 impl LabSpec {
-    fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         netns::check_name(&self.name)?;
         let bad = |m: String| Err(LabError::Input(m));
         if self.name.len() > 40 {
@@ -85,7 +85,7 @@ impl LabSpec {
     }
 }
 
-fn names(name: &str) -> (String, String, String) {
+pub(crate) fn names(name: &str) -> (String, String, String) {
     (
         format!("{name}-lan"),
         format!("{name}-rtr"),
@@ -96,7 +96,7 @@ fn names(name: &str) -> (String, String, String) {
 /// Picks the namespaces' default congestion control: `cc` if a child netns may use it as its
 /// default (it is in the host's tcp_allowed_congestion_control), else reno, which is always
 /// allowed. Sockets can still choose `cc` themselves (root may pick any available one).
-fn ns_default_cc(cc: &str) -> Result<String> {
+pub(crate) fn ns_default_cc(cc: &str) -> Result<String> {
     let read = |k: &str| {
         std::fs::read_to_string(format!("/proc/sys/net/ipv4/{k}"))
             .io_context(|| format!("cannot read /proc/sys/net/ipv4/{k}"))
@@ -155,6 +155,7 @@ pub fn up(spec: &LabSpec) -> Result<LabConfig> {
         cc: spec.cc.clone(),
         ns_cc,
         devices: devices(),
+        router_vm: None,
     };
     state::save_config(&cfg)?;
     Ok(cfg)
@@ -171,7 +172,7 @@ pub fn devices() -> LabDevices {
 }
 
 /// The three namespaces, quiet (no IPv6) and allowed ICMP datagram sockets.
-fn make_namespaces(all: [&String; 3]) -> Result<()> {
+pub(crate) fn make_namespaces(all: [&String; 3]) -> Result<()> {
     for ns in all {
         if !netns::exists(ns) {
             run_tool("ip", &["netns", "add", ns])
@@ -237,7 +238,7 @@ fn nft_in(rtr: &str, args: &[&str], input: Option<&str>) -> Result<String> {
     }
 }
 
-fn apply_nat(rtr: &str, wan: &str, nat: bool) -> Result<()> {
+pub(crate) fn apply_nat(rtr: &str, wan: &str, nat: bool) -> Result<()> {
     if super::sys::tool_path("nft").is_ok() {
         let _ = nft_in(rtr, &["delete", "table", "ip", NFT_TABLE], None);
     }
@@ -266,6 +267,8 @@ pub struct DownReport {
 pub fn down(name: &str) -> Result<DownReport> {
     require_root()?;
     netns::check_name(name)?;
+    // A VM router's qemu (and with it its taps), its cgroup, console and image.
+    super::vm::files::stop(name);
     // The forwarder's supervisor restores kernel forwarding and removes its state files.
     let _ = super::shape_fwd::stop(name);
     state::remove_log(name);
@@ -366,6 +369,9 @@ pub fn status(name: &str) -> Result<LabStatus> {
         namespaces: [&lan, &rtr, &wan].iter().map(|n| ns_status(n)).collect(),
         ..Default::default()
     };
+    if let Some(cfg) = st.config.clone().filter(|c| c.router_vm.is_some()) {
+        return vm_status(st, &cfg, &lan, &wan);
+    }
     st.up = st.namespaces.iter().all(|n| n.exists)
         && link_exists(&rtr, DEV_RTR_LAN)
         && link_exists(&rtr, DEV_RTR_WAN);
@@ -392,6 +398,32 @@ pub fn status(name: &str) -> Result<LabStatus> {
         a
     });
     let (reach, rtt) = reachability(&lan, &wan)?;
+    st.reachable = Some(reach);
+    st.reach_rtt_ms = rtt;
+    Ok(st)
+}
+
+/// `status` of a lab whose router is a VM: qemu alive, the taps, their qdiscs (the queue in
+/// front of the router), and the path through it.
+fn vm_status(mut st: LabStatus, cfg: &LabConfig, lan: &str, wan: &str) -> Result<LabStatus> {
+    let alive = super::vm::files::running(cfg) == Some(true);
+    st.up = alive
+        && st.namespaces.iter().all(|n| n.exists)
+        && link_exists(lan, DEV_LAN)
+        && link_exists(wan, DEV_WAN);
+    st.vm_running = Some(alive);
+    if !st.up {
+        return Ok(st);
+    }
+    for (ns, dev) in [(lan, DEV_LAN), (wan, DEV_WAN)] {
+        if let Some(q) = tc(ns, &["-s", "-j", "qdisc", "show", "dev", dev])
+            .ok()
+            .and_then(|out| crate::monitor::qdisc::parse_qdisc_json(dev, &out).ok())
+        {
+            st.qdiscs.extend(q);
+        }
+    }
+    let (reach, rtt) = reachability(lan, wan)?;
     st.reachable = Some(reach);
     st.reach_rtt_ms = rtt;
     Ok(st)

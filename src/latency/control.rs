@@ -5,10 +5,11 @@ use super::conn::{self, ConnError};
 use super::error::LatencyError;
 use crate::wire::ROUTERBENCH_MAGIC;
 use crate::wire::rb::{self, Message};
+use portable_atomic::AtomicU64;
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

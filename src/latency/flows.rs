@@ -8,10 +8,11 @@ use super::plan::FlowPlan;
 use crate::net as so;
 use crate::wire::ROUTERBENCH_MAGIC;
 use crate::wire::rb::{self, Direction, Message};
+use portable_atomic::AtomicU64;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// An opened, accepted flow, ready to start.

@@ -18,9 +18,11 @@ pub mod icmp;
 pub mod plan;
 pub mod probe;
 pub mod reflector;
+pub mod rpm;
 pub mod runner;
 pub mod server;
 mod server_load;
+mod server_rpm;
 mod state;
 pub mod summary;
 

@@ -27,13 +27,20 @@ pub enum TestKind {
     RrulIcmp,
     /// One upload and one download (CS0) with an ICMP probe.
     TcpBidirectional,
+    /// flent's rrul_var: N bidirectional streams (one up, one down, one UDP probe each, CS0)
+    /// and an ICMP probe.
+    RrulVar,
+    /// flent's voip: a G.711-like UDP stream (20 ms, 172 bytes) with one-way delay, jitter and
+    /// loss; no load.
+    Voip,
 }
 
 impl TestKind {
     /// The plot flent draws for this test by default (its `.conf` DEFAULTS).
     pub fn flent_default_plot(self) -> &'static str {
         match self {
-            Self::Rrul | Self::RrulBe => "all_scaled",
+            Self::Rrul | Self::RrulBe | Self::RrulVar => "all_scaled",
+            Self::Voip => "voip_delay",
             Self::RrulIcmp => "all",
             Self::TcpNup | Self::TcpNdown | Self::TcpBidirectional => "totals",
             Self::Ping => "ping",
@@ -50,6 +57,8 @@ impl TestKind {
             Self::Ping => "ping",
             Self::RrulIcmp => "rrul_icmp",
             Self::TcpBidirectional => "tcp_bidirectional",
+            Self::RrulVar => "rrul_var",
+            Self::Voip => "voip",
         }
     }
 }
@@ -184,6 +193,29 @@ impl Plan {
                 }
                 vec![probe("Ping (ms) ICMP", ProbeKind::Icmp, TOS_CS0)]
             }
+            TestKind::RrulVar => {
+                // flent's rrul_var.conf: for_stream_config labels stream i "i (CS0)", from 0.
+                let mut probes = Vec::new();
+                for i in 0..streams.max(1) {
+                    let label = format!("{i} (CS0)");
+                    for dir in [Direction::Upload, Direction::Download] {
+                        flows.push(flow(
+                            format!("TCP {}::{label}", dir_word(dir)),
+                            &label,
+                            dir,
+                            TOS_CS0,
+                        ));
+                    }
+                    probes.push(ProbePlan {
+                        name: format!("Ping (ms)::UDP {label}"),
+                        kind: ProbeKind::Udp,
+                        tos: TOS_CS0,
+                    });
+                }
+                probes.push(probe("Ping (ms)::ICMP", ProbeKind::Icmp, TOS_CS0));
+                probes
+            }
+            TestKind::Voip => vec![probe("VoIP", ProbeKind::Udp, TOS_CS0)],
             TestKind::Ping => {
                 vec![
                     probe("Ping (ms) ICMP", ProbeKind::Icmp, TOS_CS0),
@@ -198,7 +230,7 @@ impl Plan {
         }
     }
 
-    /// True if the plan has any load (every test but `ping`).
+    /// True if the plan has any load (every test but `ping` and `voip`).
     pub fn has_load(&self) -> bool {
         !self.flows.is_empty()
     }
@@ -266,6 +298,29 @@ mod tests {
         let bidir = Plan::new(TestKind::TcpBidirectional, 0);
         let names: Vec<&str> = bidir.flows.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, ["TCP download", "TCP upload"]);
+        let var = Plan::new(TestKind::RrulVar, 2);
+        let names: Vec<&str> = var.flows.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "TCP upload::0 (CS0)",
+                "TCP download::0 (CS0)",
+                "TCP upload::1 (CS0)",
+                "TCP download::1 (CS0)"
+            ]
+        );
+        let pnames: Vec<&str> = var.probes.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            pnames,
+            [
+                "Ping (ms)::UDP 0 (CS0)",
+                "Ping (ms)::UDP 1 (CS0)",
+                "Ping (ms)::ICMP"
+            ]
+        );
+        let voip = Plan::new(TestKind::Voip, 0);
+        assert!(!voip.has_load());
+        assert_eq!(voip.probes[0].name, "VoIP");
         let ping = Plan::new(TestKind::Ping, 0);
         assert!(!ping.has_load());
         assert_eq!(ping.probes.len(), 2);

@@ -7,11 +7,12 @@ use super::icmp::IcmpSocket;
 use super::plan::{ProbeKind, ProbePlan};
 use crate::net as so;
 use crate::wire::rb::{self, ProbePacket, ProbeRepr};
+use portable_atomic::AtomicU64;
 use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// What one probe saw. All times are CLOCK_REALTIME ns; None = not available or not received.
@@ -22,8 +23,10 @@ pub struct RawProbe {
     pub send_kernel_ns: Option<u64>,
     pub recv_user_ns: Option<u64>,
     pub recv_kernel_ns: Option<u64>,
-    /// Reflector's kernel receive stamp (server clock).
+    /// Reflector's receive stamp (server clock).
     pub server_rx_ns: Option<u64>,
+    /// The reflector said `server_rx_ns` is a kernel stamp (FLAG_SERVER_RX_KERNEL).
+    pub server_rx_kernel: bool,
     /// Reflector's clock just before its send call.
     pub server_tx_user_ns: Option<u64>,
     /// Reflector's kernel send stamp (arrives with the next reply of the stream).
@@ -300,6 +303,7 @@ fn drain(s: &mut Stream, cfg: &ProbeConfig, buf: &mut [u8], live: &Live) {
                     continue; // duplicate
                 }
                 p.server_rx_ns = Some(pkt.server_rx_ns());
+                p.server_rx_kernel = pkt.flags() & rb::FLAG_SERVER_RX_KERNEL != 0;
                 p.server_tx_user_ns = Some(pkt.server_tx_ns());
                 pkt.seq()
             }

@@ -167,7 +167,7 @@ fn run(inner: Arc<Inner>, sock: UdpSocket, v6: bool) {
         let Ok(mut pkt) = ProbePacket::new_checked(&mut buf[..r.len]) else {
             continue;
         };
-        pkt.make_reply(rx_ns, so::realtime_ns(), prev_tx);
+        pkt.make_reply(rx_ns, r.kernel_ns.is_some(), so::realtime_ns(), prev_tx);
         if sock.send_to(&buf[..r.len], from).is_ok() {
             pending.insert(next_tx_id, (session, stream, seq));
             next_tx_id = next_tx_id.wrapping_add(1);

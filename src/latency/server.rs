@@ -222,6 +222,8 @@ impl Service {
                 last_refill: Instant::now(),
                 streams: HashMap::new(),
             }),
+            rpm_until: Mutex::new(None),
+            foreign_tokens: Mutex::new((super::state::FOREIGN_BURST, Instant::now())),
         });
         map.insert(id, s.clone());
         Ok(Some(s))
@@ -250,12 +252,21 @@ impl Service {
                 return Err(ServiceError::TimeLimit);
             }
             // One deadline per message, not per read: a client dribbling bytes cannot keep
-            // the session past its idle timeout or its lifetime.
-            let msg = match conn::read_msg_by(stream, Instant::now() + left.min(b.idle_timeout)) {
+            // the session past its idle timeout or its lifetime. During an RPM test the
+            // control connection is quiet until Finish: its deadline is the test's end.
+            let idle = s
+                .rpm_until
+                .lock()
+                .ok()
+                .and_then(|u| *u)
+                .map_or(b.idle_timeout, |u| {
+                    u.saturating_duration_since(Instant::now()) + b.idle_timeout
+                });
+            let msg = match conn::read_msg_by(stream, Instant::now() + left.min(idle)) {
                 Ok(m) => m,
                 Err(ConnError::Closed) => return Err(ServiceError::Vanished),
                 Err(ConnError::Timeout) => {
-                    return Err(ServiceError::Silent(left.min(b.idle_timeout)));
+                    return Err(ServiceError::Silent(left.min(idle)));
                 }
                 Err(e) => {
                     let _ = conn::write_msg(
@@ -299,6 +310,7 @@ impl Service {
                         Duration::from_millis(step_ms as u64),
                     )?;
                 }
+                Message::RpmBegin { duration_ms } => self.rpm_begin(stream, s, duration_ms)?,
                 Message::Finish => {
                     let streams = s
                         .probes
@@ -401,6 +413,20 @@ impl crate::service::ProtocolHandler for Service {
                 tos,
                 cc,
             }) => Ok(self.load(stream, peer, version, session, flow, direction, tos, cc)?),
+            Ok(Message::RpmLoadHello {
+                version,
+                session,
+                conn,
+                direction,
+            }) => Ok(self.rpm_load(stream, peer, version, session, conn, direction)?),
+            Ok(Message::RpmProbe {
+                version,
+                session,
+                id,
+            }) => {
+                self.rpm_foreign(stream, peer, version, session, id);
+                Ok(())
+            }
             Ok(other) => {
                 let m = format!("expected Hello or LoadHello first, got {other:?}");
                 let _ = conn::write_msg(

@@ -7,10 +7,11 @@ use super::server::Service;
 use super::state::{FlowHandle, Session};
 use crate::net as so;
 use crate::wire::rb::{self, Direction, ErrorCode, Message};
+use portable_atomic::AtomicU64;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 impl Service {
@@ -57,7 +58,7 @@ impl Service {
     /// Checks a LoadHello (version, session, address, congestion control, flow limit),
     /// registers the flow with its session and answers LoadAccept. None: refused (the client
     /// was told why, and it is logged).
-    fn accept_flow(
+    pub(super) fn accept_flow(
         &self,
         stream: &mut TcpStream,
         req: &LoadRequest,
@@ -133,17 +134,17 @@ impl Service {
 }
 
 /// An accepted flow: its session and the byte counter the session's step reports read.
-type Accepted = (Arc<Session>, Arc<AtomicU64>);
+pub(super) type Accepted = (Arc<Session>, Arc<AtomicU64>);
 
 /// What a LoadHello asked for, and from where.
-struct LoadRequest {
-    peer: SocketAddr,
-    version: u16,
-    session: u64,
-    flow: u8,
-    direction: Direction,
-    tos: u8,
-    cc: String,
+pub(super) struct LoadRequest {
+    pub peer: SocketAddr,
+    pub version: u16,
+    pub session: u64,
+    pub flow: u8,
+    pub direction: Direction,
+    pub tos: u8,
+    pub cc: String,
 }
 
 /// Waits for the session's Start (bounded by the session's deadline): (start, duration), or

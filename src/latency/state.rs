@@ -3,9 +3,10 @@
 //! and the event ring. Both use this file; neither uses the other's internals.
 
 use crate::wire::rb::Direction;
+use portable_atomic::AtomicU64;
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -90,7 +91,16 @@ pub(crate) struct Session {
     pub start_cv: Condvar,
     pub flows: Mutex<Vec<FlowHandle>>,
     pub probes: Mutex<ProbeState>,
+    /// An RPM test (RpmBegin): its load connections run until then.
+    pub rpm_until: Mutex<Option<Instant>>,
+    /// Token bucket of the session's foreign RPM probes: (tokens, last refill).
+    pub foreign_tokens: Mutex<(f64, Instant)>,
 }
+
+/// Foreign RPM probes a session may make per second (the draft's MPS is 100 probes a second,
+/// half of them foreign; twice that leaves room for bursts), and the bucket's depth.
+pub(crate) const FOREIGN_RATE: f64 = 200.0;
+pub(crate) const FOREIGN_BURST: f64 = 100.0;
 
 /// Most streams a session may probe with.
 pub const MAX_STREAMS: usize = 16;

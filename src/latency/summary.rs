@@ -226,12 +226,15 @@ impl RawRun {
         let udp = s.plan.kind == ProbeKind::Udp;
         let mut points = Vec::with_capacity(s.samples.len());
         let (mut n_kernel_tx, mut n_kernel_rx, mut received) = (0usize, 0usize, 0u32);
+        let (mut n_srv_rx, mut n_srv_tx) = (0usize, 0usize);
         for p in &s.samples {
             let pt = self.probe_point(p, udp, clock);
             if p.recv_user_ns.is_some() {
                 received += 1;
                 n_kernel_tx += p.send_kernel_ns.is_some() as usize;
                 n_kernel_rx += p.recv_kernel_ns.is_some() as usize;
+                n_srv_rx += p.server_rx_kernel as usize;
+                n_srv_tx += p.server_tx_kernel_ns.is_some() as usize;
             }
             pools.add(self, &pt);
             points.push(pt);
@@ -258,6 +261,16 @@ impl RawRun {
             (r, _, rx) if rx * 2 >= r => "kernel-rx",
             _ => "user",
         };
+        let server_timestamps = udp.then(|| {
+            match (received as usize, n_srv_tx, n_srv_rx) {
+                (0, _, _) => "none",
+                (r, tx, rx) if tx * 2 >= r && rx * 2 >= r => "kernel",
+                (r, _, rx) if rx * 2 >= r => "kernel-rx",
+                (r, tx, _) if tx * 2 >= r => "kernel-tx",
+                _ => "user",
+            }
+            .to_string()
+        });
         let window = |loaded: bool| {
             stats::series_stats(
                 points
@@ -277,6 +290,7 @@ impl RawRun {
             kind: if udp { "udp" } else { "icmp" }.into(),
             tos: s.plan.tos,
             timestamps: timestamps.into(),
+            server_timestamps,
             sent,
             received,
             lost_up: counts.map(|(r, _)| sent.saturating_sub(r)),

@@ -29,6 +29,7 @@ fn synthetic() -> RawRun {
             recv_user_ns: Some(recv_k + MS / 2),
             recv_kernel_ns: Some(recv_k),
             server_rx_ns: Some(srv_rx),
+            server_rx_kernel: true,
             server_tx_user_ns: Some(srv_tx - 1000),
             server_tx_kernel_ns: Some(srv_tx),
             send_failed: false,

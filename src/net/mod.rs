@@ -12,6 +12,8 @@ pub mod poll;
 pub mod sockopt;
 pub mod tcp_info;
 pub mod timestamp;
+pub mod udp_batch;
+pub mod zerocopy;
 
 pub use addr::{display_ip, same_ip};
 pub use poll::poll_readable;

@@ -195,6 +195,13 @@ fn setsockopt_u32<S: AsRawFd>(sock: &S, level: i32, name: i32, v: u32) -> io::Re
     }
 }
 
+/// Sets TCP_NOTSENT_LOWAT: the socket counts as writable only while fewer than `bytes` written
+/// bytes wait unsent, which keeps the sender's own queue short (the RPM draft's "Interaction
+/// with End Systems"; docs/rpm.md).
+pub fn set_notsent_lowat<S: AsRawFd>(sock: &S, bytes: u32) -> io::Result<()> {
+    setsockopt_u32(sock, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,6 +23,10 @@ pub struct TcpInfo {
     pub pmtu: u32,
     /// Peer's advertised receive window in bytes (`tcpi_snd_wnd`, kernel 5.4+; 0 if absent).
     pub snd_wnd: u32,
+    /// Bytes the peer acknowledged over the connection's life (`tcpi_bytes_acked`, 4.1+).
+    pub bytes_acked: u64,
+    /// Bytes written by the application but not yet sent (`tcpi_notsent_bytes`, 4.6+).
+    pub notsent_bytes: u32,
 }
 
 impl TcpInfo {
@@ -46,6 +50,12 @@ impl TcpInfo {
             snd_cwnd_segments: u32_at(80)?,
             total_retrans: u32_at(100)?,
             snd_wnd: u32_at(228).unwrap_or(0),
+            bytes_acked: buf
+                .get(120..128)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_ne_bytes)
+                .unwrap_or(0),
+            notsent_bytes: u32_at(144).unwrap_or(0),
         })
     }
 }
@@ -88,7 +98,10 @@ mod tests {
         buf[68..72].copy_from_slice(&121u32.to_ne_bytes());
         buf[80..84].copy_from_slice(&56u32.to_ne_bytes());
         buf[100..104].copy_from_slice(&3u32.to_ne_bytes());
+        buf[120..128].copy_from_slice(&99_000u64.to_ne_bytes());
+        buf[144..148].copy_from_slice(&4096u32.to_ne_bytes());
         let i = TcpInfo::parse(&buf).unwrap();
+        assert_eq!((i.bytes_acked, i.notsent_bytes), (99_000, 4096));
         assert_eq!((i.rtt_us, i.total_retrans, i.snd_wnd), (121, 3, 0));
         assert_eq!(i.snd_cwnd_bytes(), 56 * 32768);
         assert!(TcpInfo::parse(&buf[..100]).is_none());

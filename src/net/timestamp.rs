@@ -32,10 +32,59 @@ pub enum TimestampMode {
     RxOnly,
 }
 
+/// The y2038-safe socket options (Linux ≥ 5.1): their control messages carry
+/// `struct __kernel_timespec` (two i64) on every architecture, whatever the C library thinks
+/// `time_t` is. On 64-bit targets they equal the old layout; on 32-bit ones the old options
+/// carry 32-bit seconds.
+pub const SO_TIMESTAMPNS_NEW: libc::c_int = 64;
+pub const SO_TIMESTAMPING_NEW: libc::c_int = 65;
+
+/// Whether [`enable_timestamps`] asks for the `_NEW` options first: on 32-bit targets, where
+/// the old ones carry 32-bit seconds (and where Rust's libc for musl still uses the time32
+/// ABI), so stamps stay right past 2038 and the cmsg layout is ours, not libc's.
+pub const PREFER_NEW_OPTIONS: bool = cfg!(target_pointer_width = "32");
+
 /// Asks the kernel for software receive timestamps and send timestamps at qdisc entry; falls
-/// back to receive only.
+/// back to receive only. On 32-bit targets the `_NEW` options come first (see
+/// [`PREFER_NEW_OPTIONS`]), the old ones after them for kernels before 5.1.
 pub fn enable_timestamps(sock: &impl AsFd) -> io::Result<TimestampMode> {
-    let flags = TimestampingFlag::SOF_TIMESTAMPING_RX_SOFTWARE
+    enable_timestamps_with(sock, PREFER_NEW_OPTIONS)
+}
+
+fn setsockopt_int(sock: &impl AsFd, name: libc::c_int, v: libc::c_int) -> io::Result<()> {
+    // SAFETY: an int option passed by pointer with its size.
+    let r = unsafe {
+        libc::setsockopt(
+            sock.as_fd().as_raw_fd(),
+            libc::SOL_SOCKET,
+            name,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// [`enable_timestamps`], choosing whether the `_NEW` options are tried first.
+pub fn enable_timestamps_with(sock: &impl AsFd, prefer_new: bool) -> io::Result<TimestampMode> {
+    let flags = timestamping_flags();
+    if prefer_new {
+        if setsockopt_int(sock, SO_TIMESTAMPING_NEW, flags.bits() as libc::c_int).is_ok() {
+            return Ok(TimestampMode::RxTx);
+        }
+        if setsockopt_int(sock, SO_TIMESTAMPNS_NEW, 1).is_ok() {
+            return Ok(TimestampMode::RxOnly);
+        }
+    }
+    enable_old(sock, flags)
+}
+
+fn timestamping_flags() -> TimestampingFlag {
+    TimestampingFlag::SOF_TIMESTAMPING_RX_SOFTWARE
         // TX_SCHED, not TX_SOFTWARE: the send stamp is taken as the packet enters the qdisc,
         // so time queued in this host's own qdisc counts as path delay (it is bloat the user
         // feels), while the time before the send call (user-space scheduling) stays out.
@@ -44,7 +93,10 @@ pub fn enable_timestamps(sock: &impl AsFd) -> io::Result<TimestampMode> {
         | TimestampingFlag::from_bits_retain(libc::SOF_TIMESTAMPING_TX_SCHED)
         | TimestampingFlag::SOF_TIMESTAMPING_SOFTWARE
         | TimestampingFlag::SOF_TIMESTAMPING_OPT_ID
-        | TimestampingFlag::SOF_TIMESTAMPING_OPT_TSONLY;
+        | TimestampingFlag::SOF_TIMESTAMPING_OPT_TSONLY
+}
+
+fn enable_old(sock: &impl AsFd, flags: TimestampingFlag) -> io::Result<TimestampMode> {
     if setsockopt(sock, sockopt::Timestamping, &flags).is_ok() {
         return Ok(TimestampMode::RxTx);
     }
@@ -78,6 +130,14 @@ fn ts_ns(ts: &TimeSpec) -> Option<u64> {
     (ns > 0).then_some(ns as u64)
 }
 
+/// The first `struct __kernel_timespec` of a `_NEW` timestamp cmsg, in ns (None if short or 0).
+pub fn kernel_timespec_ns(data: &[u8]) -> Option<u64> {
+    let sec = i64::from_ne_bytes(data.get(0..8)?.try_into().ok()?);
+    let nsec = i64::from_ne_bytes(data.get(8..16)?.try_into().ok()?);
+    let ns = i128::from(sec) * 1_000_000_000 + i128::from(nsec);
+    (ns > 0 && ns < i128::from(u64::MAX)).then_some(ns as u64)
+}
+
 /// What the control messages of one `recvmsg` carried.
 #[derive(Default)]
 struct Cmsgs {
@@ -91,6 +151,17 @@ impl Cmsgs {
         match c {
             ControlMessageOwned::ScmTimestampsns(ts) => self.kernel_ns = ts_ns(&ts.system),
             ControlMessageOwned::ScmTimestampns(ts) => self.kernel_ns = ts_ns(&ts),
+            // SCM_TIMESTAMPNS_NEW / SCM_TIMESTAMPING_NEW: __kernel_timespec (i64 s, i64 ns),
+            // one, or three of which the first is the software stamp.
+            ControlMessageOwned::Unknown(u)
+                if u.cmsg_header.cmsg_level == libc::SOL_SOCKET
+                    && matches!(
+                        u.cmsg_header.cmsg_type,
+                        SO_TIMESTAMPNS_NEW | SO_TIMESTAMPING_NEW
+                    ) =>
+            {
+                self.kernel_ns = kernel_timespec_ns(&u.data_bytes);
+            }
             ControlMessageOwned::Ipv4Tos(tos) => self.tos = Some(tos),
             ControlMessageOwned::Ipv6TClass(tc) => self.tos = Some(tc as u8),
             // A send timestamp on the error queue: ENOMSG from the timestamping origin, with
@@ -190,12 +261,33 @@ mod tests {
 
     #[test]
     fn udp_loopback_has_kernel_rx_and_tx_timestamps() {
+        loopback_stamps(PREFER_NEW_OPTIONS);
+    }
+
+    /// The `_NEW` options (what 32-bit builds use) and their 64-bit cmsgs, on this kernel.
+    #[test]
+    fn new_options_give_the_same_stamps() {
+        loopback_stamps(true);
+        loopback_stamps(false);
+    }
+
+    #[test]
+    fn kernel_timespec_layout() {
+        let mut d = Vec::new();
+        d.extend_from_slice(&2_200_000_000i64.to_ne_bytes()); // after 2038
+        d.extend_from_slice(&5i64.to_ne_bytes());
+        assert_eq!(kernel_timespec_ns(&d), Some(2_200_000_000_000_000_005));
+        assert_eq!(kernel_timespec_ns(&d[..12]), None);
+        assert_eq!(kernel_timespec_ns(&[0u8; 48]), None);
+    }
+
+    fn loopback_stamps(prefer_new: bool) {
         let a = UdpSocket::bind("127.0.0.1:0").unwrap();
         let b = UdpSocket::bind("127.0.0.1:0").unwrap();
         b.set_read_timeout(Some(std::time::Duration::from_secs(2)))
             .unwrap();
-        let mode_a = enable_timestamps(&a).unwrap();
-        enable_timestamps(&b).unwrap();
+        let mode_a = enable_timestamps_with(&a, prefer_new).unwrap();
+        enable_timestamps_with(&b, prefer_new).unwrap();
         enable_recv_tos(&b, false).unwrap();
         set_tos(&a, 0xb8, false).unwrap();
         assert_eq!(tos(&a, false).unwrap(), 0xb8);

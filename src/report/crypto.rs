@@ -3,7 +3,7 @@
 //! Nothing here measures.
 
 use crate::results::crypto::{
-    Algorithm, AlgorithmKind, CryptoResult, CryptoSource, ROW_HASH_BLOCK, TimeBase,
+    Algorithm, AlgorithmKind, BulkResult, CryptoResult, CryptoSource, TimeBase, WIREGUARD_BLOCK,
 };
 use crate::results::device::DeviceInfo;
 
@@ -36,19 +36,14 @@ pub fn identity_cells(info: &DeviceInfo) -> Vec<String> {
 pub fn row_numbers(result: &CryptoResult, cipher_block: u32) -> Vec<String> {
     let mut cells = Vec::with_capacity(13);
     for alg in Algorithm::ALL {
-        match alg.kind() {
-            AlgorithmKind::Hash | AlgorithmKind::Cipher => {
-                let size = if alg.kind() == AlgorithmKind::Hash {
-                    ROW_HASH_BLOCK
-                } else {
-                    cipher_block
-                };
+        match alg.row_block(cipher_block) {
+            Some(size) => {
                 cells.push(match result.rate(alg, size) {
                     Some(v) => format!("{:.0}", v.round()),
                     None => "-".into(),
                 });
             }
-            AlgorithmKind::PublicKey => match result.public_key(alg) {
+            None => match result.public_key(alg) {
                 Some(p) => {
                     cells.push(format!("{:.1}", p.sign_per_sec));
                     cells.push(format!("{:.1}", p.verify_per_sec));
@@ -69,16 +64,27 @@ pub fn comparability_warning(result: &CryptoResult) -> Option<String> {
     }
     Some(format!(
         "this row comes from {}, not OpenSSL: do not compare it with the OpenWrt wiki's OpenSSL \
-         rows (install libcrypto, e.g. openssl-util, and use a dynamically linked routerbench, or \
-         import real `openssl speed` output with `routerbench crypto --import`)",
+         rows (install openssl-util: its `openssl` program gives OpenSSL's row to any build, and \
+         its libcrypto to a dynamically linked one; or import real `openssl speed` output with \
+         `routerbench crypto --import`)",
         result.engine.version
     ))
+}
+
+/// The Engine cell: the engine's version, with ` -multi N` when N threads or processes were
+/// summed (the wiki script's own mark for a multi-core row).
+pub fn engine_cell(result: &CryptoResult) -> String {
+    if result.threads > 1 {
+        format!("{} -multi {}", result.engine.version, result.threads)
+    } else {
+        result.engine.version.clone()
+    }
 }
 
 /// `| rev | cpu fields… | engine version | MD5 | … | DSA Verify |`.
 pub fn openwrt_row(result: &CryptoResult, identity: &[String], cipher_block: u32) -> String {
     let mut cells: Vec<String> = identity.iter().map(|c| clean_cell(c)).collect();
-    cells.push(clean_cell(&result.engine.version));
+    cells.push(clean_cell(&engine_cell(result)));
     cells.extend(row_numbers(result, cipher_block));
     format!("| {} |", cells.join(" | "))
 }
@@ -119,7 +125,15 @@ pub fn render_table(result: &CryptoResult) -> String {
         CryptoSource::Measured {
             seconds_bulk,
             seconds_pkey,
-        } => format!("{seconds_bulk} s per block size, {seconds_pkey} s per sign/verify run"),
+            commands,
+        } => {
+            let ran = if commands.is_empty() {
+                String::new()
+            } else {
+                format!(" (ran: {})", commands.join("; "))
+            };
+            format!("{seconds_bulk} s per block size, {seconds_pkey} s per sign/verify run{ran}")
+        }
         CryptoSource::Imported { file, layout } => {
             format!("imported from {file} (openssl speed {layout} layout)")
         }
@@ -133,22 +147,19 @@ pub fn render_table(result: &CryptoResult) -> String {
         result.threads,
         if result.threads == 1 { "" } else { "s" }
     ));
-    if !result.bulk.is_empty() {
-        out.push_str(&format!("{:<13}", "MB/s"));
-        for &s in &result.block_sizes {
-            out.push_str(&format!(" {:>10}", size_title(s)));
-        }
-        out.push('\n');
-        for b in &result.bulk {
-            out.push_str(&format!("{:<13}", b.algorithm.cli_name()));
-            for v in &b.bytes_per_sec {
-                match v {
-                    Some(v) => out.push_str(&format!(" {:>10.2}", v / 1e6)),
-                    None => out.push_str(&format!(" {:>10}", "-")),
-                }
-            }
+    let (table, aead): (Vec<&BulkResult>, Vec<&BulkResult>) = result
+        .bulk
+        .iter()
+        .partition(|b| b.algorithm.kind() != AlgorithmKind::Aead);
+    out.push_str(&bulk_table(result, &table, "MB/s"));
+    if !aead.is_empty() {
+        if !table.is_empty() {
             out.push('\n');
         }
+        out.push_str(&format!(
+            "WireGuard AEADs, {WIREGUARD_BLOCK}-byte packets:\n"
+        ));
+        out.push_str(&bulk_table(result, &aead, "MB/s"));
     }
     if !result.public_key.is_empty() {
         if !result.bulk.is_empty() {
@@ -169,6 +180,41 @@ pub fn render_table(result: &CryptoResult) -> String {
         for n in &result.notes {
             out.push_str(&format!("  - {n}\n"));
         }
+    }
+    out
+}
+
+/// The block-size columns (indices into `result.block_sizes`) where one of `rows` has a value.
+fn columns_of(result: &CryptoResult, rows: &[&BulkResult]) -> Vec<usize> {
+    (0..result.block_sizes.len())
+        .filter(|&i| {
+            rows.iter()
+                .any(|b| b.bytes_per_sec.get(i).is_some_and(Option::is_some))
+        })
+        .collect()
+}
+
+/// `rows` in MB/s at the sizes they were measured at.
+fn bulk_table(result: &CryptoResult, rows: &[&BulkResult], title: &str) -> String {
+    let mut out = String::new();
+    if rows.is_empty() {
+        return out;
+    }
+    let cols = columns_of(result, rows);
+    out.push_str(&format!("{title:<17}"));
+    for &i in &cols {
+        out.push_str(&format!(" {:>10}", size_title(result.block_sizes[i])));
+    }
+    out.push('\n');
+    for b in rows {
+        out.push_str(&format!("{:<17}", b.algorithm.cli_name()));
+        for &i in &cols {
+            match b.bytes_per_sec.get(i).copied().flatten() {
+                Some(v) => out.push_str(&format!(" {:>10.2}", v / 1e6)),
+                None => out.push_str(&format!(" {:>10}", "-")),
+            }
+        }
+        out.push('\n');
     }
     out
 }
@@ -198,29 +244,20 @@ pub fn render_openssl(result: &CryptoResult, cipher_block: u32) -> String {
         TimeBase::Imported => "rates as imported from openssl speed",
     };
     out.push_str(&format!("options: {base}, {} thread(s)\n", result.threads));
-    if !result.bulk.is_empty() {
+    let (table, aead): (Vec<&BulkResult>, Vec<&BulkResult>) = result
+        .bulk
+        .iter()
+        .partition(|b| b.algorithm.kind() != AlgorithmKind::Aead);
+    let label = |a: Algorithm| {
+        if cipher_block == 1024 {
+            a.label_v1()
+        } else {
+            a.label_v3()
+        }
+    };
+    if !table.is_empty() {
         out.push_str("The 'numbers' are in 1000s of bytes per second processed.\n");
-        out.push_str("type        ");
-        for s in &result.block_sizes {
-            out.push_str(&format!("{s:7} bytes"));
-        }
-        out.push('\n');
-        for b in &result.bulk {
-            let label = if cipher_block == 1024 {
-                b.algorithm.label_v1()
-            } else {
-                b.algorithm.label_v3()
-            };
-            out.push_str(&format!("{label:<13}"));
-            for v in &b.bytes_per_sec {
-                match v {
-                    Some(v) if *v > 10000.0 => out.push_str(&format!(" {:11.2}k", v / 1e3)),
-                    Some(v) => out.push_str(&format!(" {v:11.2} ")),
-                    None => out.push_str(&format!(" {:>11} ", "n/a")),
-                }
-            }
-            out.push('\n');
-        }
+        out.push_str(&openssl_table(result, &table, &label));
     }
     for p in &result.public_key {
         out.push_str(&format!("{:18}sign    verify    sign/s verify/s\n", ""));
@@ -234,6 +271,40 @@ pub fn render_openssl(result: &CryptoResult, cipher_block: u32) -> String {
             p.sign_per_sec,
             p.verify_per_sec
         ));
+    }
+    // The AEADs last, as `openssl speed -evp NAME -bytes 1456` prints them (upper-case EVP
+    // names): after the rsa/dsa lines the wiki awk has flushed its cipher buffer, so they never
+    // become row cells.
+    if !aead.is_empty() {
+        out.push_str(&openssl_table(result, &aead, &|a| a.evp_name()));
+    }
+    out
+}
+
+/// A `type … bytes` header and `%-13s` rows with ` %11.2fk` cells (` %11.2f ` up to 10000 B/s),
+/// over the sizes `rows` were measured at.
+fn openssl_table(
+    result: &CryptoResult,
+    rows: &[&BulkResult],
+    label: &dyn Fn(Algorithm) -> &'static str,
+) -> String {
+    let mut out = String::new();
+    let cols = columns_of(result, rows);
+    out.push_str("type        ");
+    for &i in &cols {
+        out.push_str(&format!("{:7} bytes", result.block_sizes[i]));
+    }
+    out.push('\n');
+    for b in rows {
+        out.push_str(&format!("{:<13}", label(b.algorithm)));
+        for &i in &cols {
+            match b.bytes_per_sec.get(i).copied().flatten() {
+                Some(v) if v > 10000.0 => out.push_str(&format!(" {:11.2}k", v / 1e3)),
+                Some(v) => out.push_str(&format!(" {v:11.2} ")),
+                None => out.push_str(&format!(" {:>11} ", "n/a")),
+            }
+        }
+        out.push('\n');
     }
     out
 }

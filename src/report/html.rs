@@ -80,6 +80,7 @@ fn crypto_section(rows: &[Row]) -> String {
         out.push_str("</tr>\n");
     }
     out.push_str("</table>\n");
+    out.push_str(&wireguard_table(rows));
     let flags = plot::crypto::flags(rows);
     if !flags.is_empty() {
         out.push_str(&format!(
@@ -107,6 +108,35 @@ fn crypto_section(rows: &[Row]) -> String {
         }
     }
     out.push_str(&figure_html(&plot::crypto::bars(rows)));
+    out
+}
+
+/// The WireGuard AEAD columns (extra to the wiki's 13) of the rows that have them.
+fn wireguard_table(rows: &[Row]) -> String {
+    let with: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.wireguard.iter().any(Option::is_some))
+        .collect();
+    if with.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<h3>WireGuard AEADs at 1456-byte packets</h3>\n<table><tr><th>device</th>\
+         <th>engine</th><th>ChaCha20-Poly1305</th><th>AES-128-GCM</th></tr>\n",
+    );
+    for r in with {
+        out.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td>",
+            esc(&r.label),
+            esc(&r.engine)
+        ));
+        for v in r.wireguard {
+            // Column 0 is a bytes/s column, so `human` prints MB/s.
+            out.push_str(&format!("<td>{}</td>", esc(&human(0, v))));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
     out
 }
 
@@ -154,6 +184,13 @@ fn result_section(run: &RunResult, source: &str) -> String {
         )));
         out.push_str(&figure_html(&plot::latency::cdf(l)));
         out.push_str(&figure_html(&plot::latency::boxes(l)));
+    }
+    if let Some(r) = &run.rpm {
+        out.push_str("<h3>Responsiveness (RPM, draft-ietf-ippm-responsiveness-09)</h3>\n");
+        out.push_str(&format!(
+            "<pre>{}</pre>\n",
+            esc(&crate::report::rpm::render_text(r))
+        ));
     }
     if let Some(m) = &run.monitor {
         out.push_str("<h3>The machine's own view</h3>\n");

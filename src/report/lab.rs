@@ -183,11 +183,15 @@ pub fn status(st: &LabStatus) -> String {
     if let (Some(cfg), Some(th)) = (&st.config, &st.theory) {
         s.push_str(&config(cfg, th));
     }
-    match &st.aqm {
-        Some(a) => {
+    match (
+        &st.aqm,
+        st.config.as_ref().and_then(|c| c.router_vm.as_ref()),
+    ) {
+        (_, Some(r)) => s.push_str(&router_vm(r)),
+        (Some(a), None) => {
             let _ = writeln!(s, "{}", aqm_line(a));
         }
-        None => {
+        (None, None) => {
             let _ = writeln!(s, "aqm: fifo in the kernel (the shaper's FIFO)");
         }
     }
@@ -205,6 +209,65 @@ pub fn status(st: &LabStatus) -> String {
             let _ = writeln!(s, "== reachability LAN -> WAN (UDP echo): FAILED");
         }
         None => {}
+    }
+    s
+}
+
+/// What the VM router is: emulator, kernel, CPU budget, qdiscs, agent, identity.
+pub fn router_vm(r: &crate::results::lab::RouterVm) -> String {
+    let mut s = String::new();
+    let budget = match r.cpu_budget_pct {
+        Some(p) => format!("{p} % of one host core ({})", r.cpu_budget_how),
+        None => "no CPU budget (as fast as this host emulates it)".into(),
+    };
+    let _ = writeln!(
+        s,
+        "router: VM, {} vCPU, {} MiB, {budget}; PID {}, up in {:.1} s",
+        r.vcpus, r.memory_mib, r.qemu_pid, r.boot_s
+    );
+    let _ = writeln!(s, "  emulator: {}", r.emulator);
+    let pk: Vec<String> = r
+        .packages
+        .iter()
+        .map(|p| format!("{} {}", p.package, p.version))
+        .collect();
+    let _ = writeln!(s, "  kernel {} (Debian: {})", r.kernel, pk.join(", "));
+    if let Some(id) = &r.identity {
+        let _ = writeln!(
+            s,
+            "  identity (routerbench device inside): Arch {}, {} cores, CPU {}, kernel {}",
+            id.arch.as_deref().unwrap_or("?"),
+            id.cores
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "?".into()),
+            id.cpu_model.as_deref().unwrap_or("?"),
+            id.kernel.as_deref().unwrap_or("?")
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  qdisc upload (eth1): {}; download (eth0): {}",
+        r.qdisc_up, r.qdisc_down
+    );
+    let _ = writeln!(s, "  agent {} ; console {}", r.agent, r.console);
+    s
+}
+
+/// The VM router's verdict line and its taps' queues.
+pub fn router_verdict(
+    v: &crate::results::lab::RouterVerdict,
+    taps: &[crate::results::lab::TapQueue],
+) -> String {
+    let mut s = format!("router: {}\n", v.line);
+    for t in taps {
+        let _ = writeln!(
+            s,
+            "  tap {} ({}, {} side, in front of the router): backlog peak {} B, p95 {} B, {} drops",
+            t.dev, t.qdisc, t.direction, t.backlog_max_bytes, t.backlog_p95_bytes, t.drops
+        );
+    }
+    if let (Some(sq), Some(ts)) = (v.softirq_max_pct, v.time_squeeze_total) {
+        let _ = writeln!(s, "  router softirq max {sq:.0} %, time_squeeze {ts}");
     }
     s
 }
@@ -470,6 +533,7 @@ mod tests {
             cc: "cubic".into(),
             ns_cc: "reno".into(),
             devices: Default::default(),
+            router_vm: None,
         }
     }
 
@@ -506,6 +570,8 @@ mod tests {
             accuracy: Vec::new(),
             test: None,
             checks: Vec::new(),
+            tap_queues: Vec::new(),
+            router_verdict: None,
         };
         let bare = render_result(&r);
         assert!(bare.contains("full queue adds 25.6 ms"), "{bare}");
@@ -562,6 +628,8 @@ mod tests {
             accuracy: Vec::new(),
             test: None,
             checks: Vec::new(),
+            tap_queues: Vec::new(),
+            router_verdict: None,
         })
         .unwrap();
         v["config"].as_object_mut().unwrap().remove("devices");

@@ -174,7 +174,13 @@ fn render_series(out: &mut String, r: &LatencyResult) {
             &p.name,
             &p.rtt_ms,
             3,
-            &format!("ms  {loss}, {} timestamps", p.timestamps),
+            &match &p.server_timestamps {
+                Some(srv) => format!(
+                    "ms  {loss}, timestamps: here {}, far end {srv}",
+                    p.timestamps
+                ),
+                None => format!("ms  {loss}, {} timestamps", p.timestamps),
+            },
         );
     }
     for n in r
@@ -235,6 +241,7 @@ mod tests {
                 kind: "udp".into(),
                 tos: 0xb8,
                 timestamps: "kernel".into(),
+                server_timestamps: None,
                 sent: 350,
                 received: 347,
                 lost_up: Some(1),

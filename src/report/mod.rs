@@ -17,5 +17,6 @@ pub mod plot;
 pub mod reference;
 #[cfg(feature = "plots")]
 pub mod rows;
+pub mod rpm;
 pub mod stress;
 pub mod summary;

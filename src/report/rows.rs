@@ -3,7 +3,7 @@
 //! wiki's format, or the built-in reference set.
 
 use crate::results::RunResult;
-use crate::results::crypto::{Algorithm, AlgorithmKind};
+use crate::results::crypto::Algorithm;
 
 /// The 13 columns, as the OpenWrt table titles them.
 pub const TITLES: [&str; 13] = crate::report::crypto::ROW_TITLES;
@@ -33,6 +33,9 @@ pub struct Row {
     /// Bytes/s for 0..=8, ops/s for 9..=12. `None` = not published; `Some(0.0)` = not measured
     /// (the wiki row's `0.00`, e.g. DES without OpenSSL 3's legacy provider).
     pub values: [Option<f64>; 13],
+    /// The WireGuard AEADs (chacha20-poly1305, aes-128-gcm) in bytes/s at 1456 B: extra columns
+    /// of result files; wiki rows have none.
+    pub wireguard: [Option<f64>; 2],
     /// Where the row came from (a file name or a URL).
     pub source: String,
 }
@@ -77,17 +80,12 @@ impl Row {
         let mut values = [None; 13];
         let mut col = 0;
         for alg in Algorithm::ALL {
-            match alg.kind() {
-                AlgorithmKind::Hash | AlgorithmKind::Cipher => {
-                    let size = if alg.kind() == AlgorithmKind::Hash {
-                        crate::results::crypto::ROW_HASH_BLOCK
-                    } else {
-                        cipher_block
-                    };
+            match alg.row_block(cipher_block) {
+                Some(size) => {
                     values[col] = c.rate(alg, size);
                     col += 1;
                 }
-                AlgorithmKind::PublicKey => {
+                None => {
                     let pk = c.public_key(alg);
                     values[col] = pk.map(|p| p.sign_per_sec);
                     values[col + 1] = pk.map(|p| p.verify_per_sec);
@@ -95,7 +93,10 @@ impl Row {
                 }
             }
         }
+        let wireguard =
+            Algorithm::WIREGUARD.map(|a| c.rate(a, crate::results::crypto::WIREGUARD_BLOCK));
         Some(Row {
+            wireguard,
             label: device_label(r, source),
             engine: c.engine.version.clone(),
             cipher_block: Some(cipher_block),
@@ -141,7 +142,8 @@ impl Row {
             _ => None,
         };
         Ok(Row {
-            threads: threads_in(ident),
+            threads: threads_in(ident).or_else(|| threads_in(&[engine.as_str()])),
+            wireguard: [None; 2],
             label,
             engine,
             cipher_block,
@@ -255,6 +257,8 @@ mod tests {
                 .unwrap_err()
                 .contains("13 numbers")
         );
+        let multi = "| r1 | OpenSSL 3.0.22 (openssl speed) -multi 2 | 1 | 1 | 1 | 1 | 1 | 1 | 1 | 1 | 1 | 1 | 1 | 1 | 1 |";
+        assert_eq!(Row::parse_wiki(multi, "x").unwrap().threads, Some(2));
         let bad = row.replace("85.20M", "fast");
         assert!(Row::parse_wiki(&bad, "x").unwrap_err().contains("MD5"));
     }

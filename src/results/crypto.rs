@@ -8,8 +8,13 @@ use serde::{Deserialize, Serialize};
 pub const ROW_HASH_BLOCK: u32 = 1024;
 /// The default block size of the cipher columns (as OpenSSL 3.x rows of the wiki table read).
 pub const ROW_CIPHER_BLOCK: u32 = 8192;
+/// The block size of the WireGuard AEAD columns: a full-size WireGuard data packet's payload
+/// (1500-byte MTU less the 20 + 8 + 16 bytes of IPv4, UDP and WireGuard header; `openssl speed
+/// -bytes 1456`). See docs/crypto.md.
+pub const WIREGUARD_BLOCK: u32 = 1456;
 
-/// The eleven algorithms of the OpenWrt benchmark table, in the table's column order.
+/// The eleven algorithms of the OpenWrt benchmark table, in the table's column order, then the
+/// two AEADs of WireGuard (extra columns, not in the wiki's row).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Algorithm {
     #[serde(rename = "md5")]
@@ -38,6 +43,12 @@ pub enum Algorithm {
     /// DSA with L = 2048, N = 160, signature of 20 bytes.
     #[serde(rename = "dsa2048")]
     Dsa2048,
+    /// ChaCha20-Poly1305 (RFC 8439), WireGuard's data cipher, at [`WIREGUARD_BLOCK`] bytes.
+    #[serde(rename = "chacha20-poly1305")]
+    Chacha20Poly1305,
+    /// AES-128-GCM at [`WIREGUARD_BLOCK`] bytes (what IPsec/TLS offload to AES hardware).
+    #[serde(rename = "aes-128-gcm")]
+    Aes128Gcm,
 }
 
 /// What kind of operation an algorithm is timed with.
@@ -49,10 +60,12 @@ pub enum AlgorithmKind {
     Cipher,
     /// Signatures: sign/s and verify/s.
     PublicKey,
+    /// Authenticated encryption of one packet of [`WIREGUARD_BLOCK`] bytes.
+    Aead,
 }
 
 impl Algorithm {
-    /// All algorithms in the OpenWrt table's order.
+    /// The OpenWrt table's algorithms in its order (the wiki row's 13 columns).
     pub const ALL: [Algorithm; 11] = [
         Algorithm::Md5,
         Algorithm::Sha1,
@@ -65,6 +78,26 @@ impl Algorithm {
         Algorithm::Aes256Cbc,
         Algorithm::Rsa2048,
         Algorithm::Dsa2048,
+    ];
+
+    /// The WireGuard columns: extra columns of the result and reports, not of the wiki row.
+    pub const WIREGUARD: [Algorithm; 2] = [Algorithm::Chacha20Poly1305, Algorithm::Aes128Gcm];
+
+    /// The table's algorithms, then WireGuard's: what a run measures by default.
+    pub const EVERY: [Algorithm; 13] = [
+        Algorithm::Md5,
+        Algorithm::Sha1,
+        Algorithm::Sha256,
+        Algorithm::Sha512,
+        Algorithm::DesCbc,
+        Algorithm::DesEde3,
+        Algorithm::Aes128Cbc,
+        Algorithm::Aes192Cbc,
+        Algorithm::Aes256Cbc,
+        Algorithm::Rsa2048,
+        Algorithm::Dsa2048,
+        Algorithm::Chacha20Poly1305,
+        Algorithm::Aes128Gcm,
     ];
 
     /// The name on the command line (`openssl speed`'s own argument).
@@ -81,6 +114,27 @@ impl Algorithm {
             Algorithm::Aes256Cbc => "aes-256-cbc",
             Algorithm::Rsa2048 => "rsa2048",
             Algorithm::Dsa2048 => "dsa2048",
+            Algorithm::Chacha20Poly1305 => "chacha20-poly1305",
+            Algorithm::Aes128Gcm => "aes-128-gcm",
+        }
+    }
+
+    /// The name OpenSSL's EVP layer knows the algorithm by (`-evp NAME`, `EVP_CIPHER_fetch`).
+    pub fn evp_name(self) -> &'static str {
+        match self {
+            Algorithm::Md5 => "MD5",
+            Algorithm::Sha1 => "SHA1",
+            Algorithm::Sha256 => "SHA256",
+            Algorithm::Sha512 => "SHA512",
+            Algorithm::DesCbc => "DES-CBC",
+            Algorithm::DesEde3 => "DES-EDE3-CBC",
+            Algorithm::Aes128Cbc => "AES-128-CBC",
+            Algorithm::Aes192Cbc => "AES-192-CBC",
+            Algorithm::Aes256Cbc => "AES-256-CBC",
+            Algorithm::Rsa2048 => "RSA",
+            Algorithm::Dsa2048 => "DSA",
+            Algorithm::Chacha20Poly1305 => "ChaCha20-Poly1305",
+            Algorithm::Aes128Gcm => "AES-128-GCM",
         }
     }
 
@@ -120,6 +174,8 @@ impl Algorithm {
             Algorithm::Aes256Cbc => "AES-256",
             Algorithm::Rsa2048 => "RSA",
             Algorithm::Dsa2048 => "DSA",
+            Algorithm::Chacha20Poly1305 => "ChaCha20-Poly1305",
+            Algorithm::Aes128Gcm => "AES-128-GCM",
         }
     }
 
@@ -129,7 +185,19 @@ impl Algorithm {
                 AlgorithmKind::Hash
             }
             Algorithm::Rsa2048 | Algorithm::Dsa2048 => AlgorithmKind::PublicKey,
+            Algorithm::Chacha20Poly1305 | Algorithm::Aes128Gcm => AlgorithmKind::Aead,
             _ => AlgorithmKind::Cipher,
+        }
+    }
+
+    /// The one block size a row or column reads this algorithm at: 1024 bytes for hashes,
+    /// `cipher_block` for the CBC ciphers, [`WIREGUARD_BLOCK`] for the AEADs; `None` for RSA/DSA.
+    pub fn row_block(self, cipher_block: u32) -> Option<u32> {
+        match self.kind() {
+            AlgorithmKind::Hash => Some(ROW_HASH_BLOCK),
+            AlgorithmKind::Cipher => Some(cipher_block),
+            AlgorithmKind::Aead => Some(WIREGUARD_BLOCK),
+            AlgorithmKind::PublicKey => None,
         }
     }
 
@@ -145,9 +213,11 @@ impl Algorithm {
 /// Which program measured the numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EngineInfo {
-    /// `rustcrypto`, `openssl` (this binary's libcrypto engine) or `openssl-speed` (imported).
+    /// `rustcrypto`, `openssl` (this binary's libcrypto engine) or `openssl-speed` (the output
+    /// of the `openssl speed` program: imported, or run by this binary).
     pub name: String,
-    /// What the OpenWrt row shows: `RustCrypto`, `OpenSSL 3.0.19`, `OpenSSL 1.1.1w`.
+    /// What the OpenWrt row shows: `RustCrypto`, `OpenSSL 3.0.19`, `OpenSSL 1.1.1w`,
+    /// `OpenSSL 3.0.22 (openssl speed)`.
     pub version: String,
 }
 
@@ -177,9 +247,13 @@ pub enum TimeBase {
 pub enum CryptoSource {
     /// Measured by this binary.
     Measured {
-        /// Seconds per block size (hash/cipher) and per sign or verify run (RSA/DSA).
+        /// Seconds per block size (hash/cipher) and per sign or verify run (RSA/DSA), as asked.
         seconds_bulk: f64,
         seconds_pkey: f64,
+        /// The `openssl speed …` command lines run, when the engine was the openssl program
+        /// (`openssl-speed`); empty for the in-process engines.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        commands: Vec<String>,
     },
     /// Parsed from saved `openssl speed` output.
     Imported {

@@ -83,7 +83,18 @@ pub fn to_flent_json(r: &LatencyResult, title: &str) -> Value {
         .collect();
     let mut series = Series::default();
     add_flows(r, &grid, &mut series);
-    add_probes(r, &grid, &mut series);
+    if r.test == "voip" {
+        super::flent_voip::add_voip(
+            r,
+            &grid,
+            &mut series.raw,
+            &mut series.meta,
+            &mut series.interpolated,
+            interpolate,
+        );
+    } else {
+        add_probes(r, &grid, &mut series);
+    }
     let computed = computed_series(r, &series.interpolated, n);
     let Series {
         mut raw,
@@ -226,7 +237,10 @@ fn computed_series(
             ));
         }
     }
-    if matches!(r.test.as_str(), "rrul" | "rrul_be" | "rrul_icmp") {
+    if matches!(
+        r.test.as_str(),
+        "rrul" | "rrul_be" | "rrul_icmp" | "rrul_var"
+    ) {
         let all = pick(&|name: &str| name.starts_with("TCP "));
         computed.push(("TCP totals".into(), combine(&all, n, false), "Mbits/s"));
         let pings = pick(&|name: &str| name.starts_with("Ping (ms)"));
@@ -245,6 +259,10 @@ fn metadata(r: &LatencyResult, title: &str, series_meta: Map<String, Value>) -> 
         }
         "tcp_ndown" => {
             test_parameters.insert("download_streams".into(), json!(nflows.to_string()));
+        }
+        "rrul_var" => {
+            let n = r.flows.iter().filter(|f| f.direction == "upload").count();
+            test_parameters.insert("bidir_streams".into(), json!(n.to_string()));
         }
         _ => {}
     }

@@ -60,6 +60,53 @@ pub struct LabConfig {
     /// The lab's device names (files from before this field: the names every lab has used).
     #[serde(default)]
     pub devices: LabDevices,
+    /// The router is a VM with its own kernel (`lab up --router vm`), not the router namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router_vm: Option<RouterVm>,
+}
+
+/// A Debian package the VM router was built from.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct VmPackage {
+    pub package: String,
+    pub version: String,
+    pub sha256: String,
+}
+
+/// The VM router of a lab: what it runs, on what budget, and what it said when it came up.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct RouterVm {
+    /// `qemu-system-arm -M virt -cpu cortex-a15` and its version line.
+    pub emulator: String,
+    /// Kernel release, e.g. 6.1.0-57-armmp.
+    pub kernel: String,
+    pub packages: Vec<VmPackage>,
+    /// SHA-256 of the static armv7 routerbench put in the initramfs.
+    pub routerbench_sha256: String,
+    pub vcpus: u32,
+    pub memory_mib: u32,
+    /// CPU budget of the whole qemu process, percent of one host core (None: unlimited).
+    pub cpu_budget_pct: Option<u32>,
+    /// How the budget is enforced (e.g. `cgroup v1 cpu.cfs_quota_us 50000/100000`).
+    #[serde(default)]
+    pub cpu_budget_how: String,
+    /// Root qdisc of each router egress inside the VM: `cake`, `htb+fq_codel`, … or the
+    /// kernel's default (`default`).
+    pub qdisc_up: String,
+    pub qdisc_down: String,
+    /// The router's agent and test server inside the VM (`server --monitor`), host:port.
+    pub agent: String,
+    pub agent_token: String,
+    pub qemu_pid: i32,
+    /// The serial console's log.
+    pub console: String,
+    /// Seconds from starting qemu to the router's ready line.
+    pub boot_s: f64,
+    /// What `routerbench device` says inside the VM.
+    pub identity: Option<crate::results::device::DeviceInfo>,
+    /// The configuration steps the router reported.
+    #[serde(default)]
+    pub steps: Vec<String>,
 }
 
 /// The four veth ends of a lab, the same in every lab (each lab has its own namespaces).
@@ -269,6 +316,9 @@ pub struct LabStatus {
     /// The AQM `lab up --qdisc` installed (None: the plain FIFO shaper).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aqm: Option<AqmState>,
+    /// With a VM router: whether its qemu still runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm_running: Option<bool>,
 }
 
 /// One rate tried by the SQM capacity search.
@@ -348,4 +398,49 @@ pub struct LabResult {
     /// That test's queue delays and goodput against theory.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<QueueCheck>,
+    /// With a VM router: the host-side taps' queues (in front of the router), sampled every
+    /// 0.1 s during the test.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tap_queues: Vec<TapQueue>,
+    /// With a VM router: did it run out of CPU, and where did the queue build.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router_verdict: Option<RouterVerdict>,
+}
+
+/// The root qdisc of a tap on the host side of the VM router: packets wait here when the VM
+/// does not take them fast enough (the NIC ring in front of the router).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct TapQueue {
+    pub ns: String,
+    pub dev: String,
+    /// "upload" (LAN tap: packets towards the router's LAN NIC) or "download" (WAN tap).
+    pub direction: String,
+    pub qdisc: String,
+    pub samples: u32,
+    pub backlog_max_bytes: u64,
+    pub backlog_p95_bytes: u64,
+    /// Drops of the tap's root qdisc during the test.
+    pub drops: u64,
+}
+
+/// One line's worth of judgement on the VM router during a test.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct RouterVerdict {
+    /// The busiest core was ≥ 95 % busy at the 95th percentile of the load.
+    pub cpu_saturated: Option<bool>,
+    pub busiest_cpu_p95_pct: Option<f64>,
+    pub softirq_max_pct: Option<f64>,
+    pub time_squeeze_total: Option<u64>,
+    /// "router qdisc", "tap in front of the router", "both" or "none".
+    pub queue_at: String,
+    /// The router's own fullest qdisc (device, peak bytes).
+    pub router_queue_dev: Option<String>,
+    pub router_queue_peak_bytes: Option<u64>,
+    /// The fuller tap (device, peak bytes).
+    pub tap_queue_dev: Option<String>,
+    pub tap_queue_peak_bytes: Option<u64>,
+    /// The VM died during the test (seconds after the test's start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm_died_at_s: Option<f64>,
+    pub line: String,
 }

@@ -90,8 +90,15 @@ pub struct ProbeResult {
     /// `udp` or `icmp`.
     pub kind: String,
     pub tos: u8,
-    /// Which timestamps the RTT uses: `kernel` (rx and tx), `kernel-rx`, or `user`.
+    /// Which timestamps the RTT uses at this end (the client): `kernel` (rx and tx),
+    /// `kernel-rx`, or `user`.
     pub timestamps: String,
+    /// The same for the far end (UDP: the reflector, as it flags each reply): `kernel` (its
+    /// receive and send stamps from its kernel), `kernel-rx`, `kernel-tx`, or `user` (its
+    /// user-space clock, or a reflector too old to say). None for ICMP (the far end's kernel
+    /// answers the echo itself) and in results from before this field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_timestamps: Option<String>,
     pub sent: u32,
     pub received: u32,
     /// Probes that never reached the reflector (UDP only).

@@ -9,9 +9,11 @@ use serde::{Deserialize, Serialize};
 pub mod crypto;
 pub mod device;
 pub mod flent;
+mod flent_voip;
 pub mod lab;
 pub mod latency;
 pub mod monitor;
+pub mod rpm;
 pub mod stress;
 pub mod throughput;
 
@@ -52,6 +54,9 @@ pub struct RunResult {
     /// Latency under load (rrul & co.), when run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<latency::LatencyResult>,
+    /// Responsiveness under working conditions (`routerbench rpm`), when run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpm: Option<rpm::RpmResult>,
     /// The machine's own view (CPU, softirq, softnet, temperature) during the run's tests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitor: Option<monitor::MonitorResult>,
@@ -90,6 +95,7 @@ impl RunResult {
             device: None,
             crypto: None,
             latency: None,
+            rpm: None,
             monitor: None,
             router: None,
             lab: None,

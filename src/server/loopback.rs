@@ -37,6 +37,12 @@ pub struct LoopbackConfig {
     /// iperf3's `-A n,m`: every client stream thread on CPU n, every server one on CPU m.
     /// None: wherever the scheduler puts them (measured best, see `util::affinity`).
     pub affinity: Option<(usize, usize)>,
+    /// `-Z`: zero-copy TCP sending.
+    pub zerocopy: bool,
+    /// `--skip-rx-copy`: the TCP receiver discards in the kernel.
+    pub skip_rx_copy: bool,
+    /// `--gsro`: send 3.21's GSO/GRO keys (our ends batch UDP either way).
+    pub gsro: bool,
 }
 
 impl Default for LoopbackConfig {
@@ -56,6 +62,9 @@ impl Default for LoopbackConfig {
             congestion: None,
             interval: 1.0,
             affinity: None,
+            zerocopy: false,
+            skip_rx_copy: false,
+            gsro: false,
         }
     }
 }
@@ -115,6 +124,17 @@ pub fn run_with_sink(
     p.tos = cfg.tos;
     p.window = cfg.window;
     p.congestion = cfg.congestion.clone();
+    p.zerocopy = cfg.zerocopy;
+    p.skip_rx_copy = cfg.skip_rx_copy;
+    if cfg.gsro && cfg.udp {
+        let on = crate::wire::iperf3::UdpOffload {
+            on: true,
+            dg_size: 0,
+            bf_size: 0,
+        };
+        p.gso = Some(on);
+        p.gro = Some(on);
+    }
     ccfg.interval = cfg.interval;
     ccfg.cpu = client_cpus;
     let outcome = std::thread::scope(|scope| {

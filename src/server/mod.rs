@@ -27,9 +27,10 @@ use crate::service::limits::{Caps, Ledger};
 use crate::service::logcap::LogCap;
 use broker::Broker;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use portable_atomic::AtomicU64;
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

@@ -100,6 +100,7 @@ mod tests {
             kind: "udp".into(),
             tos: 0,
             timestamps: "kernel".into(),
+            server_timestamps: None,
             sent: points.len() as u32,
             received: 0,
             lost_up: None,

@@ -7,7 +7,8 @@
 //! the bytes come from a xorshift seeded with the time, the PID and a counter: unique per call,
 //! not secret, which is all the callers need.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use portable_atomic::AtomicU64;
+use std::sync::atomic::Ordering;
 
 /// Fills `buf` with random bytes (see the module note for the fallback).
 pub fn fill(buf: &mut [u8]) {

@@ -11,7 +11,7 @@ pub mod results;
 pub mod udp;
 
 pub use errors::{ErrorPayload, strerror};
-pub use params::{Protocol, TestParams};
+pub use params::{Protocol, TestParams, UdpOffload};
 pub use results::{StreamResults, TestResults};
 pub use udp::{UDP_CONNECT_MSG, UDP_CONNECT_REPLY, UdpHeader};
 

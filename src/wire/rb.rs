@@ -22,7 +22,20 @@
 //! | 0x82 | LoadAccept  | s → c     | flow u8, tos u8, cc str (both read back from the server's socket) |
 //! | 0x83 | StepReport  | s → c     | step u32, n u8, n × (flow u8, bytes u64, tcp_rtt_us u32) |
 //! | 0x84 | Finished    | s → c     | n u8, n × (stream u8, received u32, reflected u32) |
+//! | 0x05 | RpmBegin    | c → s     | duration_ms u32 (an RPM test on this session, at most this long) |
+//! | 0x06 | RpmLoadHello| c → s     | version u16, session u64, conn u8, direction u8 (first message of an RPM load connection) |
+//! | 0x07 | RpmProbe    | c → s     | version u16, session u64, id u32 (first message of a foreign-probe connection) |
+//! | 0x85 | RpmReady    | s → c     | max_connections u8, max_duration_ms u32 |
+//! | 0x87 | RpmProbeReply | s → c   | id u32 |
 //! | 0xEE | Error       | s → c     | code u8, message str |
+//!
+//! **RPM extension** (`routerbench rpm`, docs/rpm.md): after Welcome the client sends RpmBegin
+//! and gets RpmReady; each load connection starts with RpmLoadHello (answered by LoadAccept)
+//! and then carries the framed stream of [`rpm`] (data, and probe requests and responses queued
+//! behind the data); each foreign probe is a fresh connection whose first message is RpmProbe,
+//! answered by RpmProbeReply. A server without the extension answers these types with Error
+//! BadRequest ("unknown message type"), which the client reports as such; older clients never
+//! send them, so version 1 stays as it was.
 //!
 //! A session: the client opens a control connection (Hello → Welcome), then one TCP connection
 //! per load flow (LoadHello → LoadAccept), probes the UDP reflector on `udp_port`, sends Start
@@ -183,6 +196,27 @@ pub enum Message {
     Finished {
         streams: Vec<StreamCount>,
     },
+    RpmBegin {
+        duration_ms: u32,
+    },
+    RpmLoadHello {
+        version: u16,
+        session: u64,
+        conn: u8,
+        direction: Direction,
+    },
+    RpmProbe {
+        version: u16,
+        session: u64,
+        id: u32,
+    },
+    RpmReady {
+        max_connections: u8,
+        max_duration_ms: u32,
+    },
+    RpmProbeReply {
+        id: u32,
+    },
     Error {
         code: Option<ErrorCode>,
         raw_code: u8,
@@ -266,6 +300,17 @@ impl<'a> Reader<'a> {
     }
 }
 
+fn direction_of(d: u8, what: &'static str) -> Result<Direction, WireError> {
+    match d {
+        0 => Ok(Direction::Upload),
+        1 => Ok(Direction::Download),
+        d => Err(WireError::Malformed {
+            what,
+            why: format!("direction {d} (expected 0 or 1)"),
+        }),
+    }
+}
+
 fn put_str(out: &mut Vec<u8>, s: &str) {
     let b = &s.as_bytes()[..s.len().min(255)];
     out.push(b.len() as u8);
@@ -284,6 +329,11 @@ impl Message {
             Self::LoadAccept { .. } => 0x82,
             Self::StepReport { .. } => 0x83,
             Self::Finished { .. } => 0x84,
+            Self::RpmBegin { .. } => 0x05,
+            Self::RpmLoadHello { .. } => 0x06,
+            Self::RpmProbe { .. } => 0x07,
+            Self::RpmReady { .. } => 0x85,
+            Self::RpmProbeReply { .. } => 0x87,
             Self::Error { .. } => 0xEE,
         }
     }
@@ -329,6 +379,41 @@ impl Message {
             }
             0x83 => (Self::parse_step_report(&mut r)?, "StepReport"),
             0x84 => (Self::parse_finished(&mut r)?, "Finished"),
+            0x05 => (
+                Self::RpmBegin {
+                    duration_ms: r.u32()?,
+                },
+                "RpmBegin",
+            ),
+            0x06 => {
+                let version = r.u16()?;
+                let session = r.u64()?;
+                let conn = r.u8()?;
+                let direction = direction_of(r.u8()?, "RpmLoadHello")?;
+                let m = Self::RpmLoadHello {
+                    version,
+                    session,
+                    conn,
+                    direction,
+                };
+                (m, "RpmLoadHello")
+            }
+            0x07 => {
+                let m = Self::RpmProbe {
+                    version: r.u16()?,
+                    session: r.u64()?,
+                    id: r.u32()?,
+                };
+                (m, "RpmProbe")
+            }
+            0x85 => {
+                let m = Self::RpmReady {
+                    max_connections: r.u8()?,
+                    max_duration_ms: r.u32()?,
+                };
+                (m, "RpmReady")
+            }
+            0x87 => (Self::RpmProbeReply { id: r.u32()? }, "RpmProbeReply"),
             0xEE => {
                 let raw_code = r.u8()?;
                 let message = r.str("Error", 255)?;
@@ -369,16 +454,7 @@ impl Message {
         let version = r.u16()?;
         let session = r.u64()?;
         let flow = r.u8()?;
-        let direction = match r.u8()? {
-            0 => Direction::Upload,
-            1 => Direction::Download,
-            d => {
-                return Err(WireError::Malformed {
-                    what: "LoadHello",
-                    why: format!("direction {d} (expected 0 or 1)"),
-                });
-            }
-        };
+        let direction = direction_of(r.u8()?, "LoadHello")?;
         let tos = r.u8()?;
         let cc = r.str("LoadHello", MAX_CC_LEN)?;
         Ok(Self::LoadHello {
@@ -490,6 +566,35 @@ impl Message {
                     p.extend_from_slice(&s.reflected.to_be_bytes());
                 }
             }
+            Self::RpmBegin { duration_ms } => p.extend_from_slice(&duration_ms.to_be_bytes()),
+            Self::RpmLoadHello {
+                version,
+                session,
+                conn,
+                direction,
+            } => {
+                p.extend_from_slice(&version.to_be_bytes());
+                p.extend_from_slice(&session.to_be_bytes());
+                p.push(*conn);
+                p.push(*direction as u8);
+            }
+            Self::RpmProbe {
+                version,
+                session,
+                id,
+            } => {
+                p.extend_from_slice(&version.to_be_bytes());
+                p.extend_from_slice(&session.to_be_bytes());
+                p.extend_from_slice(&id.to_be_bytes());
+            }
+            Self::RpmReady {
+                max_connections,
+                max_duration_ms,
+            } => {
+                p.push(*max_connections);
+                p.extend_from_slice(&max_duration_ms.to_be_bytes());
+            }
+            Self::RpmProbeReply { id } => p.extend_from_slice(&id.to_be_bytes()),
             Self::Error {
                 raw_code, message, ..
             } => {
@@ -543,6 +648,9 @@ pub fn parse_frame(bytes: &[u8]) -> Result<Message, WireError> {
 #[path = "rb_probe.rs"]
 mod probe;
 pub use probe::*;
+
+#[path = "rb_rpm.rs"]
+pub mod rpm;
 
 #[cfg(test)]
 #[path = "rb_tests.rs"]

@@ -12,6 +12,9 @@ pub const KIND_PROBE: u8 = 1;
 pub const KIND_REPLY: u8 = 2;
 /// Flag bit: `server_prev_tx_ns` holds a kernel send timestamp for `prev_seq`.
 pub const FLAG_PREV_TX: u8 = 0x01;
+/// Flag bit: `server_rx_ns` is the reflector's kernel receive timestamp (clear: its user-space
+/// clock after `recvmsg`, or a reflector from before this bit, which never sets it).
+pub const FLAG_SERVER_RX_KERNEL: u8 = 0x02;
 
 mod pfield {
     use std::ops::Range;
@@ -103,11 +106,17 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> ProbePacket<T> {
     pub fn make_reply(
         &mut self,
         server_rx_ns: u64,
+        server_rx_kernel: bool,
         server_tx_ns: u64,
         prev_tx: Option<(u32, u64)>,
     ) {
         let b = self.buffer.as_mut();
         b[pfield::KIND] = KIND_REPLY;
+        if server_rx_kernel {
+            b[pfield::FLAGS] |= FLAG_SERVER_RX_KERNEL;
+        } else {
+            b[pfield::FLAGS] &= !FLAG_SERVER_RX_KERNEL;
+        }
         b[pfield::SERVER_RX].copy_from_slice(&server_rx_ns.to_be_bytes());
         b[pfield::SERVER_TX].copy_from_slice(&server_tx_ns.to_be_bytes());
         match prev_tx {

@@ -254,7 +254,8 @@ fn test_probe_deconstruct_and_reply() {
         (KIND_PROBE, 1, 0x1122334455667788, 9)
     );
     assert_eq!(p.client_tx_ns(), 0x0102030405060708);
-    p.make_reply(1000, 2000, Some((8, 1500)));
+    p.make_reply(1000, true, 2000, Some((8, 1500)));
+    assert_eq!(p.flags() & FLAG_SERVER_RX_KERNEL, FLAG_SERVER_RX_KERNEL);
     let p = ProbePacket::new_checked(&bytes[..]).unwrap();
     assert_eq!(p.kind(), KIND_REPLY);
     assert_eq!(p.flags() & FLAG_PREV_TX, FLAG_PREV_TX);
@@ -322,4 +323,55 @@ fn test_random_bytes_never_panic() {
         let _ =
             ProbePacket::new_checked(&b[..]).map(|p| (p.seq(), p.session(), p.server_prev_tx_ns()));
     }
+}
+
+#[test]
+fn test_rpm_messages_bytes() {
+    let cases: Vec<(Message, Vec<u8>)> = vec![
+        (
+            Message::RpmBegin {
+                duration_ms: 60_000,
+            },
+            vec![0x05, 0, 4, 0, 0, 0xEA, 0x60],
+        ),
+        (
+            Message::RpmLoadHello {
+                version: 1,
+                session: 2,
+                conn: 3,
+                direction: Direction::Download,
+            },
+            vec![0x06, 0, 12, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 3, 1],
+        ),
+        (
+            Message::RpmProbe {
+                version: 1,
+                session: 2,
+                id: 9,
+            },
+            vec![0x07, 0, 14, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 9],
+        ),
+        (
+            Message::RpmReady {
+                max_connections: 32,
+                max_duration_ms: 1000,
+            },
+            vec![0x85, 0, 5, 32, 0, 0, 0x03, 0xE8],
+        ),
+        (
+            Message::RpmProbeReply { id: 9 },
+            vec![0x87, 0, 4, 0, 0, 0, 9],
+        ),
+    ];
+    for (m, bytes) in cases {
+        assert_eq!(m.emit(), bytes, "{m:?}");
+        assert_eq!(parse_frame(&bytes).unwrap(), m);
+        for cut in 3..bytes.len() {
+            let mut b = bytes[..cut].to_vec();
+            b[2] = (cut - 3) as u8;
+            assert!(parse_frame(&b).is_err(), "{m:?} cut at {cut}");
+        }
+    }
+    let bad_dir = [0x06, 0, 12, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 3, 7];
+    assert!(parse_frame(&bad_dir).is_err());
 }

@@ -1,6 +1,7 @@
 //! Engines: who performs the operations. `rustcrypto` (pure Rust, always built) and `openssl`
-//! (EVP on the system libcrypto, loaded at run time); `auto` (the default) takes libcrypto when it
-//! loads and says why not when it falls back. Each thread builds its own operation state; one
+//! (EVP on the system libcrypto, loaded at run time) run in this process; `openssl-speed` runs
+//! the `openssl` program (`crate::crypto::program`). `auto` (the default) takes libcrypto when it
+//! loads, else the openssl program when there is one, else pure Rust, and says why. Each thread builds its own operation state; one
 //! call performs a batch of `n` operations so dispatch costs nothing per operation.
 
 pub mod libcrypto;
@@ -21,6 +22,10 @@ pub enum EngineKind {
     /// loaded at run time; not in a static build).
     #[value(name = "openssl")]
     Openssl,
+    /// The `openssl` program (`openssl speed`, found on PATH or named by ROUTERBENCH_OPENSSL),
+    /// its output read like `--import`; what a static build on a router with openssl-util uses.
+    #[value(name = "openssl-speed")]
+    OpensslSpeed,
 }
 
 /// Why an engine cannot run an algorithm.
@@ -78,7 +83,7 @@ pub fn create_with(
             Ok(api) => Ok(Box::new(libcrypto::LibcryptoEngine::new(api, algorithms)?)),
             Err(e) => Err(EngineError::NotBuilt(format!(
                 "--engine openssl: {e}; install libcrypto (Debian: libssl3, OpenWrt: \
-                 libopenssl3), use a dynamically linked routerbench, or use --engine rustcrypto"
+                 libopenssl3), use a dynamically linked routerbench, or use --engine openssl-speed (the openssl program) or --engine rustcrypto"
             ))),
         },
         EngineKind::Auto => match load() {
@@ -87,6 +92,9 @@ pub fn create_with(
                 fallback: Some(e.short().to_string()),
             })),
         },
+        EngineKind::OpensslSpeed => Err(EngineError::NotBuilt(
+            "the openssl program is not an in-process engine (crypto::program)".into(),
+        )),
     }
 }
 

@@ -1,9 +1,12 @@
-//! The pure-Rust engine: md-5, sha1, sha2, des, aes + cbc, rsa and dsa from RustCrypto. Hashes are
-//! one-shot per block; ciphers keep one CBC encryptor per thread so chaining continues across
-//! calls (as in OpenSSL); RSA signs 36 bytes with PKCS#1 v1.5 (blinded), DSA signs 20 bytes.
+//! The pure-Rust engine: md-5, sha1, sha2, des, aes + cbc, rsa, dsa, chacha20poly1305 and aes-gcm
+//! from RustCrypto. Hashes are one-shot per block; ciphers keep one CBC encryptor per thread so
+//! chaining continues across calls (as in OpenSSL); RSA signs 36 bytes with PKCS#1 v1.5
+//! (blinded), DSA signs 20 bytes; the AEADs seal one packet per operation as WireGuard does
+//! (a fresh counter nonce, no associated data, a 16-byte tag).
 
 use std::hint::black_box;
 
+use aes_gcm::aead::AeadInPlace;
 use cbc::cipher::{self, BlockCipher, BlockEncryptMut, KeyInit, KeyIvInit};
 use dsa::signature::hazmat::{PrehashVerifier, RandomizedPrehashSigner};
 use rsa::pkcs8::DecodePrivateKey;
@@ -48,6 +51,10 @@ impl Engine for RustCryptoEngine {
             Algorithm::Aes128Cbc => Box::new(Cbc::<aes::Aes128>::new(16)?),
             Algorithm::Aes192Cbc => Box::new(Cbc::<aes::Aes192>::new(24)?),
             Algorithm::Aes256Cbc => Box::new(Cbc::<aes::Aes256>::new(32)?),
+            Algorithm::Chacha20Poly1305 => {
+                Box::new(Seal::<chacha20poly1305::ChaCha20Poly1305>::new()?)
+            }
+            Algorithm::Aes128Gcm => Box::new(Seal::<aes_gcm::Aes128Gcm>::new()?),
             Algorithm::Rsa2048 | Algorithm::Dsa2048 => {
                 return Err(EngineError::Failed(format!(
                     "{} is a signature algorithm, not a hash or cipher",
@@ -123,6 +130,47 @@ impl<C: BlockCipher + BlockEncryptMut + KeyInit> BulkOp for Cbc<C> {
             self.enc.encrypt_blocks_mut(blocks);
         }
         black_box(&self.blocks);
+        Ok(())
+    }
+}
+
+/// Seals one packet of `len` bytes in place per operation: WireGuard's nonce (32 zero bits and a
+/// 64-bit little-endian counter), no associated data, the tag kept apart.
+struct Seal<A> {
+    aead: A,
+    buf: Vec<u8>,
+    counter: u64,
+}
+
+impl<A: AeadInPlace + aes_gcm::KeyInit> Seal<A> {
+    fn new() -> Result<Self, EngineError> {
+        let key = test_buffer(A::key_size());
+        let aead = A::new_from_slice(&key)
+            .map_err(|e| EngineError::Failed(format!("AEAD key set-up failed: {e}")))?;
+        Ok(Self {
+            aead,
+            buf: test_buffer(MAX_BLOCK),
+            counter: 0,
+        })
+    }
+}
+
+impl<A: AeadInPlace> BulkOp for Seal<A> {
+    fn run(&mut self, len: usize, n: u64) -> Result<(), EngineError> {
+        let packet = self.buf.get_mut(..len).ok_or_else(|| too_long(len))?;
+        for _ in 0..n {
+            let mut nonce = aes_gcm::aead::Nonce::<A>::default();
+            for (d, s) in nonce.iter_mut().skip(4).zip(self.counter.to_le_bytes()) {
+                *d = s;
+            }
+            self.counter = self.counter.wrapping_add(1);
+            let tag = self
+                .aead
+                .encrypt_in_place_detached(&nonce, b"", packet)
+                .map_err(|_| EngineError::Failed("AEAD seal failed".into()))?;
+            black_box(tag);
+        }
+        black_box(&self.buf);
         Ok(())
     }
 }
@@ -264,6 +312,23 @@ mod tests {
         d.run(8192, 1).unwrap();
         let mut e = Cbc::<des::Des>::new(8).unwrap();
         e.run(64, 2).unwrap();
+    }
+
+    #[test]
+    fn aeads_seal_with_a_fresh_nonce_each_packet() {
+        let mut s = Seal::<chacha20poly1305::ChaCha20Poly1305>::new().unwrap();
+        s.run(1456, 1).unwrap();
+        assert_eq!(s.counter, 1);
+        // The first packet is sealed under nonce 0: it opens with the same key and nonce.
+        let key = test_buffer(32);
+        let mut sealed = test_buffer(1456);
+        let c = chacha20poly1305::ChaCha20Poly1305::new_from_slice(&key).unwrap();
+        c.encrypt_in_place_detached(&chacha20poly1305::Nonce::default(), b"", &mut sealed)
+            .unwrap();
+        assert_eq!(&sealed[..], &s.buf[..1456]);
+        let mut g = Seal::<aes_gcm::Aes128Gcm>::new().unwrap();
+        g.run(1456, 3).unwrap();
+        assert!(g.run(MAX_BLOCK + 1, 1).is_err());
     }
 
     #[test]

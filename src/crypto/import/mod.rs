@@ -160,6 +160,9 @@ fn unreachable_text(source_name: &str) -> ImportError {
     }
 }
 
+/// The cell routerbench's `--format openssl` prints for a size it did not measure.
+const NOT_MEASURED: &str = "n/a";
+
 /// Lines `openssl speed` prints that carry nothing the table needs.
 const SKIPPED_PREFIXES: [&str; 11] = [
     "built on",
@@ -280,14 +283,18 @@ impl Parser {
         else {
             return Err(self.err(n, raw, "a table row before any `type` header", EXPECTED_ANY));
         };
+        // `n/a`: a size routerbench's own `--format openssl` did not measure (`--row-only`).
         let first_value = toks
             .iter()
-            .position(|t| parse_rate_cell(t).is_some())
+            .position(|t| parse_rate_cell(t).is_some() || *t == NOT_MEASURED)
             .unwrap_or(toks.len());
         let label = toks[..first_value].join(" ");
-        let values: Option<Vec<f64>> = toks[first_value..]
+        let values: Option<Vec<Option<f64>>> = toks[first_value..]
             .iter()
-            .map(|t| parse_rate_cell(t))
+            .map(|&t| match t {
+                NOT_MEASURED => Some(None),
+                _ => parse_rate_cell(t).map(Some),
+            })
             .collect();
         let expected = format!(
             "a label and {} rate cells (one per size of the `type` header{}), e.g. \
@@ -331,6 +338,11 @@ impl Parser {
                 old.line
             ));
         }
+        let (sizes, values): (Vec<u32>, Vec<f64>) = sizes
+            .iter()
+            .zip(values)
+            .filter_map(|(&s, v)| v.map(|v| (s, v)))
+            .unzip();
         self.rows.insert(
             alg,
             BulkRow {

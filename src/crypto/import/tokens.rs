@@ -48,7 +48,8 @@ pub fn parse_seconds(tok: &str) -> Option<f64> {
     tok.strip_suffix('s').and_then(parse_number)
 }
 
-/// Maps a summary-table label of any OpenSSL version (or `-evp` name) to the table's algorithm.
+/// Maps a summary-table label of any OpenSSL version (or `-evp` name) to the table's algorithm
+/// or one of the WireGuard AEADs (`-evp chacha20-poly1305` / `aes-128-gcm`).
 /// Unknown labels (`hmac(md5)`, `rc4`, `ghash` …) give `None`.
 pub fn algorithm_for_label(label: &str) -> Option<Algorithm> {
     let l = label.trim().to_ascii_lowercase().replace(' ', "-");
@@ -62,6 +63,8 @@ pub fn algorithm_for_label(label: &str) -> Option<Algorithm> {
         "aes-128-cbc" => Algorithm::Aes128Cbc,
         "aes-192-cbc" => Algorithm::Aes192Cbc,
         "aes-256-cbc" => Algorithm::Aes256Cbc,
+        "chacha20-poly1305" => Algorithm::Chacha20Poly1305,
+        "aes-128-gcm" | "id-aes128-gcm" => Algorithm::Aes128Gcm,
         _ => return None,
     })
 }
@@ -149,7 +152,15 @@ mod tests {
         );
         assert_eq!(algorithm_for_label("SHA2-256"), Some(Algorithm::Sha256));
         assert_eq!(algorithm_for_label("hmac(md5)"), None);
-        assert_eq!(algorithm_for_label("aes-128-gcm"), None);
+        assert_eq!(
+            algorithm_for_label("AES-128-GCM"),
+            Some(Algorithm::Aes128Gcm)
+        );
+        assert_eq!(
+            algorithm_for_label("ChaCha20-Poly1305"),
+            Some(Algorithm::Chacha20Poly1305)
+        );
+        assert_eq!(algorithm_for_label("aes-256-gcm"), None);
     }
 
     #[test]

@@ -257,3 +257,177 @@ pub fn clocks_ns() -> (u64, u64) {
         clock_ns(ClockId::CLOCK_REALTIME),
     )
 }
+
+const PACKET_VERSION: libc::c_int = 10;
+const PACKET_RX_RING: libc::c_int = 5;
+const TPACKET_V2: libc::c_int = 1;
+const TP_STATUS_KERNEL: u32 = 0;
+const TP_STATUS_USER: u32 = 1;
+/// Offset of the sockaddr_ll after a tpacket2_hdr (TPACKET_ALIGN(32)), and of its pkttype.
+const TPACKET2_HDRLEN: usize = 32;
+const SLL_PKTTYPE: usize = 10;
+
+/// Frames of the receive ring: about a NIC ring's worth, as the socket buffer was before.
+pub const RING_FRAMES: usize = 512;
+const RING_FRAME_SIZE: usize = 2048;
+const RING_BLOCK_SIZE: usize = 1 << 16;
+
+/// A PACKET_RX_RING (TPACKET_V2) on a receive socket: the kernel writes each frame, its
+/// receive timestamp and status into shared memory, so reading a frame takes no system call
+/// (packet_mmap.rst). V2 rather than V3: a V3 block reaches user space only when full or when
+/// its retire timer fires, in jiffies (4 ms at HZ=250), which would delay packets at low rates;
+/// V2 hands each frame over as soon as it is written.
+#[derive(Debug)]
+pub struct RxRing {
+    base: *mut u8,
+    size: usize,
+    frames: usize,
+    next: usize,
+}
+
+// SAFETY: the mapping belongs to the ring alone and is only touched through &mut self.
+unsafe impl Send for RxRing {}
+
+impl RxRing {
+    /// Maps a receive ring on `sock` (a receive socket from [`PacketSocket::open`]).
+    pub fn new(sock: &PacketSocket) -> std::io::Result<Self> {
+        let fd = sock.raw_fd();
+        setopt(fd, libc::SOL_PACKET, PACKET_VERSION, TPACKET_V2)?;
+        let frames_per_block = RING_BLOCK_SIZE / RING_FRAME_SIZE;
+        let blocks = RING_FRAMES / frames_per_block;
+        // struct tpacket_req: block size, block count, frame size, frame count (all u32).
+        let req: [u32; 4] = [
+            RING_BLOCK_SIZE as u32,
+            blocks as u32,
+            RING_FRAME_SIZE as u32,
+            (blocks * frames_per_block) as u32,
+        ];
+        // SAFETY: tpacket_req passed by pointer with its size.
+        let r = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_PACKET,
+                PACKET_RX_RING,
+                req.as_ptr().cast(),
+                std::mem::size_of_val(&req) as libc::socklen_t,
+            )
+        };
+        if r < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let size = RING_BLOCK_SIZE * blocks;
+        // SAFETY: mapping the ring the kernel just allocated for this socket.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(RxRing {
+            base: base.cast(),
+            size,
+            frames: blocks * frames_per_block,
+            next: 0,
+        })
+    }
+
+    fn status(&self, frame: *mut u8) -> &std::sync::atomic::AtomicU32 {
+        // SAFETY: tp_status is the first, 4-byte aligned u32 of a frame inside the mapping,
+        // shared with the kernel: accessed atomically only.
+        unsafe { &*frame.cast::<std::sync::atomic::AtomicU32>() }
+    }
+
+    /// Hands up to `max` waiting frames, in arrival order, to `each` and gives their slots back
+    /// to the kernel; returns how many were handed.
+    pub fn drain(&mut self, max: usize, mut each: impl FnMut(Received, &[u8])) -> usize {
+        use std::sync::atomic::Ordering;
+        let mut n = 0;
+        while n < max {
+            // SAFETY: next < frames, so the frame lies inside the mapping.
+            let frame = unsafe { self.base.add(self.next * RING_FRAME_SIZE) };
+            let status = self.status(frame).load(Ordering::Acquire);
+            if status & TP_STATUS_USER == 0 {
+                break;
+            }
+            // SAFETY: the kernel hands the frame over with TP_STATUS_USER (Acquire above);
+            // the header fields and the data it points at lie inside this frame.
+            let (got, data) = unsafe {
+                let word = |off: usize| std::ptr::read_unaligned(frame.add(off).cast::<u32>());
+                let half = |off: usize| std::ptr::read_unaligned(frame.add(off).cast::<u16>());
+                let len = word(4) as usize;
+                let snap = word(8) as usize;
+                let mac = usize::from(half(12));
+                let (sec, nsec) = (u64::from(word(16)), u64::from(word(20)));
+                let pkttype = *frame.add(TPACKET2_HDRLEN + SLL_PKTTYPE);
+                let snap = snap.min(RING_FRAME_SIZE.saturating_sub(mac));
+                (
+                    Received {
+                        len: snap,
+                        truncated: len > snap,
+                        rx_realtime_ns: sec * 1_000_000_000 + nsec,
+                        pkttype,
+                        csum_not_ready: status & TP_STATUS_CSUMNOTREADY != 0,
+                    },
+                    std::slice::from_raw_parts(frame.add(mac), snap),
+                )
+            };
+            each(got, data);
+            self.status(frame)
+                .store(TP_STATUS_KERNEL, Ordering::Release);
+            self.next = (self.next + 1) % self.frames;
+            n += 1;
+        }
+        n
+    }
+}
+
+impl Drop for RxRing {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping made in new().
+        unsafe { libc::munmap(self.base.cast(), self.size) };
+    }
+}
+
+/// Frames per sendmmsg call.
+pub const TX_BATCH: usize = 64;
+
+impl PacketSocket {
+    /// Sends up to [`TX_BATCH`] complete frames with one sendmmsg; returns how many the
+    /// kernel took (the rest were refused right now: full, down).
+    pub fn send_batch(&self, frames: &[&[u8]]) -> usize {
+        let n = frames.len().min(TX_BATCH);
+        if n == 0 {
+            return 0;
+        }
+        let mut iov: [libc::iovec; TX_BATCH] = [libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        }; TX_BATCH];
+        // SAFETY: a zeroed mmsghdr is valid; pointers are set below.
+        let mut msgs: [libc::mmsghdr; TX_BATCH] = unsafe { std::mem::zeroed() };
+        for i in 0..n {
+            iov[i].iov_base = frames[i].as_ptr() as *mut libc::c_void;
+            iov[i].iov_len = frames[i].len();
+            msgs[i].msg_hdr.msg_iov = &mut iov[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        // SAFETY: msgs, iov and the frames they point at live across the call; the kernel only
+        // reads the frames.
+        let r = unsafe {
+            libc::sendmmsg(
+                self.fd.as_raw_fd(),
+                msgs.as_mut_ptr(),
+                n as libc::c_uint,
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if r < 0 { 0 } else { r as usize }
+    }
+}

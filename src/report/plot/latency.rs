@@ -221,6 +221,7 @@ pub(crate) mod tests {
             kind: "udp".into(),
             tos: 0,
             timestamps: "kernel".into(),
+            server_timestamps: None,
             sent: rtts.len() as u32,
             received: rtts.iter().filter(|r| r.is_some()).count() as u32,
             lost_up: None,

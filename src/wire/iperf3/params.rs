@@ -61,10 +61,27 @@ pub struct TestParams {
     pub udp_counters_64bit: bool,
     pub repeating_payload: bool,
     pub zerocopy: bool,
+    /// `--skip-rx-copy` (3.19): the TCP receiver discards data in the kernel (MSG_TRUNC).
+    pub skip_rx_copy: bool,
+    /// `--gsro` (3.21): UDP GSO on the sender, with `gso_dg_size`-byte datagrams in
+    /// `gso_bf_size`-byte sends; the keys are always sent by a 3.21 UDP client, 0 when off.
+    pub gso: Option<UdpOffload>,
+    /// `--gsro` (3.21): UDP GRO on the receiver into `gro_bf_size`-byte buffers.
+    pub gro: Option<UdpOffload>,
     pub dont_fragment: bool,
     /// `authtoken`: base64 RSA-encrypted credentials (`iperf3::auth`).
     pub authtoken: Option<String>,
     pub client_version: Option<String>,
+}
+
+/// 3.21's UDP offload keys: `gso`/`gro` (0 or 1) and the sizes beside them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpOffload {
+    pub on: bool,
+    /// GSO: the datagram size (`gso_dg_size`); GRO: unused (0).
+    pub dg_size: u32,
+    /// `gso_bf_size` / `gro_bf_size`: bytes per send or receive buffer.
+    pub bf_size: u32,
 }
 
 /// iperf3's TCP default block size.
@@ -104,6 +121,9 @@ impl Default for TestParams {
             udp_counters_64bit: false,
             repeating_payload: false,
             zerocopy: false,
+            skip_rx_copy: false,
+            gso: None,
+            gro: None,
             dont_fragment: false,
             authtoken: None,
             client_version: None,
@@ -172,6 +192,17 @@ impl TestParams {
         p.udp_counters_64bit = has("udp_counters_64bit");
         p.repeating_payload = has("repeating_payload");
         p.zerocopy = num::<i64>(obj, "zerocopy").is_some_and(|z| z != 0);
+        p.skip_rx_copy = num::<i64>(obj, "skip_rx_copy").is_some_and(|z| z != 0);
+        p.gso = num::<i64>(obj, "gso").map(|on| UdpOffload {
+            on: on != 0,
+            dg_size: num(obj, "gso_dg_size").unwrap_or(0),
+            bf_size: num(obj, "gso_bf_size").unwrap_or(0),
+        });
+        p.gro = num::<i64>(obj, "gro").map(|on| UdpOffload {
+            on: on != 0,
+            dg_size: 0,
+            bf_size: num(obj, "gro_bf_size").unwrap_or(0),
+        });
         p.dont_fragment = num::<i64>(obj, "dont_fragment").is_some_and(|z| z != 0);
         p.authtoken = text(obj, "authtoken");
         p.client_version = text(obj, "client_version");
@@ -286,6 +317,18 @@ impl TestParams {
         if self.dont_fragment {
             w.int("dont_fragment", 1);
         }
+        if self.skip_rx_copy {
+            w.int("skip_rx_copy", 1);
+        }
+        if let Some(g) = self.gso {
+            w.int("gso", i64::from(g.on));
+            w.int("gso_dg_size", i64::from(g.dg_size));
+            w.int("gso_bf_size", i64::from(g.bf_size));
+        }
+        if let Some(g) = self.gro {
+            w.int("gro", i64::from(g.on));
+            w.int("gro_bf_size", i64::from(g.bf_size));
+        }
         if let Some(a) = &self.authtoken {
             w.string("authtoken", a);
         }
@@ -306,6 +349,10 @@ mod tests {
     const UDP321: &str = r#"{"udp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":1,"len":32768,"bandwidth":10000000,"pacing_timer":1000,"gso":0,"gso_dg_size":0,"gso_bf_size":65507,"gro":0,"gro_bf_size":65507,"client_version":"3.21"}"#;
     const MANY: &str = r#"{"tcp":true,"omit":1,"time":1,"num":0,"blockcount":0,"MSS":1400,"nodelay":true,"parallel":1,"window":524288,"len":102400,"bandwidth":1000000000,"pacing_timer":1000,"TOS":16,"title":"T1","extra_data":"X1","congestion":"reno","repeating_payload":1,"zerocopy":1,"client_version":"3.12"}"#;
     const UDP64: &str = r#"{"udp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":1,"len":1400,"bandwidth":10000000,"fqrate":20000000,"pacing_timer":500,"burst":5,"udp_counters_64bit":1,"repeating_payload":1,"dont_fragment":1,"client_version":"3.12"}"#;
+    const GSRO: &str = r#"{"udp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":1,"len":1400,"bandwidth":1000000000,"pacing_timer":1000,"gso":1,"gso_dg_size":1400,"gso_bf_size":64400,"gro":1,"gro_bf_size":65507,"client_version":"3.21"}"#;
+    const ORDER: &str = r#"{"tcp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"TOS":16,"title":"tt","congestion":"reno","repeating_payload":1,"zerocopy":1,"skip_rx_copy":1,"client_version":"3.21"}"#;
+    const SKIP: &str = r#"{"tcp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"skip_rx_copy":1,"client_version":"3.21"}"#;
+    const ZC: &str = r#"{"tcp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"zerocopy":1,"client_version":"3.21"}"#;
     const BYTES: &str = r#"{"tcp":true,"omit":0,"time":0,"num":104857600,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#;
 
     #[test]
@@ -339,11 +386,26 @@ mod tests {
         assert_eq!((u.burst, u.fqrate, u.len), (5, 20_000_000, Some(1400)));
         let g = TestParams::parse(UDP321.as_bytes()).unwrap();
         assert_eq!(g.bandwidth, 10_000_000);
+        assert!(
+            !g.gso.unwrap().on && !g.gro.unwrap().on,
+            "3.21 sends gso 0 when off"
+        );
+        let g = TestParams::parse(GSRO.as_bytes()).unwrap();
+        let (gso, gro) = (g.gso.unwrap(), g.gro.unwrap());
+        assert!(gso.on && gro.on);
+        assert_eq!(
+            (gso.dg_size, gso.bf_size, gro.bf_size),
+            (1400, 64400, 65507)
+        );
+        assert!(TestParams::parse(SKIP.as_bytes()).unwrap().skip_rx_copy);
+        assert!(TestParams::parse(ZC.as_bytes()).unwrap().zerocopy);
     }
 
     #[test]
     fn test_emit_matches_capture() {
-        for cap in [TCP, REVERSE, MANY, UDP64, BYTES] {
+        for cap in [
+            TCP, REVERSE, MANY, UDP64, BYTES, UDP321, GSRO, SKIP, ZC, ORDER,
+        ] {
             let p = TestParams::parse(cap.as_bytes()).unwrap();
             assert_eq!(p.emit(), cap);
         }

@@ -1,4 +1,4 @@
-//! The system libcrypto, loaded at run time (dlopen through `libloading`): the two dozen EVP/PKEY
+//! The system libcrypto, loaded at run time (dlopen through `libloading`): the 28 EVP/PKEY
 //! functions the speed suite calls, resolved once. One binary thus gives the wiki-comparable
 //! OpenSSL row on a router that has libcrypto (openssl-util) and still runs where there is none.
 //! OpenSSL 3.x (`libcrypto.so.3`) and 1.1.1 (`libcrypto.so.1.1`) export every function used here
@@ -40,6 +40,10 @@ pub struct Api {
     pub EVP_EncryptInit_ex: unsafe extern "C" fn(Obj, Obj, Obj, *const u8, *const u8) -> c_int,
     pub EVP_CIPHER_CTX_set_padding: unsafe extern "C" fn(Obj, c_int) -> c_int,
     pub EVP_Cipher: unsafe extern "C" fn(Obj, *mut u8, *const u8, c_uint) -> c_int,
+    pub EVP_EncryptUpdate:
+        unsafe extern "C" fn(Obj, *mut u8, *mut c_int, *const u8, c_int) -> c_int,
+    pub EVP_EncryptFinal_ex: unsafe extern "C" fn(Obj, *mut u8, *mut c_int) -> c_int,
+    pub EVP_CIPHER_CTX_ctrl: unsafe extern "C" fn(Obj, c_int, c_int, *mut c_void) -> c_int,
     pub BIO_new_mem_buf: unsafe extern "C" fn(*const c_void, c_int) -> Obj,
     pub BIO_free: unsafe extern "C" fn(Obj) -> c_int,
     pub PEM_read_bio_PrivateKey: unsafe extern "C" fn(Obj, *mut Obj, Obj, Obj) -> Obj,
@@ -174,6 +178,9 @@ fn resolve(lib: libloading::Library, name: &str) -> Result<Api, LoadError> {
         EVP_EncryptInit_ex: need!("EVP_EncryptInit_ex"),
         EVP_CIPHER_CTX_set_padding: need!("EVP_CIPHER_CTX_set_padding"),
         EVP_Cipher: need!("EVP_Cipher"),
+        EVP_EncryptUpdate: need!("EVP_EncryptUpdate"),
+        EVP_EncryptFinal_ex: need!("EVP_EncryptFinal_ex"),
+        EVP_CIPHER_CTX_ctrl: need!("EVP_CIPHER_CTX_ctrl"),
         BIO_new_mem_buf: need!("BIO_new_mem_buf"),
         BIO_free: need!("BIO_free"),
         PEM_read_bio_PrivateKey: need!("PEM_read_bio_PrivateKey"),

@@ -1,0 +1,302 @@
+//! What the VM router is made of, from Debian packages: the armmp kernel (`linux-image-armmp:armhf`
+//! names the exact version) and `busybox-static:armhf`, fetched with `apt-get download` into a
+//! cache directory the user can see (`~/.cache/routerbench/vm`, `--cache DIR`), unpacked with
+//! `dpkg-deb -x`, and recorded (package, version, SHA-256 of each .deb) in `manifest.json`
+//! there. Nothing else is downloaded. Plus the static armv7 routerbench from `bench/cross.sh`.
+
+use crate::lab::error::{LabError, Result};
+use crate::lab::sys::{run_tool, tool_path};
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+use std::path::{Path, PathBuf};
+
+/// The meta package whose dependency names the kernel.
+pub const KERNEL_META: &str = "linux-image-armmp:armhf";
+pub const BUSYBOX: &str = "busybox-static:armhf";
+
+/// One downloaded package.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PackageRecord {
+    pub package: String,
+    pub version: String,
+    pub file: String,
+    pub sha256: String,
+}
+
+/// The cache's record of what it holds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Manifest {
+    pub packages: Vec<PackageRecord>,
+    /// e.g. 6.1.0-57-armmp.
+    pub kernel_release: String,
+}
+
+/// The unpacked parts, ready to build an image from.
+#[derive(Debug, Clone)]
+pub struct Assets {
+    pub dir: PathBuf,
+    pub vmlinuz: PathBuf,
+    pub busybox: PathBuf,
+    pub modules_dir: PathBuf,
+    pub manifest: Manifest,
+}
+
+/// `~/.cache/routerbench/vm` (`$XDG_CACHE_HOME` if set).
+pub fn default_cache() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from("/var/cache"));
+    base.join("routerbench").join("vm")
+}
+
+fn sha256_file(p: &Path) -> Result<String> {
+    let data =
+        std::fs::read(p).map_err(|e| LabError::Sys(format!("cannot read {}: {e}", p.display())))?;
+    let d = sha2::Sha256::digest(&data);
+    Ok(d.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The kernel package `linux-image-armmp:armhf` depends on (`linux-image-6.1.0-57-armmp:armhf`).
+pub fn kernel_package() -> Result<String> {
+    let out = run_tool("apt-cache", &["depends", KERNEL_META]).map_err(|e| {
+        LabError::State(format!(
+            "apt does not know {KERNEL_META} ({e}): add the architecture with \
+             `dpkg --add-architecture armhf && apt-get update`"
+        ))
+    })?;
+    parse_kernel_dependency(&out).ok_or_else(|| {
+        LabError::State(format!(
+            "apt-cache depends {KERNEL_META} names no linux-image package: add the armhf \
+             architecture (`dpkg --add-architecture armhf && apt-get update`)"
+        ))
+    })
+}
+
+/// The `Depends: linux-image-…:armhf` line of `apt-cache depends`.
+pub fn parse_kernel_dependency(text: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let dep = l.trim().strip_prefix("Depends:")?.trim();
+        dep.starts_with("linux-image-").then(|| {
+            if dep.contains(':') {
+                dep.to_string()
+            } else {
+                format!("{dep}:armhf")
+            }
+        })
+    })
+}
+
+fn deb_field(deb: &Path, field: &str) -> Result<String> {
+    let p = deb.to_string_lossy().into_owned();
+    Ok(run_tool("dpkg-deb", &["-f", &p, field])?.trim().to_string())
+}
+
+/// Downloads (if not cached yet) and unpacks the kernel and busybox into `cache`.
+pub fn fetch(cache: &Path) -> Result<Assets> {
+    for (tool, pkg) in [("apt-get", "apt"), ("dpkg-deb", "dpkg")] {
+        tool_path(tool).map_err(|_| {
+            LabError::State(format!(
+                "{tool} not found: the VM router is built from Debian packages (install {pkg})"
+            ))
+        })?;
+    }
+    std::fs::create_dir_all(cache)
+        .map_err(|e| LabError::Sys(format!("cannot create {}: {e}", cache.display())))?;
+    let manifest_path = cache.join("manifest.json");
+    let kernel_pkg = kernel_package()?;
+    let mut manifest = Manifest::default();
+    for pkg in [kernel_pkg.as_str(), BUSYBOX] {
+        let base = pkg.split(':').next().unwrap_or(pkg);
+        let deb = find_deb(cache, base).map_or_else(|| download(cache, pkg, base), Ok)?;
+        let rec = PackageRecord {
+            package: deb_field(&deb, "Package")?,
+            version: deb_field(&deb, "Version")?,
+            file: deb
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            sha256: sha256_file(&deb)?,
+        };
+        let out = cache.join("root");
+        let stamp = cache.join(format!("root/.unpacked-{}", rec.sha256));
+        if !stamp.exists() {
+            let (d, o) = (
+                deb.to_string_lossy().into_owned(),
+                out.to_string_lossy().into_owned(),
+            );
+            run_tool("dpkg-deb", &["-x", &d, &o])?;
+            std::fs::write(&stamp, b"")
+                .map_err(|e| LabError::Sys(format!("cannot write {}: {e}", stamp.display())))?;
+        }
+        manifest.packages.push(rec);
+    }
+    let root = cache.join("root");
+    let (vmlinuz, release) = find_kernel(&root)?;
+    manifest.kernel_release = release.clone();
+    let text = serde_json::to_string_pretty(&manifest)
+        .map_err(|e| LabError::Unexpected(format!("manifest: {e}")))?;
+    std::fs::write(&manifest_path, text + "\n")
+        .map_err(|e| LabError::Sys(format!("cannot write {}: {e}", manifest_path.display())))?;
+    let busybox = root.join("bin/busybox");
+    if !busybox.exists() {
+        return Err(LabError::State(format!(
+            "{} has no bin/busybox: is {BUSYBOX} intact? delete {} and retry",
+            root.display(),
+            cache.display()
+        )));
+    }
+    Ok(Assets {
+        dir: cache.to_path_buf(),
+        vmlinuz,
+        busybox,
+        modules_dir: root.join("lib/modules").join(&release),
+        manifest,
+    })
+}
+
+fn find_deb(cache: &Path, base: &str) -> Option<PathBuf> {
+    let prefix = format!("{base}_");
+    std::fs::read_dir(cache).ok()?.flatten().find_map(|e| {
+        let n = e.file_name().to_string_lossy().into_owned();
+        (n.starts_with(&prefix) && n.ends_with("_armhf.deb")).then(|| e.path())
+    })
+}
+
+fn download(cache: &Path, pkg: &str, base: &str) -> Result<PathBuf> {
+    let out = std::process::Command::new("apt-get")
+        .args(["download", "-q", pkg])
+        .current_dir(cache)
+        .output()
+        .map_err(|e| LabError::Sys(format!("cannot run apt-get download {pkg}: {e}")))?;
+    if !out.status.success() {
+        return Err(LabError::State(format!(
+            "apt-get download {pkg} failed ({}): {}; the armhf architecture must be known to apt \
+             (`dpkg --add-architecture armhf && apt-get update`)",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    find_deb(cache, base).ok_or_else(|| {
+        LabError::Unexpected(format!(
+            "apt-get download {pkg} left no {base}_*_armhf.deb in {}",
+            cache.display()
+        ))
+    })
+}
+
+fn find_kernel(root: &Path) -> Result<(PathBuf, String)> {
+    let boot = root.join("boot");
+    let rd = std::fs::read_dir(&boot).map_err(|e| {
+        LabError::State(format!(
+            "no {} ({e}): the kernel package did not unpack",
+            boot.display()
+        ))
+    })?;
+    let mut found: Vec<(PathBuf, String)> = rd
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let rel = n.strip_prefix("vmlinuz-")?.to_string();
+            Some((e.path(), rel))
+        })
+        .collect();
+    found.sort();
+    found
+        .pop()
+        .ok_or_else(|| LabError::State(format!("no vmlinuz-* in {}", boot.display())))
+}
+
+/// The static armv7 routerbench for the VM: `explicit` (`--router-bin`), `$ROUTERBENCH_ARMV7_BIN`,
+/// or what `bench/cross.sh` leaves under `target/cross-std` (searched from the working directory
+/// and from this executable's target directory). It must be a static 32-bit ARM ELF.
+pub fn router_binary(explicit: Option<&Path>) -> Result<PathBuf> {
+    const REL: &str = "cross-std/armv7-unknown-linux-musleabihf/router/routerbench";
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(p) = explicit {
+        candidates.push(p.to_path_buf());
+    } else {
+        if let Some(p) = std::env::var_os("ROUTERBENCH_ARMV7_BIN") {
+            candidates.push(PathBuf::from(p));
+        }
+        candidates.push(PathBuf::from("target").join(REL));
+        if let Ok(exe) = std::env::current_exe() {
+            // target/release/routerbench → target/cross-std/…
+            if let Some(t) = exe.parent().and_then(Path::parent) {
+                candidates.push(t.join(REL));
+            }
+        }
+    }
+    for c in &candidates {
+        if let Ok(head) = read_head(c) {
+            check_arm_elf(&head).map_err(|why| {
+                LabError::State(format!(
+                    "{} is not the VM's routerbench: {why}",
+                    c.display()
+                ))
+            })?;
+            return Ok(c.clone());
+        }
+    }
+    Err(LabError::State(format!(
+        "no static armv7 routerbench for the VM router (looked at {}): build it with \
+         `TARGETS=armv7 SMOKE=0 bench/cross.sh`, or pass --router-bin FILE",
+        candidates
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
+}
+
+fn read_head(p: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(p)?;
+    let mut b = vec![0u8; 64];
+    let n = f.read(&mut b)?;
+    b.truncate(n);
+    Ok(b)
+}
+
+/// A 32-bit little-endian ARM executable (EM_ARM = 40).
+pub fn check_arm_elf(head: &[u8]) -> std::result::Result<(), String> {
+    if head.len() < 20 || &head[..4] != b"\x7fELF" {
+        return Err("not an ELF file".into());
+    }
+    if head[4] != 1 || head[5] != 1 {
+        return Err("not a 32-bit little-endian ELF".into());
+    }
+    let machine = u16::from_le_bytes([head[18], head[19]]);
+    if machine != 40 {
+        return Err(format!("ELF machine {machine}, not ARM (40)"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_dependency_line() {
+        let out = "linux-image-armmp:armhf\n  Depends: linux-image-6.1.0-57-armmp:armhf\n";
+        assert_eq!(
+            parse_kernel_dependency(out).as_deref(),
+            Some("linux-image-6.1.0-57-armmp:armhf")
+        );
+        assert_eq!(parse_kernel_dependency("E: No packages found\n"), None);
+    }
+
+    #[test]
+    fn arm_elf_check() {
+        let mut h = vec![0u8; 64];
+        h[..4].copy_from_slice(b"\x7fELF");
+        h[4] = 1;
+        h[5] = 1;
+        h[18] = 40;
+        assert!(check_arm_elf(&h).is_ok());
+        h[18] = 62;
+        assert!(check_arm_elf(&h).unwrap_err().contains("62"));
+        assert!(check_arm_elf(b"#!/bin/sh\n").is_err());
+    }
+}

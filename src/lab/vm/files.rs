@@ -1,0 +1,65 @@
+//! The files and process of a lab's VM router that `lab down` and `lab status` need (its
+//! console, qemu's log, the image, qemu's PID): kept apart from the builder so the topology can
+//! stop a VM without depending on what builds one.
+
+use super::qemu;
+use crate::lab::state;
+use crate::results::lab::LabConfig;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The console log of lab `name`'s VM.
+pub fn console_path(name: &str) -> PathBuf {
+    PathBuf::from(state::STATE_DIR).join(format!("{name}.console"))
+}
+
+/// qemu's own stderr.
+pub fn qemu_log_path(name: &str) -> PathBuf {
+    PathBuf::from(state::STATE_DIR).join(format!("{name}.qemu.log"))
+}
+
+pub fn initrd_path(name: &str) -> PathBuf {
+    PathBuf::from(state::STATE_DIR).join(format!("{name}.initrd.gz"))
+}
+
+/// Stops lab `name`'s VM (by the PID its configuration recorded, if it is still qemu), removes
+/// its cgroup, console and image. `lab down` calls it; safe when there is no VM.
+pub fn stop(name: &str) {
+    if let Ok(cfg) = state::load_config(name) {
+        if let Some(vm) = cfg.router_vm {
+            stop_pid(vm.qemu_pid);
+        }
+    }
+    qemu::remove_budget(name);
+    let _ = std::fs::remove_file(console_path(name));
+    let _ = std::fs::remove_file(initrd_path(name));
+    let _ = std::fs::remove_file(qemu_log_path(name));
+}
+
+/// SIGTERM, then SIGKILL after 2 s, to a qemu process; waits (bounded) until it is gone.
+pub fn stop_pid(pid: i32) {
+    use nix::sys::signal::{Signal, kill};
+    let p = nix::unistd::Pid::from_raw(pid);
+    if !qemu::qemu_alive(pid) {
+        return;
+    }
+    let _ = kill(p, Signal::SIGTERM);
+    let t0 = Instant::now();
+    while qemu::qemu_alive(pid) && t0.elapsed() < Duration::from_secs(2) {
+        let _ = nix::sys::wait::waitpid(p, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if qemu::qemu_alive(pid) {
+        let _ = kill(p, Signal::SIGKILL);
+        let t1 = Instant::now();
+        while qemu::qemu_alive(pid) && t1.elapsed() < Duration::from_secs(2) {
+            let _ = nix::sys::wait::waitpid(p, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// True if lab `cfg` has a VM router and its qemu still runs.
+pub fn running(cfg: &LabConfig) -> Option<bool> {
+    cfg.router_vm.as_ref().map(|v| qemu::qemu_alive(v.qemu_pid))
+}

@@ -1,0 +1,276 @@
+//! The VM router's initramfs: a `newc` cpio archive (the format the kernel unpacks into its
+//! rootfs), gzip-compressed, with busybox, the static armv7 routerbench, the kernel modules the
+//! router needs in load order, `/init`, and the router's configuration. Kernel modules come
+//! with their dependencies, read from each module's own `.modinfo` (`depends=`): Debian's
+//! package carries no `modules.dep` (depmod writes it at install time).
+
+use crate::lab::error::{LabError, Result};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// A `newc` cpio archive being written.
+#[derive(Default)]
+pub struct Cpio {
+    buf: Vec<u8>,
+    ino: u32,
+}
+
+impl Cpio {
+    fn entry(&mut self, name: &str, mode: u32, data: &[u8]) {
+        self.ino += 1;
+        let name_z = name.len() + 1;
+        let fields = [
+            self.ino,
+            mode,
+            0,
+            0,
+            1,
+            0,
+            data.len() as u32,
+            0,
+            0,
+            0,
+            0,
+            name_z as u32,
+            0,
+        ];
+        self.buf.extend_from_slice(b"070701");
+        for f in fields {
+            self.buf.extend_from_slice(format!("{f:08X}").as_bytes());
+        }
+        self.buf.extend_from_slice(name.as_bytes());
+        self.buf.push(0);
+        while self.buf.len() % 4 != 0 {
+            self.buf.push(0);
+        }
+        self.buf.extend_from_slice(data);
+        while self.buf.len() % 4 != 0 {
+            self.buf.push(0);
+        }
+    }
+
+    pub fn dir(&mut self, name: &str) {
+        self.entry(name, 0o040_755, &[]);
+    }
+
+    pub fn file(&mut self, name: &str, data: &[u8], executable: bool) {
+        let mode = if executable { 0o100_755 } else { 0o100_644 };
+        self.entry(name, mode, data);
+    }
+
+    pub fn symlink(&mut self, name: &str, target: &str) {
+        self.entry(name, 0o120_777, target.as_bytes());
+    }
+
+    /// The archive with its trailer.
+    pub fn finish(mut self) -> Vec<u8> {
+        self.entry("TRAILER!!!", 0, &[]);
+        self.buf
+    }
+}
+
+/// gzip of `data` (the kernel's initramfs decompressor reads it).
+pub fn gzip(data: &[u8]) -> Result<Vec<u8>> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(data)
+        .and_then(|_| e.finish())
+        .map_err(|e| LabError::Sys(format!("cannot compress the initramfs: {e}")))
+}
+
+/// The `depends=` list of a kernel module file (from its `.modinfo` strings).
+pub fn module_depends(ko: &[u8]) -> Vec<String> {
+    const KEY: &[u8] = b"\0depends=";
+    let Some(at) = ko.windows(KEY.len()).position(|w| w == KEY) else {
+        return Vec::new();
+    };
+    let rest = &ko[at + KEY.len()..];
+    let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+    String::from_utf8_lossy(&rest[..end])
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// Every `*.ko` under `dir`, by module name (`-` and `_` are the same to the kernel).
+pub fn index_modules(dir: &Path) -> Result<BTreeMap<String, PathBuf>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(d) = stack.pop() {
+        let rd = std::fs::read_dir(&d)
+            .map_err(|e| LabError::Sys(format!("cannot read {}: {e}", d.display())))?;
+        for ent in rd.flatten() {
+            seen += 1;
+            if seen > 200_000 {
+                return Err(LabError::Unexpected(format!(
+                    "{} holds more than 200000 files: not a kernel module tree",
+                    dir.display()
+                )));
+            }
+            let p = ent.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Some(n) = p.file_name().and_then(|n| n.to_str()) {
+                if let Some(stem) = n.strip_suffix(".ko") {
+                    out.insert(stem.replace('-', "_"), p.clone());
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `wanted` and everything they depend on, dependencies first (each once).
+pub fn load_order(
+    index: &BTreeMap<String, PathBuf>,
+    wanted: &[&str],
+) -> Result<Vec<(String, PathBuf)>> {
+    fn visit(
+        name: &str,
+        index: &BTreeMap<String, PathBuf>,
+        out: &mut Vec<(String, PathBuf)>,
+        path: &mut Vec<String>,
+    ) -> Result<()> {
+        let key = name.replace('-', "_");
+        if out.iter().any(|(n, _)| *n == key) {
+            return Ok(());
+        }
+        if path.contains(&key) || path.len() > 64 {
+            return Err(LabError::Unexpected(format!(
+                "kernel module dependency loop: {} -> {key}",
+                path.join(" -> ")
+            )));
+        }
+        let p = index.get(&key).ok_or_else(|| {
+            LabError::State(format!(
+                "kernel module {key} is not in the kernel package (is it built in, or is this the armmp kernel?)"
+            ))
+        })?;
+        let bytes = std::fs::read(p)
+            .map_err(|e| LabError::Sys(format!("cannot read {}: {e}", p.display())))?;
+        path.push(key.clone());
+        for dep in module_depends(&bytes) {
+            visit(&dep, index, out, path)?;
+        }
+        path.pop();
+        out.push((key, p.clone()));
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for w in wanted {
+        visit(w, index, &mut out, &mut Vec::new())?;
+    }
+    Ok(out)
+}
+
+/// The busybox applets `/init` uses.
+pub const APPLETS: &[&str] = &[
+    "sh", "mount", "mkdir", "insmod", "cat", "echo", "poweroff", "sleep", "ip", "ps", "uname",
+];
+
+/// `/init`: mount the pseudo file systems, load the modules in order, then hand over to
+/// `routerbench vm-router`, which configures the router and runs its agent. If that ends, the
+/// VM powers off (qemu runs with -no-reboot, so it exits).
+pub fn init_script() -> String {
+    "#!/bin/sh\n\
+     export PATH=/bin\n\
+     mkdir -p /proc /sys /dev /tmp /run\n\
+     mount -t proc proc /proc\n\
+     mount -t sysfs sysfs /sys\n\
+     mount -t devtmpfs devtmpfs /dev\n\
+     echo \"routerbench-vm: kernel $(uname -r), loading modules\"\n\
+     for m in $(cat /etc/routerbench/modules); do\n\
+     \x20 insmod /lib/modules/$m.ko || echo \"routerbench-vm: insmod $m failed\"\n\
+     done\n\
+     /bin/routerbench vm-router --config /etc/routerbench/router.json\n\
+     echo \"routerbench-vm: vm-router exited with status $?\"\n\
+     poweroff -f\n"
+        .to_string()
+}
+
+/// What goes into the image.
+pub struct ImageParts<'a> {
+    pub busybox: &'a [u8],
+    pub routerbench: &'a [u8],
+    pub modules: &'a [(String, PathBuf)],
+    pub config_json: &'a str,
+}
+
+/// The whole initramfs, gzip-compressed.
+pub fn build(parts: &ImageParts<'_>) -> Result<Vec<u8>> {
+    let mut c = Cpio::default();
+    for d in ["bin", "etc", "etc/routerbench", "lib", "lib/modules"] {
+        c.dir(d);
+    }
+    c.file("init", init_script().as_bytes(), true);
+    c.file("bin/busybox", parts.busybox, true);
+    for a in APPLETS {
+        c.symlink(&format!("bin/{a}"), "busybox");
+    }
+    c.file("bin/routerbench", parts.routerbench, true);
+    let mut order = String::new();
+    for (name, path) in parts.modules {
+        let data = std::fs::read(path)
+            .map_err(|e| LabError::Sys(format!("cannot read {}: {e}", path.display())))?;
+        c.file(&format!("lib/modules/{name}.ko"), &data, false);
+        order.push_str(name);
+        order.push('\n');
+    }
+    c.file("etc/routerbench/modules", order.as_bytes(), false);
+    c.file(
+        "etc/routerbench/router.json",
+        parts.config_json.as_bytes(),
+        false,
+    );
+    gzip(&c.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newc_header_and_alignment() {
+        let mut c = Cpio::default();
+        c.file("init", b"abc", true);
+        let b = c.finish();
+        assert_eq!(&b[..6], b"070701");
+        assert_eq!(b.len() % 4, 0);
+        // mode field (2nd) and file size (7th).
+        assert_eq!(&b[14..22], b"000081ED");
+        assert_eq!(&b[54..62], b"00000003");
+        // name "init\0" right after the 110-byte header, data 4-aligned after it.
+        assert_eq!(&b[110..115], b"init\0");
+        assert_eq!(&b[116..119], b"abc");
+        assert!(b.windows(10).any(|w| w == b"TRAILER!!!"));
+    }
+
+    #[test]
+    fn depends_from_modinfo() {
+        let ko = b"\x7fELF....\0license=GPL\0depends=nf_tables,nf_nat\0intree=Y\0";
+        assert_eq!(module_depends(ko), vec!["nf_tables", "nf_nat"]);
+        assert!(module_depends(b"\0depends=\0").is_empty());
+        assert!(module_depends(b"nothing here").is_empty());
+    }
+
+    #[test]
+    fn order_puts_dependencies_first_and_names_a_missing_module() {
+        let dir = std::env::temp_dir().join(format!("rb-mods-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("kernel/net")).unwrap();
+        std::fs::write(dir.join("kernel/net/a.ko"), b"\0depends=b,c-d\0").unwrap();
+        std::fs::write(dir.join("kernel/net/b.ko"), b"\0depends=c_d\0").unwrap();
+        std::fs::write(dir.join("kernel/net/c-d.ko"), b"\0depends=\0").unwrap();
+        let idx = index_modules(&dir).unwrap();
+        let order: Vec<String> = load_order(&idx, &["a"])
+            .unwrap()
+            .into_iter()
+            .map(|x| x.0)
+            .collect();
+        assert_eq!(order, ["c_d", "b", "a"]);
+        let e = load_order(&idx, &["zz"]).unwrap_err().to_string();
+        assert!(e.contains("zz"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,400 @@
+//! `lab up --router vm`: the lab's router is an emulated ARM router with its own kernel —
+//! Debian's armmp kernel under `qemu-system-arm`, an initramfs that routerbench assembles from
+//! Debian packages (busybox, the kernel's modules) and the static armv7 routerbench, two
+//! virtio NICs on taps in the LAN and WAN namespaces. Inside, `routerbench vm-router`
+//! configures the router over netlink (addresses, forwarding, cake / htb+fq_codel, nftables
+//! masquerade) and runs the agent. docs/vm-router.md describes it.
+//!
+//! ```text
+//! [<name>-lan] lan0 (tap) 10.201.1.2 ─ virtio eth0 10.201.1.1 [qemu: ARM VM] eth1 10.201.2.1 ─ wan0 (tap) 10.201.2.2 [<name>-wan]
+//! qemu itself runs in [<name>-rtr], which has no links: `lab down` finds it there.
+//! ```
+
+pub mod assets;
+pub mod files;
+pub mod guest;
+pub mod initramfs;
+pub mod nlconf;
+pub mod qemu;
+pub mod watch;
+
+use super::error::{Context, LabError, Result};
+use super::router::ip;
+use super::sys::{require_root, require_tools, tool_path};
+use super::topology::{LabSpec, make_namespaces, names, ns_default_cc};
+use super::{DEV_LAN, DEV_WAN, LAN_IP, RTR_LAN_IP, RTR_WAN_IP, WAN_IP, netns, state};
+use crate::results::lab::{LabConfig, LabDevices, RouterVm, VmPackage};
+use aqm::QdiscKind;
+use guest::{GuestConfig, GuestQdisc, GuestReady};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use files::initrd_path;
+pub use files::{console_path, qemu_log_path, running, stop, stop_pid};
+
+/// MAC addresses of the VM's two NICs (locally administered, qemu's prefix).
+pub const LAN_MAC: &str = "52:54:00:19:01:01";
+pub const WAN_MAC: &str = "52:54:00:19:02:01";
+/// The agent and test server inside the VM.
+pub const AGENT_PORT: u16 = 5201;
+/// The modules the router loads (with their dependencies, found in the package).
+pub const MODULES: &[&str] = &[
+    "virtio_pci",
+    "virtio_net",
+    "sch_htb",
+    "sch_cake",
+    "sch_codel",
+    "crc32c_generic",
+    "nft_chain_nat",
+    "nft_masq",
+];
+
+/// How to build the VM router.
+#[derive(Debug, Clone)]
+pub struct VmSpec {
+    pub vcpus: u32,
+    pub memory_mib: u32,
+    /// Percent of one host core for the whole qemu process; None = no limit.
+    pub cpu_budget_pct: Option<u32>,
+    pub cache: PathBuf,
+    pub router_bin: Option<PathBuf>,
+    /// The router's qdisc on both egresses when shaped (fifo = htb + bfifo).
+    pub qdisc: QdiscKind,
+    pub boot_timeout: Duration,
+}
+
+impl Default for VmSpec {
+    fn default() -> Self {
+        Self {
+            vcpus: 2,
+            memory_mib: 256,
+            cpu_budget_pct: None,
+            cache: assets::default_cache(),
+            router_bin: None,
+            qdisc: QdiscKind::Fifo,
+            boot_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+impl VmSpec {
+    fn validate(&self) -> Result<()> {
+        if !(1..=8).contains(&self.vcpus) {
+            return Err(LabError::Input(format!(
+                "--vcpus {} : use 1-8 (qemu's virt machine, emulated cortex-a15)",
+                self.vcpus
+            )));
+        }
+        if !(64..=2048).contains(&self.memory_mib) {
+            return Err(LabError::Input(format!(
+                "--vm-memory {} MiB: use 64-2048 (highmem=off caps the VM below 3 GiB)",
+                self.memory_mib
+            )));
+        }
+        if let Some(p) = self.cpu_budget_pct {
+            if !(5..=800).contains(&p) {
+                return Err(LabError::Input(format!(
+                    "--cpu-budget {p}: use 5-800 (percent of one host core)"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Everything the VM router needs on this machine, checked before anything is built: root,
+/// qemu-system-arm, /dev/net/tun, iproute2. Errors say what to install or do.
+pub fn preflight() -> Result<PathBuf> {
+    require_root()?;
+    require_tools(&["ip"])?;
+    let qemu = tool_path("qemu-system-arm").map_err(|_| {
+        LabError::State(
+            "qemu-system-arm not found: the VM router needs it (apt-get install qemu-system-arm)"
+                .into(),
+        )
+    })?;
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Err(LabError::State(
+            "/dev/net/tun is missing: the VM's NICs are taps (modprobe tun, or create the node)"
+                .into(),
+        ));
+    }
+    Ok(qemu)
+}
+
+fn qdisc_for(kind: QdiscKind, rate: Option<u64>, buffer: u64) -> Option<GuestQdisc> {
+    rate.map(|rate_bps| GuestQdisc {
+        kind: kind.name().to_string(),
+        rate_bps,
+        buffer_bytes: buffer,
+    })
+}
+
+fn describe(q: &Option<GuestQdisc>) -> String {
+    match q {
+        None => "default (unshaped: the kernel's default qdisc)".into(),
+        Some(q) => {
+            let what = match q.kind.as_str() {
+                "cake" => "cake".to_string(),
+                "fifo" => "htb+bfifo".to_string(),
+                k => format!("htb+{k}"),
+            };
+            format!(
+                "{what} at {}",
+                crate::util::units::human_rate(q.rate_bps as f64)
+            )
+        }
+    }
+}
+
+fn hex(d: &[u8]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Builds (or rebuilds: a running VM router of the same lab is stopped first) lab
+/// `spec.name` with a VM router.
+pub fn up(spec: &LabSpec, vm: &VmSpec) -> Result<LabConfig> {
+    let qemu_bin = preflight()?;
+    spec.validate()?;
+    vm.validate()?;
+    if vm.qdisc != QdiscKind::Fifo && spec.up_rate_bps.is_none() && spec.down_rate_bps.is_none() {
+        return Err(LabError::Input(format!(
+            "--qdisc {} needs a rate to shape to (--rate R): unshaped, the VM uses its kernel's default qdisc",
+            vm.qdisc.name()
+        )));
+    }
+    let bin = assets::router_binary(vm.router_bin.as_deref())?;
+    let bin_bytes = std::fs::read(&bin)
+        .map_err(|e| LabError::Sys(format!("cannot read {}: {e}", bin.display())))?;
+    let assets = assets::fetch(&vm.cache)?;
+    let index = initramfs::index_modules(&assets.modules_dir)?;
+    let modules = initramfs::load_order(&index, MODULES)?;
+    let busybox = std::fs::read(&assets.busybox)
+        .map_err(|e| LabError::Sys(format!("cannot read {}: {e}", assets.busybox.display())))?;
+    let ns_cc = ns_default_cc(&spec.cc)?;
+
+    // A lab of this name (VM or namespaces) goes first: `up` rebuilds.
+    super::topology::down(&spec.name)?;
+    let result = build(
+        spec, vm, &qemu_bin, &bin_bytes, &busybox, &assets, &modules, &ns_cc,
+    );
+    if result.is_err() {
+        // Nothing stays behind after a failed start: qemu (in the router namespace) and the
+        // namespaces go, and with qemu its taps.
+        let _ = super::topology::down(&spec.name);
+    }
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build(
+    spec: &LabSpec,
+    vm: &VmSpec,
+    qemu_bin: &std::path::Path,
+    bin_bytes: &[u8],
+    busybox: &[u8],
+    assets: &assets::Assets,
+    modules: &[(String, PathBuf)],
+    ns_cc: &str,
+) -> Result<LabConfig> {
+    let (lan, rtr, wan) = names(&spec.name);
+    make_namespaces([&lan, &rtr, &wan])?;
+    let lan_tap = qemu::open_tap(&lan, DEV_LAN, spec.offloads)?;
+    let wan_tap = qemu::open_tap(&wan, DEV_WAN, spec.offloads)?;
+    for (ns, dev, addr) in [(&lan, DEV_LAN, LAN_IP), (&wan, DEV_WAN, WAN_IP)] {
+        ip(ns, &["addr", "replace", &format!("{addr}/24"), "dev", dev])?;
+        ip(ns, &["link", "set", dev, "up"])?;
+        let d = dev.to_string();
+        let on = spec.offloads;
+        // A tap without a vnet header has no offloads to turn off; with one, GSO/TSO follow
+        // --offloads. Best effort: the tap's own feature set decides what sticks.
+        let _ = netns::run_in(ns, move || Ok(super::offload::set(&d, on)?));
+        netns::sysctl_write(ns, "net.ipv4.tcp_congestion_control", ns_cc)?;
+    }
+    ip(&lan, &["route", "replace", "default", "via", RTR_LAN_IP])?;
+    apply_nat_routes(&wan, spec.nat)?;
+
+    let mut token = [0u8; 16];
+    crate::util::random::fill(&mut token);
+    let token = hex(&token);
+    let up_q = qdisc_for(vm.qdisc, spec.up_rate_bps, spec.buffer_bytes);
+    let down_q = qdisc_for(vm.qdisc, spec.down_rate_bps, spec.buffer_bytes);
+    let gcfg = GuestConfig {
+        lan_dev: "eth0".into(),
+        wan_dev: "eth1".into(),
+        lan_mac: LAN_MAC.into(),
+        wan_mac: WAN_MAC.into(),
+        lan_ip: RTR_LAN_IP.into(),
+        wan_ip: RTR_WAN_IP.into(),
+        prefix_len: 24,
+        up: up_q.clone(),
+        down: down_q.clone(),
+        nat: spec.nat,
+        offloads: spec.offloads,
+        agent_port: AGENT_PORT,
+        agent_token: token.clone(),
+    };
+    let gjson = serde_json::to_string(&gcfg).context("VM router config")?;
+    let image = initramfs::build(&initramfs::ImageParts {
+        busybox,
+        routerbench: bin_bytes,
+        modules,
+        config_json: &gjson,
+    })?;
+    std::fs::create_dir_all(state::STATE_DIR)
+        .map_err(|e| LabError::Sys(format!("cannot create {}: {e}", state::STATE_DIR)))?;
+    let initrd = initrd_path(&spec.name);
+    std::fs::write(&initrd, &image)
+        .map_err(|e| LabError::Sys(format!("cannot write {}: {e}", initrd.display())))?;
+    let console = console_path(&spec.name);
+    std::fs::write(&console, b"")
+        .map_err(|e| LabError::Sys(format!("cannot write {}: {e}", console.display())))?;
+    let budget = vm
+        .cpu_budget_pct
+        .map(|p| qemu::make_budget(&spec.name, p))
+        .transpose()?;
+    let plan = qemu::QemuPlan {
+        qemu: qemu_bin.to_path_buf(),
+        kernel: assets.vmlinuz.clone(),
+        initrd,
+        console: console.clone(),
+        vcpus: vm.vcpus,
+        memory_mib: vm.memory_mib,
+        macs: [LAN_MAC.into(), WAN_MAC.into()],
+        vnet_hdr: spec.offloads,
+    };
+    let t0 = Instant::now();
+    let mut child = qemu::spawn(
+        &plan,
+        &rtr,
+        [&lan_tap, &wan_tap],
+        &qemu_log_path(&spec.name),
+    )?;
+    let pid = child.id() as i32;
+    // qemu holds the taps now; ours close, so the taps go when qemu does.
+    drop(lan_tap);
+    drop(wan_tap);
+    if let Some(b) = &budget {
+        b.add(pid)?;
+    }
+    // A smaller budget boots slower: scale the wait.
+    let limit = vm
+        .boot_timeout
+        .mul_f64((100.0 / f64::from(vm.cpu_budget_pct.unwrap_or(100))).clamp(1.0, 8.0));
+    let ready = match qemu::wait_ready(&mut child, &console, &qemu_log_path(&spec.name), limit)? {
+        qemu::Boot::Ready(json) => json,
+        qemu::Boot::Failed(msg) => {
+            return Err(LabError::State(format!(
+                "the VM router could not configure itself: {msg}; console's last lines:\n{}",
+                qemu::console_tail(&console, 15)
+            )));
+        }
+    };
+    let boot_s = t0.elapsed().as_secs_f64();
+    let ready: GuestReady = serde_json::from_str(&ready).map_err(|e| {
+        LabError::Unexpected(format!(
+            "the VM router's ready line is not JSON ({e}): {ready}"
+        ))
+    })?;
+    // qemu runs on after this command ends (its own process group; `lab down` stops it).
+    drop(child);
+    let agent = format!("{RTR_LAN_IP}:{AGENT_PORT}");
+    wait_agent(&lan, Duration::from_secs(30))?;
+    let cfg = LabConfig {
+        name: spec.name.clone(),
+        ns_lan: lan,
+        ns_rtr: rtr,
+        ns_wan: wan,
+        lan_ip: LAN_IP.into(),
+        rtr_lan_ip: RTR_LAN_IP.into(),
+        rtr_wan_ip: RTR_WAN_IP.into(),
+        wan_ip: WAN_IP.into(),
+        up_rate_bps: spec.up_rate_bps,
+        down_rate_bps: spec.down_rate_bps,
+        buffer_bytes: spec.buffer_bytes,
+        burst_bytes: spec.burst_bytes,
+        shaper: crate::results::lab::Shaper::Htb,
+        nat: spec.nat,
+        offloads: spec.offloads,
+        cc: spec.cc.clone(),
+        ns_cc: ns_cc.to_string(),
+        devices: LabDevices {
+            lan: DEV_LAN.into(),
+            rtr_lan: "eth0".into(),
+            rtr_wan: "eth1".into(),
+            wan: DEV_WAN.into(),
+        },
+        router_vm: Some(RouterVm {
+            emulator: format!(
+                "qemu-system-arm -M virt -cpu cortex-a15 ({})",
+                qemu::version(qemu_bin)
+            ),
+            kernel: assets.manifest.kernel_release.clone(),
+            packages: assets
+                .manifest
+                .packages
+                .iter()
+                .map(|p| VmPackage {
+                    package: p.package.clone(),
+                    version: p.version.clone(),
+                    sha256: p.sha256.clone(),
+                })
+                .collect(),
+            routerbench_sha256: {
+                use sha2::Digest;
+                hex(&sha2::Sha256::digest(bin_bytes))
+            },
+            vcpus: vm.vcpus,
+            memory_mib: vm.memory_mib,
+            cpu_budget_pct: vm.cpu_budget_pct,
+            cpu_budget_how: budget.map(|b| b.how).unwrap_or_default(),
+            qdisc_up: describe(&up_q),
+            qdisc_down: describe(&down_q),
+            agent,
+            agent_token: token,
+            qemu_pid: pid,
+            console: console.display().to_string(),
+            boot_s,
+            identity: Some(ready.identity),
+            steps: ready.steps,
+        }),
+    };
+    state::save_config(&cfg)?;
+    Ok(cfg)
+}
+
+fn apply_nat_routes(wan: &str, nat: bool) -> Result<()> {
+    if nat {
+        // Only NAT makes the path work: the WAN host knows no route back to the LAN.
+        super::sys::try_tool("ip", &["-n", wan, "route", "del", super::LAN_NET]);
+        Ok(())
+    } else {
+        ip(
+            wan,
+            &["route", "replace", super::LAN_NET, "via", RTR_WAN_IP],
+        )?;
+        Ok(())
+    }
+}
+
+/// Waits until the VM's agent accepts TCP connections, from the LAN namespace.
+fn wait_agent(lan: &str, limit: Duration) -> Result<()> {
+    let addr: std::net::SocketAddr = format!("{RTR_LAN_IP}:{AGENT_PORT}")
+        .parse()
+        .context("agent address")?;
+    netns::run_in(lan, move || {
+        let t0 = Instant::now();
+        loop {
+            match std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
+                Ok(_) => return Ok(()),
+                Err(e) if t0.elapsed() > limit => {
+                    return Err(LabError::State(format!(
+                        "the VM router came up but its agent on {addr} does not answer from the LAN host ({e})"
+                    ))
+                    .into());
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(200)),
+            }
+        }
+    })
+}

@@ -1,0 +1,113 @@
+//! RPM through the netns lab against its ground truth (root; skips otherwise). A tbf FIFO of
+//! 64000 B at 20 Mbit/s holds 25.6 ms (buffer·8/rate, docs/lab.md): the foreign probes, whose
+//! SYN-ACK and reply cross the loaded download queue, must take that long (tcp_f and http_f,
+//! 0.6–1.1 × theory plus the idle round trip), and the self probes, which wait behind their own
+//! connection's data, at least that long. With fq_codel at the bottleneck (the userspace
+//! forwarder) the foreign probes no longer queue: foreign RPM must rise at least fivefold.
+
+#[path = "lab_support/mod.rs"]
+mod lab_support;
+
+use std::process::{Command, Stdio};
+
+const RB: &str = env!("CARGO_BIN_EXE_routerbench");
+
+fn rb(args: &[&str]) -> std::process::Output {
+    Command::new(RB)
+        .args(args)
+        .env("ROUTERBENCH_BIN", RB)
+        .output()
+        .unwrap()
+}
+
+/// `rpm --mode download` from the LAN host to a latency server on the WAN host.
+fn rpm_through(name: &str, qdisc: &str) -> serde_json::Value {
+    let up = rb(&[
+        "lab", "up", "--name", name, "--rate", "20mbit", "--buffer", "64000", "--qdisc", qdisc,
+    ]);
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let mut server = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &format!("{name}-wan"),
+            RB,
+            "latency-server",
+        ])
+        .args(["--bind", "10.201.2.2", "-p", "5201"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let json = std::env::temp_dir().join(format!("{name}-{qdisc}.json"));
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &format!("{name}-lan"),
+            RB,
+            "rpm",
+            "10.201.2.2",
+        ])
+        .args([
+            "--mode",
+            "download",
+            "--cc",
+            "cubic",
+            "--interval",
+            "1",
+            "--max-time",
+            "40",
+        ])
+        .args(["-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    println!("{}", String::from_utf8_lossy(&out.stdout));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    doc["rpm"]["runs"][0].clone()
+}
+
+#[test]
+fn rpm_through_a_fifo_matches_theory_and_fq_codel_raises_it() {
+    if !lab_support::can_run("lab_rpm", &["ip", "tc"]) {
+        return;
+    }
+    let name = lab_support::unique_name("rpm");
+    let _guard = lab_support::guard(&name);
+    let theory = 64000.0 * 8.0 / 20e6 * 1e3;
+    let fifo = rpm_through(&name, "fifo");
+    let s = &fifo["score"];
+    for key in ["tm_tcp_ms", "tm_http_foreign_ms"] {
+        let v = s[key].as_f64().unwrap();
+        assert!(
+            (0.6 * theory..=1.1 * theory + 1.0).contains(&v),
+            "{key} {v:.2} ms vs theory {theory} ms"
+        );
+    }
+    let selfp = s["tm_http_self_ms"].as_f64().unwrap();
+    assert!(
+        selfp >= 0.6 * theory,
+        "self probes wait behind the queue: {selfp:.1} ms"
+    );
+    let g = fifo["download_mbps"].as_f64().unwrap();
+    assert!(g > 0.9 * 20.0 * 1448.0 / 1514.0, "goodput {g:.1} Mbit/s");
+    let fq = rpm_through(&name, "fq_codel");
+    let (f0, f1) = (
+        s["foreign_rpm"].as_f64().unwrap(),
+        fq["score"]["foreign_rpm"].as_f64().unwrap(),
+    );
+    assert!(f1 >= 5.0 * f0, "fq_codel: foreign RPM {f0:.0} -> {f1:.0}");
+    assert!(
+        fq["score"]["rpm"].as_f64().unwrap() > s["rpm"].as_f64().unwrap(),
+        "RPM rises with the AQM"
+    );
+}

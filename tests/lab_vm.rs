@@ -1,0 +1,192 @@
+//! The VM router (`lab up --router vm`): the netlink configuration it uses inside the VM,
+//! checked on this host's kernel; then the VM itself booted, an RRUL through it with the
+//! agent's samples from the ARM kernel, and `lab down` leaving nothing behind.
+
+mod lab_support;
+
+use routerbench::lab::vm::nlconf::{self, Netlink, QdiscPlan};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+fn name(tag: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "rb19{tag}{}{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn sh(args: &[&str]) -> String {
+    let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+struct Ns(String);
+impl Drop for Ns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+/// What `vm-router` does inside the VM, on this kernel (which has htb, bfifo and nftables
+/// masquerade, not cake or fq_codel): addresses, link state, an htb class with a bfifo leaf and
+/// the masquerade rule, all over netlink, then read back with iproute2 and nft.
+#[test]
+fn netlink_configuration_on_this_kernel() {
+    if !lab_support::can_run("netlink_configuration_on_this_kernel", &["ip", "tc", "nft"]) {
+        return;
+    }
+    let ns = Ns(name("nl"));
+    sh(&["ip", "netns", "add", &ns.0]);
+    sh(&[
+        "ip", "-n", &ns.0, "link", "add", "rb19a", "type", "veth", "peer", "name", "rb19b",
+    ]);
+    routerbench::lab::netns::run_in(&ns.0, || {
+        let mut nl = Netlink::route()?;
+        nlconf::link_up(&mut nl, "lo")?;
+        nlconf::link_up(&mut nl, "rb19a")?;
+        nlconf::link_up(&mut nl, "rb19b")?;
+        nlconf::addr_add(&mut nl, "rb19a", "10.219.1.1".parse()?, 24)?;
+        nlconf::addr_add(&mut nl, "rb19b", "10.219.2.1".parse()?, 24)?;
+        nlconf::route_add(&mut nl, "10.219.9.0".parse()?, 24, "10.219.2.7".parse()?)?;
+        let plan = QdiscPlan::HtbFifo {
+            rate_bps: 20_000_000,
+            buffer: 64_000,
+        };
+        nlconf::qdisc_set(&mut nl, "rb19a", plan)?;
+        // Twice: replacing works (the old root goes first).
+        nlconf::qdisc_set(&mut nl, "rb19a", plan)?;
+        nlconf::masquerade("routerbench_lab", "rb19b")?;
+        nlconf::masquerade("routerbench_lab", "rb19b")?;
+        // A kernel refusal comes back as an error naming the step.
+        let e = nlconf::addr_add(&mut nl, "nosuchdev0", "10.219.3.1".parse()?, 24).unwrap_err();
+        assert!(e.to_string().contains("nosuchdev0"), "{e}");
+        Ok(())
+    })
+    .unwrap();
+    let addrs = sh(&["ip", "-n", &ns.0, "-4", "addr", "show", "dev", "rb19a"]);
+    assert!(addrs.contains("10.219.1.1/24"), "{addrs}");
+    let routes = sh(&["ip", "-n", &ns.0, "route"]);
+    assert!(routes.contains("10.219.9.0/24 via 10.219.2.7"), "{routes}");
+    let q = sh(&["tc", "-n", &ns.0, "qdisc", "show", "dev", "rb19a"]);
+    assert!(q.contains("qdisc htb 1: root"), "{q}");
+    assert!(q.contains("qdisc bfifo 10: parent 1:1 limit 64000b"), "{q}");
+    let c = sh(&["tc", "-n", &ns.0, "class", "show", "dev", "rb19a"]);
+    assert!(
+        c.contains("class htb 1:1 root leaf 10: prio 0 rate 20Mbit ceil 20Mbit"),
+        "{c}"
+    );
+    let rules = sh(&["ip", "netns", "exec", &ns.0, "nft", "list", "ruleset"]);
+    assert!(rules.contains("table ip routerbench_lab"), "{rules}");
+    assert!(
+        rules.contains("type nat hook postrouting priority srcnat; policy accept;"),
+        "{rules}"
+    );
+    assert!(
+        rules.contains("oifname \"rb19b\" counter packets 0 bytes 0 masquerade"),
+        "{rules}"
+    );
+    assert_eq!(rules.matches("masquerade").count(), 1, "{rules}");
+}
+
+/// The VM router end to end: boot it (`lab up --router vm`, Debian's armmp kernel under
+/// qemu-system-arm), a short RRUL through it with the router's agent, then `lab down`: no qemu,
+/// namespace, cgroup or state file left. Needs root, qemu-system-arm, the armhf architecture in
+/// apt and the static armv7 build (`TARGETS=armv7 bench/cross.sh`); CI has all of them, so there
+/// a missing one fails instead of skipping.
+#[test]
+fn vm_router_boots_and_carries_an_rrul() {
+    let ci = std::env::var_os("CI").is_some();
+    let missing = if !routerbench::lab::sys::is_root() {
+        Some("not root".to_string())
+    } else if let Err(e) = routerbench::lab::vm::preflight() {
+        Some(e.to_string())
+    } else if let Err(e) = routerbench::lab::vm::assets::router_binary(None) {
+        Some(e.to_string())
+    } else {
+        None
+    };
+    if let Some(why) = missing {
+        assert!(!ci, "CI must run the VM router test: {why}");
+        eprintln!("skip vm_router_boots_and_carries_an_rrul: {why}");
+        return;
+    }
+    let lab = name("vm");
+    let _guard = lab_support::guard(&lab);
+    let rb = env!("CARGO_BIN_EXE_routerbench");
+    let out = Command::new(rb)
+        .args(["lab", "up", "--router", "vm", "--name", &lab, "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let up: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let vm = &up["config"]["router_vm"];
+    assert_eq!(vm["identity"]["arch"], "arm", "{vm}");
+    assert!(vm["kernel"].as_str().unwrap().ends_with("-armmp"), "{vm}");
+    let pid = vm["qemu_pid"].as_i64().unwrap();
+    let json = std::env::temp_dir().join(format!("{lab}.json"));
+    let out = Command::new(rb)
+        .args([
+            "lab", "run", "rrul", "--name", &lab, "-l", "5", "--delay", "1", "-q",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    // The router's samples came from its own agent, inside the ARM VM, on the test's axis.
+    let m = &r["monitor"];
+    assert_eq!(m["agent"]["address"], "10.201.1.1:5201", "{m}");
+    assert!(m["samples"].as_array().unwrap().len() >= 10, "{m}");
+    assert!(m["summary"]["busiest_cpu_max_pct"].as_f64().unwrap() > 0.0);
+    assert_eq!(r["lab"]["config"]["router_vm"]["identity"]["arch"], "arm");
+    // Traffic went through: both directions moved data, and the verdict was made.
+    let s = &r["latency"]["summary"];
+    assert!(s["upload_mbps"].as_f64().unwrap() > 1.0, "{s}");
+    assert!(s["download_mbps"].as_f64().unwrap() > 1.0, "{s}");
+    assert!(
+        r["lab"]["router_verdict"]["line"]
+            .as_str()
+            .unwrap()
+            .contains("router CPU")
+    );
+    // Kernel stamps at both ends of the UDP probes: this host's and the armv7 reflector's.
+    for p in r["latency"]["probes"].as_array().unwrap() {
+        if p["kind"] == "udp" {
+            assert_eq!(p["timestamps"], "kernel", "{p}");
+            assert_eq!(p["server_timestamps"], "kernel", "{p}");
+        }
+    }
+    let out = Command::new(rb)
+        .args(["lab", "down", "--name", &lab])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}/cmdline")).exists()
+            || !std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                .unwrap_or_default()
+                .contains("qemu")
+    );
+    for part in ["lan", "rtr", "wan"] {
+        assert!(!std::path::Path::new(&format!("/run/netns/{lab}-{part}")).exists());
+    }
+    assert!(!std::path::Path::new(&format!("/run/routerbench-lab/{lab}.console")).exists());
+}
