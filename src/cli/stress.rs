@@ -26,7 +26,8 @@ pub struct StressArgs {
     /// --net both loads run, the network one over loopback.
     #[arg(long)]
     pub cpu: bool,
-    /// Crypto on every core with this algorithm (md5 … dsa2048; implies --cpu).
+    /// Crypto on every core with this algorithm (md5 … dsa2048, or WireGuard's
+    /// chacha20-poly1305 / aes-128-gcm on 1456-byte packets; implies --cpu).
     #[arg(long, value_name = "ALG")]
     pub crypto: Option<String>,
     /// The crypto engine (as `crypto --engine`).
@@ -164,11 +165,21 @@ fn config(a: &StressArgs) -> anyhow::Result<StressConfig> {
     let interval = Duration::from_secs_f64(a.monitor_interval);
     Ok(StressConfig {
         duration: a.duration,
-        cpu: cpu.then(|| crate::crypto::load::LoadConfig {
-            engine: a.engine,
-            algorithm: algorithm.unwrap_or(crate::results::crypto::Algorithm::Aes128Cbc),
-            threads: a.threads.unwrap_or(0),
-            ..Default::default()
+        cpu: cpu.then(|| {
+            use crate::results::crypto::{Algorithm, AlgorithmKind, WIREGUARD_BLOCK};
+            let algorithm = algorithm.unwrap_or(Algorithm::Aes128Cbc);
+            let defaults = crate::crypto::load::LoadConfig::default();
+            crate::crypto::load::LoadConfig {
+                engine: a.engine,
+                algorithm,
+                threads: a.threads.unwrap_or(0),
+                // The AEADs run on WireGuard packets, as the crypto row measures them.
+                block: match algorithm.kind() {
+                    AlgorithmKind::Aead => WIREGUARD_BLOCK as usize,
+                    _ => defaults.block,
+                },
+                ..defaults
+            }
         }),
         net: net
             .map(|n| -> anyhow::Result<NetConfig> {
@@ -321,5 +332,31 @@ mod tests {
         assert!(parse_duration("30x").is_err());
         assert!(parse_duration("30m5").is_err());
         assert!(parse_duration("-5").is_err());
+    }
+
+    fn args(line: &[&str]) -> StressArgs {
+        use clap::Parser;
+        match crate::cli::Cli::try_parse_from(line).unwrap().command {
+            crate::cli::Command::Stress(a) => a,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn the_aeads_run_on_wireguard_packets_and_the_rest_on_full_blocks() {
+        let c = config(&args(&["rb", "stress", "--crypto", "chacha20-poly1305"])).unwrap();
+        let cpu = c.cpu.unwrap();
+        assert_eq!(
+            cpu.algorithm,
+            crate::results::crypto::Algorithm::Chacha20Poly1305
+        );
+        assert_eq!(cpu.block, 1456);
+        assert!(c.net.is_none(), "--crypto alone is the CPU load alone");
+        let c = config(&args(&["rb", "stress", "--crypto", "sha256"])).unwrap();
+        assert_eq!(c.cpu.unwrap().block, crate::crypto::engine::MAX_BLOCK);
+        // Neither load named: both, the network one over loopback.
+        let c = config(&args(&["rb", "stress"])).unwrap();
+        assert!(c.cpu.is_some());
+        assert!(matches!(c.net.unwrap().target, Target::Loopback));
     }
 }

@@ -65,6 +65,15 @@ impl CryptoLoad {
                 cfg.block
             )));
         }
+        if cfg.engine == EngineKind::OpensslSpeed {
+            // `openssl speed` reports once, when it ends: a load needs a count that moves.
+            return Err(CryptoError::Config(
+                "--engine openssl-speed runs the openssl program, which reports only when it \
+                 ends, so its rate cannot be followed during a stress run; use --engine openssl \
+                 (libcrypto, the same code in this process), auto or rustcrypto"
+                    .into(),
+            ));
+        }
         let cpus = crate::util::affinity::allowed_cpus().unwrap_or_default();
         let threads = match cfg.threads {
             0 => cpus.len().max(1) as u32,
@@ -283,6 +292,13 @@ mod tests {
         .err()
         .unwrap();
         assert!(e.to_string().contains("multiple of 16"), "{e}");
+        let e = CryptoLoad::start(&LoadConfig {
+            engine: EngineKind::OpensslSpeed,
+            ..LoadConfig::default()
+        })
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("--engine openssl"), "{e}");
         if crate::crypto::engine::libcrypto::static_build() {
             let e = CryptoLoad::start(&LoadConfig {
                 engine: EngineKind::Openssl,

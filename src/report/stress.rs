@@ -298,9 +298,15 @@ pub fn render_summary(s: &StressResult) -> String {
             st.findings.len() - 30
         ));
     }
-    for x in &st.stopped {
+    // The router last: when it dies, the server behind it goes silent too, and the router's
+    // silence is the answer.
+    let router_stopped = st.stopped.iter().any(|x| x.who == "router");
+    let (routers, servers): (Vec<_>, Vec<_>) = st.stopped.iter().partition(|x| x.who == "router");
+    for x in servers.into_iter().chain(routers) {
         let who = if x.who == "router" {
             "router"
+        } else if router_stopped {
+            "the load's server (behind the router, which stopped too)"
         } else {
             "the load's server"
         };
@@ -345,6 +351,31 @@ mod tests {
         );
         assert!(text.contains("Heat        not measured"), "{text}");
         assert!(text.contains("not concluded"), "{text}");
+
+        // A router that dies takes the path to the server with it: the server's silence is
+        // said first, the router's still ends the summary.
+        s.analysis.stability.stopped.insert(
+            0,
+            Stopped {
+                who: "server".into(),
+                last_answer_s: 13.0,
+                noticed_s: 44.0,
+                detail: "rrul to 10.201.2.2:23102: connect: timed out".into(),
+            },
+        );
+        let text = render_summary(&s);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[lines.len() - 1].starts_with("router stopped answering at t = 12.0 s"),
+            "{text}"
+        );
+        assert!(
+            lines[lines.len() - 2].starts_with(
+                "the load's server (behind the router, which stopped too) stopped answering at \
+                 t = 13.0 s"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
