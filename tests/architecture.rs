@@ -18,11 +18,11 @@ use std::path::Path;
 /// Lowest first.
 const ORDER: &[&str] = &[
     "util", "stats", "wire", "net", "results", "device", "crypto", "service", "monitor", "iperf3",
-    "latency", "server", "lab", "report", "cli",
+    "latency", "server", "stress", "lab", "report", "cli",
 ];
 const REPORT_MAY_USE: &[&str] = &["results", "stats", "util"];
 const MEASURING: &[&str] = &[
-    "crypto", "device", "iperf3", "lab", "latency", "monitor", "server",
+    "crypto", "device", "iperf3", "lab", "latency", "monitor", "server", "stress",
 ];
 const PRINT_MACROS: &[&str] = &[
     "println!",
