@@ -1,4 +1,4 @@
-//! The layer rules of the library (README "Architecture"), checked on the source text:
+//! The layer rules of the library (docs/architecture.md), checked on the source text:
 //!
 //! 1. Top-level modules are ordered; a module uses only modules lower in [`ORDER`], and `report`
 //!    uses only `results`, `util` and `stats` (it renders results, it does not reach into
