@@ -1,4 +1,4 @@
-//! Data-stream set-up on the server (docs/throughput.md): TCP streams arrive through the
+//! Data-stream set-up on the server (docs/protocols/iperf3.md §5, docs/throughput.md): TCP streams arrive through the
 //! server's cookie broker; UDP streams by the hello dance on the shared port (`udp_port.rs`
 //! decides which hellos a test may take), each within a short deadline. While it waits, the
 //! set-up watches its seat: a test evicted by a lighter host's newcomer stops at once.
