@@ -246,7 +246,6 @@ fn run_test(
         cookie: t.cookie.text(),
         timesecs,
     };
-    notes.append(&mut ended.notes);
     notes.dedup();
     let mut result = ended.summarise(side, &params, &server, cpu, notes);
     result.interrupted = interrupted;

@@ -210,7 +210,7 @@ impl Running {
             control_cpu: self.control_cpu,
             udp: self.udp,
             main_sends: self.main_sends,
-            notes: std::mem::take(&mut self.notes),
+            io_paths: std::mem::take(&mut self.notes),
         }
     }
 }
@@ -234,8 +234,9 @@ pub(crate) struct Ended {
     control_cpu: ThreadCpu,
     udp: bool,
     main_sends: bool,
-    /// How this side's workers moved data (`-Z`'s method, UDP batching).
-    pub notes: Vec<String>,
+    /// How this side's workers moved data (`-Z`'s method, UDP batching): the result's
+    /// `io_paths`, shown with `-V` (iperf3 prints nothing of the kind).
+    pub io_paths: Vec<String>,
 }
 
 /// Who this side is, for its summary.
@@ -292,6 +293,7 @@ impl Ended {
             congestion: self.congestion,
         });
         result.notes = notes;
+        result.io_paths = self.io_paths;
         result
     }
 }

@@ -313,7 +313,7 @@ fn exchange_results(
     params: &TestParams,
     mut ended: Ended,
     side: SideInfo,
-    mut warnings: Vec<String>,
+    warnings: Vec<String>,
 ) -> Result<ThroughputResult> {
     ctl.send_state(State::ExchangeResults)?;
     let client = ctl.read_results(MAX_CLIENT_RESULTS_LEN, "client results")?;
@@ -326,7 +326,6 @@ fn exchange_results(
     }
     let cpu = ended.cpu_util();
     let mut mine = ended.results_message(cpu, Some(&client));
-    warnings.append(&mut ended.notes);
     let result = ended.summarise(side, params, &client, cpu, warnings);
     if params.get_server_output {
         mine.server_output_text = (env.render_text)(&result);

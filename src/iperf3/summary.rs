@@ -279,6 +279,7 @@ pub fn build_result(p: ResultParts<'_>) -> ThroughputResult {
         server_output_text: p.peer.server_output_text.clone(),
         server_output_json: p.peer.server_output_json.clone(),
         notes: Vec::new(),
+        io_paths: Vec::new(),
         interrupted: false,
     }
 }

@@ -383,6 +383,9 @@ pub fn render_final(r: &ThroughputResult) -> String {
 pub fn render_final_verbose(r: &ThroughputResult) -> String {
     let mut out = render_final(r);
     out.push_str(&render_cpu(r));
+    for p in &r.io_paths {
+        let _ = writeln!(out, "data path: {p}");
+    }
     out
 }
 

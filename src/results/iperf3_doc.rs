@@ -171,6 +171,7 @@ pub fn from_iperf3_json(doc: &Value) -> Result<ThroughputResult, String> {
         server_output_text: str_at(doc, "server_output_text"),
         server_output_json: doc.get("server_output_json").cloned(),
         notes,
+        io_paths: Vec::new(),
         interrupted: doc
             .get("interrupted")
             .and_then(Value::as_bool)

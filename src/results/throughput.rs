@@ -227,6 +227,10 @@ pub struct ThroughputResult {
     /// Things that degraded the test without failing it (e.g. an unavailable `-C` algorithm).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// How this end moved the data (`-Z`: MSG_ZEROCOPY or sendfile; UDP: GSO/sendmmsg,
+    /// GRO/recvmmsg); rendered with `-V` only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub io_paths: Vec<String>,
     /// The client was interrupted (SIGINT): a partial result, the peer's figures are missing.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
