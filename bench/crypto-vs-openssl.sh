@@ -49,7 +49,13 @@ echo "host: $(uname -m), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); $
 for r in $(seq 1 "$ROUNDS"); do
   echo "round $r/$ROUNDS: openssl speed" >&2
   # shellcheck disable=SC2086
-  openssl speed "${speed_args[@]}" $ALGS >"$work/speed.$r" 2>/dev/null
+  # On a loaded host openssl speed sometimes prints `infk` (no user CPU time measured) for a
+  # 16-byte cell, which the importer refuses: such a run is repeated (at most 3 tries).
+  for try in 1 2 3; do
+    openssl speed "${speed_args[@]}" $ALGS >"$work/speed.$r" 2>/dev/null
+    ! grep -q 'infk' "$work/speed.$r" && break
+    echo "round $r/$ROUNDS: openssl speed printed infk (try $try), again" >&2
+  done
   row --import "$work/speed.$r" >"$work/openssl-speed.$r"
   echo "round $r/$ROUNDS: routerbench --engine openssl" >&2
   row --engine openssl --seconds "$SECS" --row-only >"$work/engine-openssl.$r"
