@@ -182,7 +182,14 @@ fn vm_router_boots_and_carries_an_rrul() {
     // both ends and carry kernel-stamped round trips.
     let json = std::env::temp_dir().join(format!("{lab}-vmserver.json"));
     let out = Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-lan"), rb, "rrul", "10.201.1.1"])
+        .args([
+            "netns",
+            "exec",
+            &format!("{lab}-lan"),
+            rb,
+            "rrul",
+            "10.201.1.1",
+        ])
         .args(["-p", "5201", "-l", "3", "--delay", "1", "-q", "--json"])
         .arg(&json)
         .output()
@@ -200,7 +207,10 @@ fn vm_router_boots_and_carries_an_rrul() {
         if p["kind"] == "udp" {
             udp += 1;
             assert_eq!(p["timestamps"], "kernel", "{p}");
-            assert_eq!(p["server_timestamps"], "kernel", "the armv7 server's stamps: {p}");
+            assert_eq!(
+                p["server_timestamps"], "kernel",
+                "the armv7 server's stamps: {p}"
+            );
             let rtts = p["samples"]
                 .as_array()
                 .unwrap()

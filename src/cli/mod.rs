@@ -23,6 +23,7 @@ pub mod server_config;
 pub mod server_log;
 #[cfg(feature = "lab")]
 pub mod shape;
+pub mod stress;
 
 /// What can this router really do? Crypto, throughput, latency under load.
 #[derive(Debug, Parser)]
@@ -73,6 +74,9 @@ pub enum Command {
     LatencyServer(rrul::ServerArgs),
     /// Sample this machine's CPU, softirq, softnet drops and temperature for a while.
     Monitor(monitor::MonitorArgs),
+    /// Can it crash, overheat or throttle? Crypto on every core and RRUL load for a set time,
+    /// the machine (or the router's agent) recorded, the answer in a few lines.
+    Stress(stress::StressArgs),
     /// The netns router lab (root): up, down, status, measure, capacity, run.
     #[cfg(feature = "lab")]
     Lab(lab::LabArgs),
@@ -155,6 +159,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::RrulVar(a) => rrul::run(crate::latency::TestKind::RrulVar, a.streams, a.common),
         Command::Voip(a) => rrul::run(crate::latency::TestKind::Voip, 1, a),
         Command::Monitor(a) => monitor::run(a),
+        Command::Stress(a) => stress::run(a),
         #[cfg(feature = "lab")]
         Command::Lab(a) => lab::run(a),
         #[cfg(feature = "lab")]

@@ -6,6 +6,7 @@
 pub mod engine;
 pub mod import;
 pub mod keys;
+pub mod load;
 pub mod program;
 pub mod timing;
 

@@ -1,4 +1,4 @@
-//! The timing loop of `openssl speed` (spec/crypto.md §6.3): run an operation for a fixed
+//! The timing loop of `openssl speed` (docs/protocols/openssl-speed.md §6.3): run an operation for a fixed
 //! wall-clock duration, checking a monotonic clock between adaptively sized batches instead of
 //! SIGALRM, and divide the count by the thread's user CPU time (`getrusage(RUSAGE_THREAD)`), or by
 //! wall time with `--elapsed` / `--multi`. Threads of `--multi` run together; rates are summed.

@@ -1,4 +1,4 @@
-//! Data-stream set-up on the server (spec/iperf3.md §5): TCP streams arrive through the
+//! Data-stream set-up on the server (docs/protocols/iperf3.md §5): TCP streams arrive through the
 //! server's cookie broker; UDP streams by the hello dance on the shared port, one test at a time
 //! and in arrival order, each within a short deadline, so a client that never says hello delays
 //! the next set-up by at most that deadline and can never starve it.

@@ -1,4 +1,4 @@
-//! The iperf3 client (spec/iperf3.md §5): connects to any iperf3 3.x server (or ours), sends
+//! The iperf3 client (docs/protocols/iperf3.md §5): connects to any iperf3 3.x server (or ours), sends
 //! the parameters, opens the data streams in iperf3's order, owns the test clock (time, `-n`
 //! bytes or `-k` blocks), and merges both sides' results.
 

@@ -1,4 +1,4 @@
-//! iperf3's `-J` JSON document (`start` / `intervals` / `end`, as in spec/samples/iperf3-*.json)
+//! iperf3's `-J` JSON document (`start` / `intervals` / `end`, as in tests/fixtures/iperf3/iperf3-*.json)
 //! rendered from a [`ThroughputResult`], so tools that parse iperf3 JSON work unchanged.
 //! Differences: `socket` holds the stream id (iperf3: the fd), `version` names routerbench.
 

@@ -1,4 +1,4 @@
-//! One test on the server side, from the cookie to IPERF_DONE (spec/iperf3.md §5): parameter
+//! One test on the server side, from the cookie to IPERF_DONE (docs/protocols/iperf3.md §5): parameter
 //! checks and limits, data streams (TCP through the server's [`StreamBroker`], UDP by the hello
 //! dance, both in `accept.rs`), the running test with a watchdog, and the results exchange.
 

@@ -14,6 +14,7 @@ pub mod lab;
 pub mod latency;
 pub mod monitor;
 pub mod rpm;
+pub mod stress;
 pub mod throughput;
 
 /// Bumped on any incompatible change of the JSON layout; readers refuse a newer major.
@@ -72,6 +73,10 @@ pub struct RunResult {
     /// The highest shaped rate this CPU sustains with SQM (cake / fq_codel), from the lab.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sqm_capacity: Option<lab::SqmCapacity>,
+    /// `routerbench stress`: the workload, the load's own series, events and the analysis
+    /// (the machine's series are `monitor` and `router`, on the same time axis).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stress: Option<stress::StressResult>,
     /// Things a reader must know to trust the numbers (missing sources, skipped parts).
     #[serde(default)]
     pub notes: Vec<String>,
@@ -96,6 +101,7 @@ impl RunResult {
             lab: None,
             throughput: None,
             sqm_capacity: None,
+            stress: None,
             notes: Vec::new(),
             interrupted: false,
         }

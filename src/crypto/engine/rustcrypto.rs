@@ -150,10 +150,8 @@ impl ChachaStream {
         use chacha20::cipher::{KeyIvInit, StreamCipher};
         use poly1305::universal_hash::KeyInit;
         let key = test_buffer(32);
-        let mut cipher = chacha20::ChaCha20::new(
-            chacha20::Key::from_slice(&key),
-            &chacha20::Nonce::default(),
-        );
+        let mut cipher =
+            chacha20::ChaCha20::new(chacha20::Key::from_slice(&key), &chacha20::Nonce::default());
         let mut block0 = [0u8; 64];
         cipher.apply_keystream(&mut block0);
         let mac = poly1305::Poly1305::new(poly1305::Key::from_slice(&block0[..32]));
@@ -364,10 +362,8 @@ mod tests {
         let mut s = ChachaStream::new();
         s.run(1456, 2).unwrap();
         let key = test_buffer(32);
-        let mut c = chacha20::ChaCha20::new(
-            chacha20::Key::from_slice(&key),
-            &chacha20::Nonce::default(),
-        );
+        let mut c =
+            chacha20::ChaCha20::new(chacha20::Key::from_slice(&key), &chacha20::Nonce::default());
         let mut ks = vec![0u8; 64 + 2 * 1456];
         c.apply_keystream(&mut ks);
         let twice: Vec<u8> = test_buffer(1456)
@@ -392,7 +388,8 @@ mod tests {
         let gk = test_buffer(16);
         let ga = aes_gcm::Aes128Gcm::new_from_slice(&gk).unwrap();
         let mut gs = test_buffer(1456);
-        ga.encrypt_in_place_detached(&Default::default(), b"", &mut gs).unwrap();
+        ga.encrypt_in_place_detached(&Default::default(), b"", &mut gs)
+            .unwrap();
         assert_eq!(&gs[..], &g.buf[..1456]);
         g.run(1456, 1).unwrap();
         assert_eq!(&test_buffer(1456)[..], &g.buf[..1456]);

@@ -4,9 +4,10 @@
 //! `EVP_PKEY_sign`/`EVP_PKEY_verify` on reused contexts. The WireGuard AEADs run speed.c's
 //! `-evp` loops too ([`AeadLoop`]): ChaCha20-Poly1305 streams one context
 //! (`EVP_Update_loop`), AES-128-GCM encrypts one whole message per block with the key set again
-//! (`EVP_Update_loop_aead_enc`); the RustCrypto engine does the same (docs/crypto.md). An implicit fetch per call would cost
-//! ~20 % at 1 KiB on OpenSSL 3 (spec/crypto.md §4 note ¹), so 3.x gets `EVP_MD_fetch`; 1.1.1 has
-//! no fetch and uses `EVP_get_digestbyname`. Single DES needs OpenSSL 3's legacy provider.
+//! (`EVP_Update_loop_aead_enc`); the RustCrypto engine does the same (docs/crypto.md). An
+//! implicit fetch per call would cost ~20 % at 1 KiB on OpenSSL 3
+//! (docs/protocols/openssl-speed.md §4 note ¹), so 3.x gets `EVP_MD_fetch`; 1.1.1 has no fetch
+//! and uses `EVP_get_digestbyname`. Single DES needs OpenSSL 3's legacy provider.
 
 use std::ffi::{CString, c_int, c_uint};
 use std::hint::black_box;
@@ -461,8 +462,7 @@ impl BulkOp for AeadSeal {
                                 self.key.as_ptr(),
                                 nonce.as_ptr(),
                             ) == 1
-                            && (api.EVP_EncryptUpdate)(self.ctx, buf, &mut out_len, buf, c_len)
-                                == 1
+                            && (api.EVP_EncryptUpdate)(self.ctx, buf, &mut out_len, buf, c_len) == 1
                             && (0..=c_len).contains(&out_len)
                             && (api.EVP_EncryptFinal_ex)(
                                 self.ctx,
@@ -713,9 +713,17 @@ mod tests {
             };
             assert_eq!(&seal.buf[..1456], &theirs[..], "{alg:?}, two blocks");
             if alg == Algorithm::Aes128Gcm {
-                assert_eq!(&seal.buf[..1456], &test_buffer(1456)[..], "same message again");
+                assert_eq!(
+                    &seal.buf[..1456],
+                    &test_buffer(1456)[..],
+                    "same message again"
+                );
             } else {
-                assert_ne!(&seal.buf[..1456], &test_buffer(1456)[..], "the stream went on");
+                assert_ne!(
+                    &seal.buf[..1456],
+                    &test_buffer(1456)[..],
+                    "the stream went on"
+                );
             }
         }
         assert_eq!(AeadLoop::of(Algorithm::Chacha20Poly1305), AeadLoop::Stream);
