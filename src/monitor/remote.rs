@@ -82,6 +82,16 @@ pub struct Received {
 }
 
 fn expect_reply(stream: &mut TcpStream, addr: SocketAddr) -> Result<AgentMessage, MonitorError> {
+    let mut first = [0u8; 1];
+    if matches!(stream.peek(&mut first), Ok(1)) && first[0] == crate::wire::BUSY_BYTE {
+        return Err(MonitorError::Refused {
+            addr,
+            code: 2,
+            message: "busy: the server is at its connection limit and refused this connection"
+                .into(),
+            hint: " — retry later",
+        });
+    }
     match read_frame(stream) {
         Ok(AgentMessage::Error { code, message }) => Err(MonitorError::Refused {
             addr,
