@@ -1,6 +1,7 @@
 //! The VM router (`lab up --router vm`): the netlink configuration it uses inside the VM,
 //! checked on this host's kernel; then the VM itself booted, an RRUL through it with the
-//! agent's samples from the ARM kernel, and `lab down` leaving nothing behind.
+//! agent's samples from the ARM kernel, an RRUL against the armv7 build's own server in the VM
+//! with kernel stamps at both ends, and `lab down` leaving nothing behind.
 
 mod lab_support;
 
@@ -167,13 +168,59 @@ fn vm_router_boots_and_carries_an_rrul() {
             .unwrap()
             .contains("router CPU")
     );
-    // Kernel stamps at both ends of the UDP probes: this host's and the armv7 reflector's.
+    // Kernel stamps at both ends of the UDP probes through the router (this host's kernel at
+    // both ends: the far end is the WAN namespace's server).
     for p in r["latency"]["probes"].as_array().unwrap() {
         if p["kind"] == "udp" {
             assert_eq!(p["timestamps"], "kernel", "{p}");
             assert_eq!(p["server_timestamps"], "kernel", "{p}");
         }
     }
+    // Issue 18 step 4: an RRUL from the LAN host against the armv7 build's own server inside the
+    // VM (the VM's agent is also its test server, 10.201.1.1): the far end's stamps come from the
+    // ARM kernel through the 32-bit `_NEW` socket options. Each UDP series must say `kernel` for
+    // both ends and carry kernel-stamped round trips.
+    let json = std::env::temp_dir().join(format!("{lab}-vmserver.json"));
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &format!("{lab}-lan"),
+            rb,
+            "rrul",
+            "10.201.1.1",
+        ])
+        .args(["-p", "5201", "-l", "3", "--delay", "1", "-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    let mut udp = 0;
+    for p in r["latency"]["probes"].as_array().unwrap() {
+        if p["kind"] == "udp" {
+            udp += 1;
+            assert_eq!(p["timestamps"], "kernel", "{p}");
+            assert_eq!(
+                p["server_timestamps"], "kernel",
+                "the armv7 server's stamps: {p}"
+            );
+            let rtts = p["samples"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|x| x["rtt_ms"].as_f64().is_some_and(|v| v > 0.0))
+                .count();
+            assert!(rtts >= 5, "{rtts} round trips: {p}");
+        }
+    }
+    assert!(udp >= 1, "no UDP probe series against the VM's server: {r}");
     let out = Command::new(rb)
         .args(["lab", "down", "--name", &lab])
         .output()

@@ -1,8 +1,11 @@
 //! The pure-Rust engine: md-5, sha1, sha2, des, aes + cbc, rsa, dsa, chacha20poly1305 and aes-gcm
 //! from RustCrypto. Hashes are one-shot per block; ciphers keep one CBC encryptor per thread so
 //! chaining continues across calls (as in OpenSSL); RSA signs 36 bytes with PKCS#1 v1.5
-//! (blinded), DSA signs 20 bytes; the AEADs seal one packet per operation as WireGuard does
-//! (a fresh counter nonce, no associated data, a 16-byte tag).
+//! (blinded), DSA signs 20 bytes; the AEADs run the loops `openssl speed -evp` runs
+//! (crate::crypto::engine::libcrypto's `AeadLoop`, docs/crypto.md): ChaCha20-Poly1305 as one
+//! stream (the keystream from block 1 on, Poly1305 over the ciphertext, no tag per block),
+//! AES-128-GCM one whole message per block with the key set up again (a fixed zero nonce, no
+//! associated data, the tag computed).
 
 use std::hint::black_box;
 
@@ -51,10 +54,8 @@ impl Engine for RustCryptoEngine {
             Algorithm::Aes128Cbc => Box::new(Cbc::<aes::Aes128>::new(16)?),
             Algorithm::Aes192Cbc => Box::new(Cbc::<aes::Aes192>::new(24)?),
             Algorithm::Aes256Cbc => Box::new(Cbc::<aes::Aes256>::new(32)?),
-            Algorithm::Chacha20Poly1305 => {
-                Box::new(Seal::<chacha20poly1305::ChaCha20Poly1305>::new()?)
-            }
-            Algorithm::Aes128Gcm => Box::new(Seal::<aes_gcm::Aes128Gcm>::new()?),
+            Algorithm::Chacha20Poly1305 => Box::new(ChachaStream::new()),
+            Algorithm::Aes128Gcm => Box::new(PerMessage::<aes_gcm::Aes128Gcm>::new()),
             Algorithm::Rsa2048 | Algorithm::Dsa2048 => {
                 return Err(EngineError::Failed(format!(
                     "{} is a signature algorithm, not a hash or cipher",
@@ -134,40 +135,79 @@ impl<C: BlockCipher + BlockEncryptMut + KeyInit> BulkOp for Cbc<C> {
     }
 }
 
-/// Seals one packet of `len` bytes in place per operation: WireGuard's nonce (32 zero bits and a
-/// 64-bit little-endian counter), no associated data, the tag kept apart.
-struct Seal<A> {
-    aead: A,
+/// ChaCha20-Poly1305 as `openssl speed -evp` streams it (`EVP_Update_loop` on one context):
+/// the AEAD's set-up once (key, zero nonce, block 0 of the keystream as the Poly1305 key), then
+/// per block the keystream continued in place and Poly1305 over the ciphertext. When the 32-bit
+/// block counter runs out (256 GiB), the stream starts again, as speed.c sets the IV again.
+struct ChachaStream {
+    cipher: chacha20::ChaCha20,
+    mac: poly1305::Poly1305,
     buf: Vec<u8>,
-    counter: u64,
 }
 
-impl<A: AeadInPlace + aes_gcm::KeyInit> Seal<A> {
-    fn new() -> Result<Self, EngineError> {
-        let key = test_buffer(A::key_size());
-        let aead = A::new_from_slice(&key)
-            .map_err(|e| EngineError::Failed(format!("AEAD key set-up failed: {e}")))?;
-        Ok(Self {
-            aead,
+impl ChachaStream {
+    fn new() -> Self {
+        use chacha20::cipher::{KeyIvInit, StreamCipher};
+        use poly1305::universal_hash::KeyInit;
+        let key = test_buffer(32);
+        let mut cipher =
+            chacha20::ChaCha20::new(chacha20::Key::from_slice(&key), &chacha20::Nonce::default());
+        let mut block0 = [0u8; 64];
+        cipher.apply_keystream(&mut block0);
+        let mac = poly1305::Poly1305::new(poly1305::Key::from_slice(&block0[..32]));
+        Self {
+            cipher,
+            mac,
             buf: test_buffer(MAX_BLOCK),
-            counter: 0,
-        })
+        }
     }
 }
 
-impl<A: AeadInPlace> BulkOp for Seal<A> {
+impl BulkOp for ChachaStream {
     fn run(&mut self, len: usize, n: u64) -> Result<(), EngineError> {
-        let packet = self.buf.get_mut(..len).ok_or_else(|| too_long(len))?;
+        use chacha20::cipher::{StreamCipher, StreamCipherSeek};
+        use poly1305::universal_hash::UniversalHash;
+        let block = self.buf.get_mut(..len).ok_or_else(|| too_long(len))?;
         for _ in 0..n {
-            let mut nonce = aes_gcm::aead::Nonce::<A>::default();
-            for (d, s) in nonce.iter_mut().skip(4).zip(self.counter.to_le_bytes()) {
-                *d = s;
+            if self.cipher.try_apply_keystream(block).is_err() {
+                self.cipher.seek(64u64);
+                continue;
             }
-            self.counter = self.counter.wrapping_add(1);
-            let tag = self
-                .aead
-                .encrypt_in_place_detached(&nonce, b"", packet)
-                .map_err(|_| EngineError::Failed("AEAD seal failed".into()))?;
+            self.mac.update_padded(block);
+        }
+        black_box(&self.buf);
+        Ok(())
+    }
+}
+
+/// An AE mode as `openssl speed -evp` times it (`EVP_Update_loop_aead_enc`): per block the key
+/// set up again, the fixed nonce, the whole message encrypted in place and its tag computed.
+struct PerMessage<A> {
+    key: Vec<u8>,
+    buf: Vec<u8>,
+    _aead: std::marker::PhantomData<A>,
+}
+
+impl<A: AeadInPlace + aes_gcm::KeyInit> PerMessage<A> {
+    fn new() -> Self {
+        Self {
+            key: test_buffer(A::key_size()),
+            buf: test_buffer(MAX_BLOCK),
+            _aead: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<A: AeadInPlace + aes_gcm::KeyInit> BulkOp for PerMessage<A> {
+    fn run(&mut self, len: usize, n: u64) -> Result<(), EngineError> {
+        let block = self.buf.get_mut(..len).ok_or_else(|| too_long(len))?;
+        let nonce = aes_gcm::aead::Nonce::<A>::default();
+        for _ in 0..n {
+            let aead = A::new_from_slice(&self.key)
+                .map_err(|e| EngineError::Failed(format!("AEAD key set-up failed: {e}")))?;
+            let tag = aead
+                .encrypt_in_place_detached(&nonce, b"", block)
+                .map_err(|_| EngineError::Failed("AEAD encrypt failed".into()))?;
             black_box(tag);
         }
         black_box(&self.buf);
@@ -315,20 +355,46 @@ mod tests {
     }
 
     #[test]
-    fn aeads_seal_with_a_fresh_nonce_each_packet() {
-        let mut s = Seal::<chacha20poly1305::ChaCha20Poly1305>::new().unwrap();
-        s.run(1456, 1).unwrap();
-        assert_eq!(s.counter, 1);
-        // The first packet is sealed under nonce 0: it opens with the same key and nonce.
+    fn aeads_run_the_loops_of_openssl_speed() {
+        use chacha20::cipher::{KeyIvInit, StreamCipher};
+        // ChaCha20-Poly1305 streams: two blocks are the AEAD's ciphertext of the two blocks
+        // back to back (keystream from block 1 on), each in place.
+        let mut s = ChachaStream::new();
+        s.run(1456, 2).unwrap();
         let key = test_buffer(32);
+        let mut c =
+            chacha20::ChaCha20::new(chacha20::Key::from_slice(&key), &chacha20::Nonce::default());
+        let mut ks = vec![0u8; 64 + 2 * 1456];
+        c.apply_keystream(&mut ks);
+        let twice: Vec<u8> = test_buffer(1456)
+            .iter()
+            .zip(&ks[64..64 + 1456])
+            .zip(&ks[64 + 1456..])
+            .map(|((p, a), b)| p ^ a ^ b)
+            .collect();
+        assert_eq!(&twice[..], &s.buf[..1456]);
+        // The first block alone is exactly the AEAD's ciphertext under nonce 0.
+        let mut first = ChachaStream::new();
+        first.run(1456, 1).unwrap();
+        let aead = chacha20poly1305::ChaCha20Poly1305::new_from_slice(&key).unwrap();
         let mut sealed = test_buffer(1456);
-        let c = chacha20poly1305::ChaCha20Poly1305::new_from_slice(&key).unwrap();
-        c.encrypt_in_place_detached(&chacha20poly1305::Nonce::default(), b"", &mut sealed)
+        aead.encrypt_in_place_detached(&chacha20poly1305::Nonce::default(), b"", &mut sealed)
             .unwrap();
-        assert_eq!(&sealed[..], &s.buf[..1456]);
-        let mut g = Seal::<aes_gcm::Aes128Gcm>::new().unwrap();
-        g.run(1456, 3).unwrap();
+        assert_eq!(&sealed[..], &first.buf[..1456]);
+        // GCM per message: the same key and nonce each block, so two in place give back the
+        // plaintext, and one is the AEAD's ciphertext.
+        let mut g = PerMessage::<aes_gcm::Aes128Gcm>::new();
+        g.run(1456, 1).unwrap();
+        let gk = test_buffer(16);
+        let ga = aes_gcm::Aes128Gcm::new_from_slice(&gk).unwrap();
+        let mut gs = test_buffer(1456);
+        ga.encrypt_in_place_detached(&Default::default(), b"", &mut gs)
+            .unwrap();
+        assert_eq!(&gs[..], &g.buf[..1456]);
+        g.run(1456, 1).unwrap();
+        assert_eq!(&test_buffer(1456)[..], &g.buf[..1456]);
         assert!(g.run(MAX_BLOCK + 1, 1).is_err());
+        assert!(s.run(MAX_BLOCK + 1, 1).is_err());
     }
 
     #[test]

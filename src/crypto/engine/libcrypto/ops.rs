@@ -1,12 +1,13 @@
 //! The OpenSSL engine on the run-time-loaded libcrypto: EVP loops exactly as `openssl speed`
 //! runs them (apps/speed.c): `EVP_Digest` per block with an `EVP_MD` fetched once
 //! (`EVP_Digest_loop`), `EVP_Cipher` in place on one CBC context (`EVP_Cipher_loop`), and
-//! `EVP_PKEY_sign`/`EVP_PKEY_verify` on reused contexts. The WireGuard AEADs seal one packet per
-//! operation on one context (new nonce, `EVP_EncryptUpdate`, `EVP_EncryptFinal_ex`, the tag), as
-//! WireGuard does and as the RustCrypto engine does; `openssl speed -evp` 3.0/3.1 streams
-//! instead (docs/crypto.md says what that changes). An implicit fetch per call would cost
-//! ~20 % at 1 KiB on OpenSSL 3 (docs/protocols/openssl-speed.md §4 note ¹), so 3.x gets `EVP_MD_fetch`; 1.1.1 has
-//! no fetch and uses `EVP_get_digestbyname`. Single DES needs OpenSSL 3's legacy provider.
+//! `EVP_PKEY_sign`/`EVP_PKEY_verify` on reused contexts. The WireGuard AEADs run speed.c's
+//! `-evp` loops too ([`AeadLoop`]): ChaCha20-Poly1305 streams one context
+//! (`EVP_Update_loop`), AES-128-GCM encrypts one whole message per block with the key set again
+//! (`EVP_Update_loop_aead_enc`); the RustCrypto engine does the same (docs/crypto.md). An
+//! implicit fetch per call would cost ~20 % at 1 KiB on OpenSSL 3
+//! (docs/protocols/openssl-speed.md §4 note ¹), so 3.x gets `EVP_MD_fetch`; 1.1.1 has no fetch
+//! and uses `EVP_get_digestbyname`. Single DES needs OpenSSL 3's legacy provider.
 
 use std::ffi::{CString, c_int, c_uint};
 use std::hint::black_box;
@@ -98,8 +99,8 @@ impl Engine for LibcryptoEngine {
             Algorithm::Aes128Cbc => Ok(Box::new(CbcEncrypt::new(api, "AES-128-CBC", 16, 16)?)),
             Algorithm::Aes192Cbc => Ok(Box::new(CbcEncrypt::new(api, "AES-192-CBC", 24, 16)?)),
             Algorithm::Aes256Cbc => Ok(Box::new(CbcEncrypt::new(api, "AES-256-CBC", 32, 16)?)),
-            Algorithm::Chacha20Poly1305 => Ok(Box::new(AeadSeal::new(api, alg.evp_name(), 32)?)),
-            Algorithm::Aes128Gcm => Ok(Box::new(AeadSeal::new(api, alg.evp_name(), 16)?)),
+            Algorithm::Chacha20Poly1305 => Ok(Box::new(AeadSeal::new(api, alg, 32)?)),
+            Algorithm::Aes128Gcm => Ok(Box::new(AeadSeal::new(api, alg, 16)?)),
             Algorithm::Rsa2048 | Algorithm::Dsa2048 => Err(EngineError::Failed(format!(
                 "{} is a signature algorithm, not a hash or cipher",
                 alg.cli_name()
@@ -307,24 +308,53 @@ impl BulkOp for CbcEncrypt {
     }
 }
 
-/// `EVP_CTRL_AEAD_GET_TAG` (include/openssl/evp.h, 1.1.1 and 3.x).
-const EVP_CTRL_AEAD_GET_TAG: c_int = 0x10;
-/// The AEADs' nonce and tag lengths (OpenSSL's defaults for both ciphers).
+/// `EVP_CTRL_AEAD_SET_IVLEN` (include/openssl/evp.h, 1.1.1 and 3.x).
+const EVP_CTRL_AEAD_SET_IVLEN: c_int = 0x9;
+/// The AEADs' nonce length (OpenSSL's default for both ciphers) and the spare room after a
+/// block (`EVP_EncryptFinal_ex` writes nothing for them; at most one block).
 const NONCE_LEN: usize = 12;
-const TAG_LEN: usize = 16;
+const SPARE: usize = 16;
 
-/// One AEAD packet sealed per operation: WireGuard's nonce (32 zero bits, a 64-bit little-endian
-/// counter), no associated data, the 16-byte tag taken after `EVP_EncryptFinal_ex`.
+/// How `openssl speed -evp NAME` times an AEAD (apps/speed.c of 3.0.22 and of the current
+/// source; docs/crypto.md "WireGuard columns"): an AE *mode* (GCM, CCM, OCB, SIV) goes through
+/// `EVP_Update_loop_aead_enc`, one whole message per block; anything else, ChaCha20-Poly1305
+/// included, through `EVP_Update_loop`, one stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AeadLoop {
+    /// `EVP_Update_loop`: `EVP_EncryptUpdate` in place on one context keyed once (no nonce, no
+    /// tag per block); when an update fails (the cipher's counter ran out), the nonce is set
+    /// again, as speed.c does.
+    Stream,
+    /// `EVP_Update_loop_aead_enc` without `-aead`: per block `EVP_CTRL_AEAD_SET_IVLEN`, the key
+    /// and the nonce set again (`EVP_CipherInit_ex`, a full key set-up), `EVP_EncryptUpdate`,
+    /// `EVP_EncryptFinal_ex` (which computes the tag; speed does not read it).
+    PerMessage,
+}
+
+impl AeadLoop {
+    pub(crate) fn of(alg: Algorithm) -> Self {
+        match alg {
+            Algorithm::Aes128Gcm => Self::PerMessage,
+            _ => Self::Stream,
+        }
+    }
+}
+
+/// A WireGuard AEAD timed as `openssl speed -evp` times it ([`AeadLoop`]): same key set-up
+/// (a fixed test key, an all-zero 12-byte nonce, no associated data), same calls per block.
 struct AeadSeal {
     api: &'static Api,
     ctx: Obj,
+    how: AeadLoop,
+    key: Vec<u8>,
     buf: Vec<u8>,
-    tag: [u8; TAG_LEN],
+    /// Blocks encrypted.
     counter: u64,
 }
 
 impl AeadSeal {
-    fn new(api: &'static Api, name: &str, key_len: usize) -> Result<Self, EngineError> {
+    fn new(api: &'static Api, alg: Algorithm, key_len: usize) -> Result<Self, EngineError> {
+        let name = alg.evp_name();
         let c = cstring(name)?;
         let unavailable = || {
             EngineError::Unavailable(format!(
@@ -349,17 +379,23 @@ impl AeadSeal {
         let op = Self {
             api,
             ctx,
-            buf: test_buffer(MAX_BLOCK + TAG_LEN),
-            tag: [0; TAG_LEN],
+            how: AeadLoop::of(alg),
+            key: test_buffer(key_len),
+            buf: test_buffer(MAX_BLOCK + SPARE),
             counter: 0,
         };
-        let key = test_buffer(key_len);
         let nonce = [0u8; NONCE_LEN];
         // SAFETY: ctx (if not NULL) is fresh; the key has the cipher's length and the nonce the
         // default IV length of both AEADs.
         let ok = !ctx.is_null()
             && unsafe {
-                (api.EVP_EncryptInit_ex)(ctx, cipher, null_mut(), key.as_ptr(), nonce.as_ptr()) == 1
+                (api.EVP_EncryptInit_ex)(ctx, cipher, null_mut(), op.key.as_ptr(), nonce.as_ptr())
+                    == 1
+                    // Padding off, as speed.c sets it on every cipher context. OpenSSL 3 then
+                    // applies that flag again in each EVP_CipherInit_ex (one more parameter
+                    // set-up per GCM message, ~6 % of it at 1456 B): without it the GCM column
+                    // read 1.06-1.08x openssl speed.
+                    && (api.EVP_CIPHER_CTX_set_padding)(ctx, 0) == 1
             };
         if let (true, Some(free)) = (fetched, api.EVP_CIPHER_free) {
             // SAFETY: cipher came from EVP_CIPHER_fetch; the context holds its own reference.
@@ -382,46 +418,65 @@ impl BulkOp for AeadSeal {
     fn run(&mut self, len: usize, n: u64) -> Result<(), EngineError> {
         if len > MAX_BLOCK {
             return Err(EngineError::Failed(format!(
-                "packet of {len} bytes exceeds {MAX_BLOCK}"
+                "block of {len} bytes exceeds {MAX_BLOCK}"
             )));
         }
         let api = self.api;
         let buf = self.buf.as_mut_ptr();
         let c_len = len as c_int;
+        let nonce = [0u8; NONCE_LEN];
         for _ in 0..n {
-            let mut nonce = [0u8; NONCE_LEN];
-            nonce[4..].copy_from_slice(&self.counter.to_le_bytes());
-            self.counter = self.counter.wrapping_add(1);
             let mut out_len: c_int = 0;
             let mut fin_len: c_int = 0;
-            // SAFETY: ctx is an initialised AEAD encryption context; a NULL cipher and key with
-            // a nonce re-keys only the nonce; buf holds len + TAG_LEN bytes, in-place encryption
-            // is allowed for both AEADs, and Final writes nothing for them (at most a block
-            // beyond out_len, which the spare room covers); the tag buffer holds TAG_LEN bytes.
+            // SAFETY: ctx is an initialised AEAD encryption context; a NULL cipher with a key
+            // and nonce re-keys it (PerMessage), a NULL key with a nonce sets only the nonce
+            // (Stream reset); buf holds len + SPARE bytes and in-place encryption is allowed for
+            // both AEADs; Final writes nothing for them (at most a block beyond out_len, which
+            // the spare room covers).
             let ok = unsafe {
-                (api.EVP_EncryptInit_ex)(
-                    self.ctx,
-                    null_mut(),
-                    null_mut(),
-                    null_mut(),
-                    nonce.as_ptr(),
-                ) == 1
-                    && (api.EVP_EncryptUpdate)(self.ctx, buf, &mut out_len, buf, c_len) == 1
-                    && (0..=c_len).contains(&out_len)
-                    && (api.EVP_EncryptFinal_ex)(self.ctx, buf.add(out_len as usize), &mut fin_len)
-                        == 1
-                    && (api.EVP_CIPHER_CTX_ctrl)(
-                        self.ctx,
-                        EVP_CTRL_AEAD_GET_TAG,
-                        TAG_LEN as c_int,
-                        self.tag.as_mut_ptr().cast(),
-                    ) == 1
+                match self.how {
+                    AeadLoop::Stream => {
+                        if (api.EVP_EncryptUpdate)(self.ctx, buf, &mut out_len, buf, c_len) == 1 {
+                            true
+                        } else {
+                            (api.EVP_EncryptInit_ex)(
+                                self.ctx,
+                                null_mut(),
+                                null_mut(),
+                                null_mut(),
+                                nonce.as_ptr(),
+                            ) == 1
+                        }
+                    }
+                    AeadLoop::PerMessage => {
+                        (api.EVP_CIPHER_CTX_ctrl)(
+                            self.ctx,
+                            EVP_CTRL_AEAD_SET_IVLEN,
+                            NONCE_LEN as c_int,
+                            null_mut(),
+                        ) == 1
+                            && (api.EVP_EncryptInit_ex)(
+                                self.ctx,
+                                null_mut(),
+                                null_mut(),
+                                self.key.as_ptr(),
+                                nonce.as_ptr(),
+                            ) == 1
+                            && (api.EVP_EncryptUpdate)(self.ctx, buf, &mut out_len, buf, c_len) == 1
+                            && (0..=c_len).contains(&out_len)
+                            && (api.EVP_EncryptFinal_ex)(
+                                self.ctx,
+                                buf.add(out_len as usize),
+                                &mut fin_len,
+                            ) == 1
+                    }
+                }
             };
             if !ok {
-                return Err(failed(api, "AEAD seal"));
+                return Err(failed(api, "AEAD encrypt"));
             }
+            self.counter = self.counter.wrapping_add(1);
         }
-        black_box(&self.tag);
         black_box(&self.buf);
         Ok(())
     }
@@ -610,34 +665,69 @@ mod tests {
     }
 
     #[test]
-    fn aead_seal_matches_the_rustcrypto_engine() {
-        // Same key, nonce 0, same plaintext: both engines must give the same ciphertext.
+    fn aeads_run_speeds_loops_with_the_rustcrypto_engines_bytes() {
+        // Same key, nonce 0, same plaintext, two blocks in place: ChaCha20-Poly1305 streams (the
+        // second block continues the keystream), AES-128-GCM starts the same message again (the
+        // second block undoes the first): the bytes the RustCrypto engine gives (its own test).
         let Some(e) = engine() else { return };
         for alg in Algorithm::WIREGUARD {
-            let key = test_buffer(if alg == Algorithm::Aes128Gcm { 16 } else { 32 });
-            let mut seal = AeadSeal::new(e.api, alg.evp_name(), key.len()).unwrap();
+            let key_len = if alg == Algorithm::Aes128Gcm { 16 } else { 32 };
+            let mut seal = AeadSeal::new(e.api, alg, key_len).unwrap();
+            assert_eq!(seal.how, AeadLoop::of(alg));
             seal.run(1456, 1).unwrap();
             let mut expected = test_buffer(1456);
-            let tag = match alg {
-                Algorithm::Aes128Gcm => {
-                    use aes_gcm::aead::{AeadInPlace, KeyInit};
+            {
+                use aes_gcm::aead::{AeadInPlace, KeyInit};
+                let key = test_buffer(key_len);
+                if alg == Algorithm::Aes128Gcm {
                     let c = aes_gcm::Aes128Gcm::new_from_slice(&key).unwrap();
                     c.encrypt_in_place_detached(&Default::default(), b"", &mut expected)
-                        .unwrap()
-                        .to_vec()
-                }
-                _ => {
-                    use aes_gcm::aead::{AeadInPlace, KeyInit};
+                        .unwrap();
+                } else {
                     let c = chacha20poly1305::ChaCha20Poly1305::new_from_slice(&key).unwrap();
                     c.encrypt_in_place_detached(&Default::default(), b"", &mut expected)
-                        .unwrap()
-                        .to_vec()
+                        .unwrap();
                 }
+            }
+            assert_eq!(&seal.buf[..1456], &expected[..], "{alg:?}, one block");
+            seal.run(1456, 1).unwrap();
+            assert_eq!(seal.counter, 2);
+            let theirs = if alg == Algorithm::Aes128Gcm {
+                test_buffer(1456)
+            } else {
+                // What the RustCrypto engine's stream gives: the keystream from block 1 on.
+                use chacha20::cipher::{KeyIvInit, StreamCipher};
+                let key = test_buffer(32);
+                let mut c = chacha20::ChaCha20::new(
+                    chacha20::Key::from_slice(&key),
+                    &chacha20::Nonce::default(),
+                );
+                let mut ks = vec![0u8; 64 + 2 * 1456];
+                c.apply_keystream(&mut ks);
+                test_buffer(1456)
+                    .iter()
+                    .zip(&ks[64..64 + 1456])
+                    .zip(&ks[64 + 1456..])
+                    .map(|((p, a), b)| p ^ a ^ b)
+                    .collect()
             };
-            assert_eq!(&seal.buf[..1456], &expected[..], "{alg:?}");
-            assert_eq!(&seal.tag[..], &tag[..], "{alg:?}");
-            assert_eq!(seal.counter, 1);
+            assert_eq!(&seal.buf[..1456], &theirs[..], "{alg:?}, two blocks");
+            if alg == Algorithm::Aes128Gcm {
+                assert_eq!(
+                    &seal.buf[..1456],
+                    &test_buffer(1456)[..],
+                    "same message again"
+                );
+            } else {
+                assert_ne!(
+                    &seal.buf[..1456],
+                    &test_buffer(1456)[..],
+                    "the stream went on"
+                );
+            }
         }
+        assert_eq!(AeadLoop::of(Algorithm::Chacha20Poly1305), AeadLoop::Stream);
+        assert_eq!(AeadLoop::of(Algorithm::Aes128Gcm), AeadLoop::PerMessage);
     }
 
     #[test]
