@@ -581,6 +581,8 @@ fn openssl_engine_without_legacy_provider_reports_des_as_zero() {
 fn json_file_is_written_next_to_the_table() {
     let dir = std::env::temp_dir().join(format!("rb-crypto-json-{}", std::process::id()));
     let path = dir.join("crypto.json");
+    // --json FILE never creates directories (tests/cli_outputs.rs): the directory exists.
+    std::fs::create_dir_all(&dir).unwrap();
     let o = routerbench(
         &[
             "crypto",
