@@ -265,6 +265,18 @@ pub fn router_verdict(
             "  tap {} ({}, {} side, in front of the router): backlog peak {} B, p95 {} B, {} drops",
             t.dev, t.qdisc, t.direction, t.backlog_max_bytes, t.backlog_p95_bytes, t.drops
         );
+        if let Some(r) = &t.ring {
+            let _ = writeln!(
+                s,
+                "    its tun ring ({} packets): peak {} packets / {} B, p95 {} B, {} dropped when full",
+                r.capacity_packets
+                    .map_or("size unknown".to_string(), |c| c.to_string()),
+                r.max_packets,
+                r.max_bytes,
+                r.p95_bytes,
+                r.drops
+            );
+        }
     }
     if let (Some(sq), Some(ts)) = (v.softirq_max_pct, v.time_squeeze_total) {
         let _ = writeln!(s, "  router softirq max {sq:.0} %, time_squeeze {ts}");

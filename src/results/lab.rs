@@ -421,6 +421,32 @@ pub struct TapQueue {
     pub backlog_p95_bytes: u64,
     /// Drops of the tap's root qdisc during the test.
     pub drops: u64,
+    /// The tun device's own ring behind the qdisc (`tx_queue_len` packets; qemu reads from
+    /// it): packets the qdisc handed on minus packets qemu read minus packets the ring dropped,
+    /// from the qdisc's counters and /proc/net/dev, every 0.1 s. Absent in older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ring: Option<TunRing>,
+}
+
+/// What sat in a tap's tun ring during a test (estimated from counters, see `TapQueue::ring`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct TunRing {
+    /// The ring's size, packets (the tap's `tx_queue_len` when qemu attached).
+    pub capacity_packets: Option<u64>,
+    pub max_packets: u64,
+    pub max_bytes: u64,
+    pub p95_bytes: u64,
+    /// Packets the tun device dropped because its ring was full (`tx_drop` delta).
+    pub drops: u64,
+}
+
+/// One place a queue can build on the VM router's path.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct QueuePlace {
+    /// "router qdisc", "tun ring in front of the router", "tap qdisc in front of the router".
+    pub place: String,
+    pub dev: String,
+    pub peak_bytes: u64,
 }
 
 /// One line's worth of judgement on the VM router during a test.
@@ -431,8 +457,12 @@ pub struct RouterVerdict {
     pub busiest_cpu_p95_pct: Option<f64>,
     pub softirq_max_pct: Option<f64>,
     pub time_squeeze_total: Option<u64>,
-    /// "router qdisc", "tap in front of the router", "both" or "none".
+    /// Where the largest queue built: "router qdisc", "tun ring in front of the router",
+    /// "tap qdisc in front of the router" or "none" (older results: also "both").
     pub queue_at: String,
+    /// Every place whose queue held at least ~10 full frames, largest first, with its peak.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queues_built: Vec<QueuePlace>,
     /// The router's own fullest qdisc (device, peak bytes).
     pub router_queue_dev: Option<String>,
     pub router_queue_peak_bytes: Option<u64>,
