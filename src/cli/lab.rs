@@ -737,26 +737,86 @@ pub struct VmRouterArgs {
     /// The router's configuration (JSON from `lab up --router vm`).
     #[arg(long, default_value = "/etc/routerbench/router.json")]
     pub config: std::path::PathBuf,
+    /// Internal: serve the control port (`lab exec`).
+    #[arg(long, hide = true)]
+    pub control: bool,
+    /// Internal: run the userspace AQM forwarder.
+    #[arg(long, hide = true)]
+    pub shape: bool,
 }
 
-/// `routerbench vm-router` inside the VM: configure, say ready (or failed) on the console,
-/// then become `routerbench server --monitor` (exec, so the server is the agent's process).
-pub fn vm_router(a: VmRouterArgs) -> anyhow::Result<i32> {
-    use lab::vm::guest;
-    let applied = guest::load(&a.config).and_then(|cfg| guest::apply(&cfg));
-    let (cfg, steps) = match applied {
-        Ok(x) => x,
-        Err(e) => {
-            crate::outln!("{}{}", guest::FAILED, lab::error::chain(&e));
-            return Ok(1);
+/// Waits (at most `limit`) until the kernel's forwarding of `devs` is off: the forwarder's
+/// sign that its sockets are open.
+fn forwarding_off(devs: &[&str], limit: Duration) -> bool {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < limit {
+        if devs.iter().all(|d| {
+            std::fs::read_to_string(format!("/proc/sys/net/ipv4/conf/{d}/forwarding"))
+                .is_ok_and(|v| v.trim() == "0")
+        }) {
+            return true;
         }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// `routerbench vm-router` inside the VM: configure, start the control port (and the userspace
+/// forwarder when asked), say ready (or failed) on the console, then become `routerbench server
+/// --monitor` (exec, so the server is the agent's process).
+pub fn vm_router(a: VmRouterArgs) -> anyhow::Result<i32> {
+    use lab::vm::{guest, guest_run};
+    if a.control {
+        guest_run::serve_control()?;
+        return Ok(0);
+    }
+    if a.shape {
+        let cfg = guest::load(&a.config).and_then(|c| guest::resolve(&c))?;
+        guest_run::serve_shape(&guest::shape_plan(&cfg)?)?;
+        return Ok(0);
+    }
+    let failed = |e: String| {
+        crate::outln!("{}{}", guest::FAILED, e);
+        Ok(1)
     };
+    let applied = guest::load(&a.config).and_then(|cfg| guest::apply(&cfg));
+    let (cfg, mut steps) = match applied {
+        Ok(x) => x,
+        Err(e) => return failed(lab::error::chain(&e)),
+    };
+    let exe = std::env::current_exe()?;
+    let config = a.config.display().to_string();
+    let spawn = |flag: &str| {
+        std::process::Command::new(&exe)
+            .args(["vm-router", "--config", &config, flag])
+            .stdin(std::process::Stdio::null())
+            .spawn()
+    };
+    match spawn("--control") {
+        Ok(_) => steps.push(format!("control port {}", guest_run::CONTROL_PORT)),
+        Err(e) => return failed(format!("cannot start the control port: {e}")),
+    }
+    if let Some(q) = &cfg.userspace_aqm {
+        let mut child = match spawn("--shape") {
+            Ok(c) => c,
+            Err(e) => return failed(format!("cannot start the userspace forwarder: {e}")),
+        };
+        let off = forwarding_off(&[&cfg.lan_dev, &cfg.wan_dev], Duration::from_secs(10));
+        if !off || child.try_wait().ok().flatten().is_some() {
+            return failed(format!(
+                "the userspace forwarder ({q}) did not come up within 10 s"
+            ));
+        }
+        steps.push(format!(
+            "routerbench's userspace {q} forwarding {} <-> {} (kernel forwarding of both off)",
+            cfg.lan_dev, cfg.wan_dev
+        ));
+    }
     let ready = guest::GuestReady {
         identity: crate::device::detect(),
         steps,
     };
     crate::outln!("{}{}", guest::READY, serde_json::to_string(&ready)?);
-    let exe = std::env::current_exe()?;
     let err = std::os::unix::process::CommandExt::exec(std::process::Command::new(exe).args([
         "server",
         "-p",

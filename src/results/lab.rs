@@ -65,6 +65,23 @@ pub struct LabConfig {
     pub router_vm: Option<RouterVm>,
 }
 
+/// The VM router's WireGuard tunnel: the kernel module in the VM, wireguard-go (userspace)
+/// on the WAN host, whose kernel has no wireguard.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct VmWireguard {
+    /// The router's tunnel address (its `wg0`).
+    pub rtr_tunnel_ip: String,
+    /// The WAN host's tunnel address: tests through the tunnel go to it.
+    pub wan_tunnel_ip: String,
+    pub tunnel_net: String,
+    /// The WAN host's WireGuard interface (wireguard-go's TUN device).
+    pub wan_ifname: String,
+    pub wan_implementation: String,
+    pub listen_port: u16,
+    pub mtu: u32,
+    pub wireguard_go_pid: i32,
+}
+
 /// A Debian package the VM router was built from.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct VmPackage {
@@ -107,6 +124,9 @@ pub struct RouterVm {
     /// The configuration steps the router reported.
     #[serde(default)]
     pub steps: Vec<String>,
+    /// A WireGuard tunnel from the router to the WAN host (`lab up --router vm --wireguard`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wireguard: Option<VmWireguard>,
 }
 
 /// The four veth ends of a lab, the same in every lab (each lab has its own namespaces).

@@ -149,6 +149,8 @@ pub struct QemuPlan {
     pub memory_mib: u32,
     pub macs: [String; 2],
     pub vnet_hdr: bool,
+    /// qemu's listening socket for the VM's control port (a virtio-serial port).
+    pub control: PathBuf,
 }
 
 impl QemuPlan {
@@ -182,6 +184,20 @@ impl QemuPlan {
             "console=ttyAMA0 panic=-1 quiet".into(),
             "-serial".into(),
             format!("file:{}", self.console.display()),
+        ]);
+        a.extend([
+            "-device".into(),
+            "virtio-serial-pci".into(),
+            "-chardev".into(),
+            format!(
+                "socket,id=ctl,path={},server=on,wait=off",
+                self.control.display()
+            ),
+            "-device".into(),
+            format!(
+                "virtserialport,chardev=ctl,name={}",
+                super::guest_run::CONTROL_PORT
+            ),
         ]);
         // With fd= qemu takes the vnet header from how the tap was opened (IFF_VNET_HDR).
         for (i, fd) in [3, 4].iter().enumerate() {
@@ -345,6 +361,7 @@ mod tests {
             memory_mib: 256,
             macs: ["52:54:00:00:00:01".into(), "52:54:00:00:00:02".into()],
             vnet_hdr: false,
+            control: "/r/x.ctl".into(),
         };
         let a = p.args().join(" ");
         assert!(a.contains("-M virt,highmem=off -cpu cortex-a15"), "{a}");
@@ -352,6 +369,10 @@ mod tests {
         assert!(a.contains("tap,id=n0,fd=3 "));
         assert!(a.contains("virtio-net-pci,netdev=n1,mac=52:54:00:00:00:02"));
         assert!(a.contains("-serial file:/r/c.log"));
+        assert!(
+            a.contains("socket,id=ctl,path=/r/x.ctl,server=on,wait=off -device virtserialport,chardev=ctl,name=routerbench.ctl"),
+            "{a}"
+        );
     }
 
     #[test]
