@@ -109,6 +109,8 @@ fn vm_router_boots_and_carries_an_rrul() {
         Some(e.to_string())
     } else if let Err(e) = routerbench::lab::vm::assets::router_binary(None) {
         Some(e.to_string())
+    } else if let Err(e) = routerbench::lab::vm::wan_wg::preflight() {
+        Some(e.to_string())
     } else {
         None
     };
@@ -121,7 +123,16 @@ fn vm_router_boots_and_carries_an_rrul() {
     let _guard = lab_support::guard(&lab);
     let rb = env!("CARGO_BIN_EXE_routerbench");
     let out = Command::new(rb)
-        .args(["lab", "up", "--router", "vm", "--name", &lab, "--json"])
+        .args([
+            "lab",
+            "up",
+            "--router",
+            "vm",
+            "--wireguard",
+            "--name",
+            &lab,
+            "--json",
+        ])
         .output()
         .unwrap();
     assert!(
@@ -134,6 +145,51 @@ fn vm_router_boots_and_carries_an_rrul() {
     assert_eq!(vm["identity"]["arch"], "arm", "{vm}");
     assert!(vm["kernel"].as_str().unwrap().ends_with("-armmp"), "{vm}");
     let pid = vm["qemu_pid"].as_i64().unwrap();
+    let wg = &vm["wireguard"];
+    assert_eq!(wg["wan_tunnel_ip"], "10.202.0.2", "{vm}");
+    let wg_pid = wg["wireguard_go_pid"].as_i64().unwrap();
+    assert!(
+        vm["steps"].to_string().contains("WireGuard wg0 10.202.0.1/24"),
+        "{vm}"
+    );
+    // The control port: routerbench run inside the VM, its output back on the host.
+    let out = Command::new(rb)
+        .args(["lab", "exec", "--name", &lab, "--", "device", "--json", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dev: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(dev["arch"], "arm", "{dev}");
+    // A command that fails inside the VM fails here, with its status.
+    let out = Command::new(rb)
+        .args(["lab", "exec", "--name", &lab, "--", "no-such-command"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    // Through the tunnel: a short upload to the WAN host's tunnel address.
+    let out = Command::new(rb)
+        .args([
+            "lab", "run", "tcp_nup", "--name", &lab, "--tunnel", "-l", "3", "--delay", "0.5",
+            "-n", "1", "-q", "--json", "-",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        t["latency"]["summary"]["upload_mbps"].as_f64().unwrap() > 0.5,
+        "{}",
+        t["latency"]["summary"]
+    );
+    assert_eq!(t["latency"]["host"], "10.202.0.2", "{}", t["latency"]["host"]);
     let json = std::env::temp_dir().join(format!("{lab}.json"));
     let out = Command::new(rb)
         .args([
@@ -167,6 +223,10 @@ fn vm_router_boots_and_carries_an_rrul() {
             .unwrap()
             .contains("router CPU")
     );
+    // The taps' tun rings were counted (qdisc and /proc/net/dev inside the namespaces).
+    for t in r["lab"]["tap_queues"].as_array().unwrap() {
+        assert!(t["ring"]["capacity_packets"].as_u64().unwrap() > 0, "{t}");
+    }
     // Kernel stamps at both ends of the UDP probes: this host's and the armv7 reflector's.
     for p in r["latency"]["probes"].as_array().unwrap() {
         if p["kind"] == "udp" {
@@ -185,6 +245,11 @@ fn vm_router_boots_and_carries_an_rrul() {
                 .unwrap_or_default()
                 .contains("qemu")
     );
+    assert!(!std::path::Path::new(&format!("/proc/{wg_pid}")).exists() || {
+        let c = std::fs::read_to_string(format!("/proc/{wg_pid}/cmdline")).unwrap_or_default();
+        !c.contains("wireguard-go")
+    });
+    assert!(!std::path::Path::new(&format!("/run/routerbench-lab/{lab}.ctl")).exists());
     for part in ["lan", "rtr", "wan"] {
         assert!(!std::path::Path::new(&format!("/run/netns/{lab}-{part}")).exists());
     }

@@ -186,11 +186,47 @@ pub struct CapacityPoint {
 }
 
 /// `routerbench lab capacity`: what the router namespace forwards when nothing shapes it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct CapacityResult {
     /// Which client/server moved the bytes (e.g. "iperf3 3.12 (external)", "routerbench").
     pub generator: String,
     pub points: Vec<CapacityPoint>,
+    /// The VM router's CPU budget the points were measured at (percent of one host core;
+    /// None = no limit, or the namespace router).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_budget_pct: Option<u32>,
+    /// Through the VM router's WireGuard tunnel, beside the crypto row's prediction, per flow
+    /// count (`lab capacity --router vm --wireguard`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wireguard: Vec<WireguardCheck>,
+}
+
+/// The tunnel's measured goodput against the model (docs/vm-router.md, "WireGuard"): per
+/// packet, the router spends its unencrypted forwarding time plus the AEAD's time for one
+/// 1456-byte packet, both measured on the same VM at the same CPU budget.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct WireguardCheck {
+    pub flows: u32,
+    /// Unencrypted goodput on the same boot, bit/s, and the packets per second it means.
+    pub plain_goodput_bps: f64,
+    pub plain_packets_per_s: f64,
+    /// Forwarding time per packet, µs (1 / plain_packets_per_s).
+    pub forward_us_per_packet: f64,
+    /// The crypto row inside the VM: engine, algorithm, bytes/s at 1456 B (per wall second).
+    pub crypto_engine: String,
+    pub crypto_algorithm: String,
+    pub crypto_bytes_per_s: f64,
+    /// AEAD time for one 1456-byte packet, µs.
+    pub crypto_us_per_packet: f64,
+    /// The model's goodput: TCP payload per tunnel packet / (forward + crypto time).
+    pub predicted_goodput_bps: f64,
+    /// Through the tunnel, bit/s.
+    pub measured_goodput_bps: f64,
+    pub measured_seconds: f64,
+    pub retransmits: Option<u64>,
+    /// (measured − predicted) / predicted, percent.
+    pub error_pct: f64,
+    pub cpu_budget_pct: Option<u32>,
 }
 
 /// Latency samples of one probe series, ms.
@@ -373,6 +409,9 @@ pub struct SqmCapacity {
     pub points: Vec<SqmPoint>,
     /// Flows, seconds per point, buffer rule.
     pub method: String,
+    /// The router it ran on, with its CPU budget (the VM router: vCPUs, budget, how).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router: Option<String>,
 }
 
 /// Which AQM a lab runs and where (`lab up --qdisc Q --aqm kernel|userspace`).

@@ -72,6 +72,10 @@ pub struct RunResult {
     /// The highest shaped rate this CPU sustains with SQM (cake / fq_codel), from the lab.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sqm_capacity: Option<lab::SqmCapacity>,
+    /// Several SQM capacities measured side by side on one router (`lab capacity --router vm
+    /// --side-by-side`: kernel cake, kernel fq_codel+htb, userspace cake).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sqm_side_by_side: Vec<lab::SqmCapacity>,
     /// Things a reader must know to trust the numbers (missing sources, skipped parts).
     #[serde(default)]
     pub notes: Vec<String>,
@@ -96,6 +100,7 @@ impl RunResult {
             lab: None,
             throughput: None,
             sqm_capacity: None,
+            sqm_side_by_side: Vec::new(),
             notes: Vec::new(),
             interrupted: false,
         }

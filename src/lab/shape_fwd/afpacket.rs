@@ -425,7 +425,8 @@ impl PacketSocket {
                 self.fd.as_raw_fd(),
                 msgs.as_mut_ptr(),
                 n as libc::c_uint,
-                libc::MSG_DONTWAIT,
+                // c_int on glibc, c_uint on musl.
+                libc::MSG_DONTWAIT as _,
             )
         };
         if r < 0 { 0 } else { r as usize }

@@ -22,6 +22,9 @@ pub const MAX_OUTPUT: usize = 4 << 20;
 /// Run routerbench inside the VM with these arguments.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ExecRequest {
+    /// Echoed in the reply, so a reply left over from an earlier client is told apart.
+    #[serde(default)]
+    pub id: u64,
     pub args: Vec<String>,
     /// Killed after this long.
     pub timeout_s: f64,
@@ -30,6 +33,8 @@ pub struct ExecRequest {
 /// What the command did.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct ExecReply {
+    #[serde(default)]
+    pub id: u64,
     /// Exit code; None when killed or not started.
     pub status: Option<i32>,
     pub stdout: String,
@@ -103,6 +108,7 @@ pub fn run_request(exe: &std::path::Path, req: &ExecRequest) -> ExecReply {
         h.and_then(|h| h.join().ok()).unwrap_or_default()
     };
     ExecReply {
+        id: req.id,
         status,
         stdout: join(out),
         stderr: join(err),
@@ -161,7 +167,10 @@ pub fn serve_control() -> Result<()> {
                 continue;
             }
             let reply = match serde_json::from_slice::<ExecRequest>(&line) {
-                Ok(req) => run_request(&exe, &req),
+                Ok(req) => ExecReply {
+                    id: req.id,
+                    ..run_request(&exe, &req)
+                },
                 Err(e) => ExecReply {
                     error: Some(format!("not a request: {e}")),
                     ..Default::default()
@@ -235,17 +244,20 @@ mod tests {
         let r = run_request(
             sh,
             &ExecRequest {
+                id: 9,
                 args: vec!["-c".into(), "echo out; echo err >&2; exit 3".into()],
                 timeout_s: 10.0,
             },
         );
         assert_eq!(r.status, Some(3));
+        assert_eq!(r.id, 9);
         assert_eq!(r.stdout, "out\n");
         assert_eq!(r.stderr, "err\n");
         assert!(!r.timed_out);
         let slow = run_request(
             sh,
             &ExecRequest {
+                id: 1,
                 args: vec!["-c".into(), "sleep 30".into()],
                 timeout_s: 1.0,
             },
@@ -255,6 +267,7 @@ mod tests {
         let missing = run_request(
             std::path::Path::new("/nonexistent/routerbench"),
             &ExecRequest {
+                id: 2,
                 args: vec![],
                 timeout_s: 1.0,
             },

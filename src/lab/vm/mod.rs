@@ -11,6 +11,7 @@
 //! ```
 
 pub mod assets;
+pub mod control;
 pub mod files;
 pub mod guest;
 pub mod guest_run;
@@ -420,6 +421,24 @@ fn build(
     };
     state::save_config(&cfg)?;
     Ok(cfg)
+}
+
+/// `cfg` with its tests aimed through the VM router's WireGuard tunnel: the WAN host's tunnel
+/// address replaces its lab address (the servers bind to it, the clients send to it).
+pub fn via_tunnel(cfg: &LabConfig) -> Result<LabConfig> {
+    let wg = cfg
+        .router_vm
+        .as_ref()
+        .and_then(|v| v.wireguard.as_ref())
+        .ok_or_else(|| {
+            LabError::State(format!(
+                "lab {} has no WireGuard tunnel: `lab up --router vm --wireguard`",
+                cfg.name
+            ))
+        })?;
+    let mut c = cfg.clone();
+    c.wan_ip = wg.wan_tunnel_ip.clone();
+    Ok(c)
 }
 
 fn apply_nat_routes(wan: &str, nat: bool) -> Result<()> {
