@@ -425,7 +425,7 @@ impl PacketSocket {
                 self.fd.as_raw_fd(),
                 msgs.as_mut_ptr(),
                 n as libc::c_uint,
-                // c_int on glibc, c_uint on musl.
+                // `as _`: musl's sendmmsg takes unsigned flags, glibc's signed.
                 libc::MSG_DONTWAIT as _,
             )
         };
