@@ -149,7 +149,9 @@ fn vm_router_boots_and_carries_an_rrul() {
     assert_eq!(wg["wan_tunnel_ip"], "10.202.0.2", "{vm}");
     let wg_pid = wg["wireguard_go_pid"].as_i64().unwrap();
     assert!(
-        vm["steps"].to_string().contains("WireGuard wg0 10.202.0.1/24"),
+        vm["steps"]
+            .to_string()
+            .contains("WireGuard wg0 10.202.0.1/24"),
         "{vm}"
     );
     // The control port: routerbench run inside the VM, its output back on the host.
@@ -173,8 +175,8 @@ fn vm_router_boots_and_carries_an_rrul() {
     // Through the tunnel: a short upload to the WAN host's tunnel address.
     let out = Command::new(rb)
         .args([
-            "lab", "run", "tcp_nup", "--name", &lab, "--tunnel", "-l", "3", "--delay", "0.5",
-            "-n", "1", "-q", "--json", "-",
+            "lab", "run", "tcp_nup", "--name", &lab, "--tunnel", "-l", "3", "--delay", "0.5", "-n",
+            "1", "-q", "--json", "-",
         ])
         .output()
         .unwrap();
@@ -189,7 +191,11 @@ fn vm_router_boots_and_carries_an_rrul() {
         "{}",
         t["latency"]["summary"]
     );
-    assert_eq!(t["latency"]["host"], "10.202.0.2", "{}", t["latency"]["host"]);
+    assert_eq!(
+        t["latency"]["host"], "10.202.0.2",
+        "{}",
+        t["latency"]["host"]
+    );
     let json = std::env::temp_dir().join(format!("{lab}.json"));
     let out = Command::new(rb)
         .args([
@@ -245,10 +251,12 @@ fn vm_router_boots_and_carries_an_rrul() {
                 .unwrap_or_default()
                 .contains("qemu")
     );
-    assert!(!std::path::Path::new(&format!("/proc/{wg_pid}")).exists() || {
-        let c = std::fs::read_to_string(format!("/proc/{wg_pid}/cmdline")).unwrap_or_default();
-        !c.contains("wireguard-go")
-    });
+    assert!(
+        !std::path::Path::new(&format!("/proc/{wg_pid}")).exists() || {
+            let c = std::fs::read_to_string(format!("/proc/{wg_pid}/cmdline")).unwrap_or_default();
+            !c.contains("wireguard-go")
+        }
+    );
     assert!(!std::path::Path::new(&format!("/run/routerbench-lab/{lab}.ctl")).exists());
     for part in ["lan", "rtr", "wan"] {
         assert!(!std::path::Path::new(&format!("/run/netns/{lab}-{part}")).exists());

@@ -68,7 +68,11 @@ pub fn predict_wireguard(
         f64::INFINITY
     };
     let predicted = TUNNEL_PAYLOAD * 8.0 / (fwd_s + crypto_s);
-    let predicted = if predicted.is_finite() { predicted } else { 0.0 };
+    let predicted = if predicted.is_finite() {
+        predicted
+    } else {
+        0.0
+    };
     WireguardCheck {
         flows,
         plain_goodput_bps,
@@ -117,9 +121,8 @@ pub fn vm_crypto_rate(cfg: &crate::results::lab::LabConfig) -> Result<(f64, Stri
             r.stderr.trim()
         )));
     }
-    let run: crate::results::RunResult = serde_json::from_str(&r.stdout).map_err(|e| {
-        LabError::Unexpected(format!("the VM's crypto JSON does not parse: {e}"))
-    })?;
+    let run: crate::results::RunResult = serde_json::from_str(&r.stdout)
+        .map_err(|e| LabError::Unexpected(format!("the VM's crypto JSON does not parse: {e}")))?;
     let c = run
         .crypto
         .ok_or_else(|| LabError::Unexpected("the VM's crypto run has no crypto result".into()))?;
@@ -183,9 +186,9 @@ pub fn run(plan: &CapacityPlan, generator: &dyn LoadGenerator) -> Result<Capacit
             let (rate, engine) = vm_crypto_rate(&cfg)?;
             let tunnel = super::vm::via_tunnel(&cfg)?;
             for &flows in &plan.flows {
-                let out = generator
-                    .run(&tunnel, &load(flows))
-                    .with_context(|| format!("capacity through WireGuard ({flows} flows) failed"))?;
+                let out = generator.run(&tunnel, &load(flows)).with_context(|| {
+                    format!("capacity through WireGuard ({flows} flows) failed")
+                })?;
                 let plain = points
                     .iter()
                     .find(|p| !p.nat && p.flows == flows)
@@ -227,7 +230,10 @@ mod tests {
         assert!((c.plain_packets_per_s - 8632.6).abs() < 0.1, "{c:?}");
         assert!((c.forward_us_per_packet - 115.84).abs() < 0.01);
         assert!((c.crypto_us_per_packet - 72.8).abs() < 1e-9);
-        assert!((c.predicted_goodput_bps / 1e6 - 58.03).abs() < 0.01, "{c:?}");
+        assert!(
+            (c.predicted_goodput_bps / 1e6 - 58.03).abs() < 0.01,
+            "{c:?}"
+        );
         assert!((c.error_pct + 10.05).abs() < 0.05, "{}", c.error_pct);
         assert_eq!(c.cpu_budget_pct, Some(50));
         // A crypto row that measured nothing predicts nothing, and no error is claimed.

@@ -238,9 +238,10 @@ pub fn vm_router_words(v: &super::vm::VmSpec) -> String {
         "VM router (qemu-system-arm cortex-a15, {} vCPU, {} MiB), CPU budget {}",
         v.vcpus,
         v.memory_mib,
-        v.cpu_budget_pct.map_or("none (no cgroup limit)".to_string(), |p| format!(
-            "{p} % of one host core (cgroup cpu quota on qemu)"
-        ))
+        v.cpu_budget_pct
+            .map_or("none (no cgroup limit)".to_string(), |p| format!(
+                "{p} % of one host core (cgroup cpu quota on qemu)"
+            ))
     )
 }
 

@@ -442,8 +442,10 @@ pub fn wireguard(w: &[crate::results::lab::WireguardCheck]) -> String {
     let _ = writeln!(
         s,
         "| flows | unencrypted | forward µs/pkt | {} | crypto µs/pkt | predicted | measured | error |",
-        w.first()
-            .map_or("crypto".to_string(), |c| format!("{} at 1456 B", c.crypto_algorithm))
+        w.first().map_or("crypto".to_string(), |c| format!(
+            "{} at 1456 B",
+            c.crypto_algorithm
+        ))
     );
     let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
     for c in w {

@@ -207,9 +207,15 @@ pub fn serve_shape(s: &GuestShape) -> Result<()> {
     );
     let stop = Arc::new(AtomicBool::new(false));
     let mut threads = Vec::new();
-    for (d, rate) in [(s.up.clone(), s.up_rate_bps), (s.down.clone(), s.down_rate_bps)] {
+    for (d, rate) in [
+        (s.up.clone(), s.up_rate_bps),
+        (s.down.clone(), s.down_rate_bps),
+    ] {
         let q = crate::lab::shape_fwd::make_qdisc(s.qdisc, rate, s.buffer_bytes);
-        let (st, rep) = (stop.clone(), Arc::new(Mutex::new(DirectionReport::default())));
+        let (st, rep) = (
+            stop.clone(),
+            Arc::new(Mutex::new(DirectionReport::default())),
+        );
         threads.push(
             std::thread::Builder::new()
                 .name(format!("shape-{}", d.name))

@@ -167,7 +167,10 @@ pub fn configure(d: &WgDevice, addr: Ipv4Addr, prefix: u8) -> io::Result<()> {
     let mut rt = Netlink::route()?;
     rt.request(
         newlink_msg(&d.ifname),
-        &format!("create WireGuard device {} (is the wireguard module loaded?)", d.ifname),
+        &format!(
+            "create WireGuard device {} (is the wireguard module loaded?)",
+            d.ifname
+        ),
     )?;
     let mut g = Netlink::generic()?;
     let replies = g.query(getfamily_msg(WG_GENL_NAME), "resolve the wireguard family")?;
@@ -305,7 +308,11 @@ mod tests {
     fn keys_from_base64() {
         let k = key_from_base64("yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=\n").unwrap();
         assert_eq!(k[0], 0xc8);
-        assert!(key_from_base64("c2hvcnQ=").unwrap_err().contains("32 bytes"));
+        assert!(
+            key_from_base64("c2hvcnQ=")
+                .unwrap_err()
+                .contains("32 bytes")
+        );
         assert!(key_from_base64("!!").unwrap_err().contains("base64"));
     }
 }
