@@ -18,6 +18,8 @@ pub const WG_PORT: u16 = 51820;
 pub const RTR_TUNNEL_IP: &str = "10.202.0.1";
 pub const WAN_TUNNEL_IP: &str = "10.202.0.2";
 pub const TUNNEL_NET: &str = "10.202.0.0/24";
+/// The WAN host's routing table for replies from its tunnel address (policy rule priority too).
+pub const TUNNEL_TABLE: u32 = 202;
 /// WireGuard's default MTU on a 1500-byte path (IPv4 or IPv6 outer header, 80 bytes).
 pub const WG_MTU: u32 = 1420;
 /// wireguard-go's UAPI sockets.
@@ -202,7 +204,26 @@ pub fn start(name: &str, wan: &str, keys: &WgKeys) -> Result<VmWireguard> {
         &ifname,
     ])?;
     ip(&["link", "set", &ifname, "mtu", &WG_MTU.to_string(), "up"])?;
-    ip(&["route", "replace", crate::lab::LAN_NET, "dev", &ifname])?;
+    // Only what the WAN host sends from its tunnel address goes back through the tunnel (the
+    // servers of `--tunnel` tests bind to it): a policy rule, so the lab's plain path (the main
+    // table's route to the LAN via the router, or none with NAT) stays as it is. A route to the
+    // LAN in the main table through the tunnel would send the plain path's replies into it too,
+    // with a source (10.201.2.2) the router's peer does not allow, and they would be dropped.
+    let table = TUNNEL_TABLE.to_string();
+    ip(&[
+        "route",
+        "replace",
+        crate::lab::LAN_NET,
+        "dev",
+        &ifname,
+        "table",
+        &table,
+    ])?;
+    let from = format!("{WAN_TUNNEL_IP}/32");
+    let rule = |verb| ["rule", verb, "from", &from, "lookup", &table, "priority", &table];
+    // `ip rule add` twice makes two rules: remove an old one first (none is fine).
+    let _ = crate::lab::router::ip(wan, &rule("del"));
+    ip(&rule("add"))?;
     Ok(VmWireguard {
         rtr_tunnel_ip: RTR_TUNNEL_IP.into(),
         wan_tunnel_ip: WAN_TUNNEL_IP.into(),
