@@ -69,23 +69,30 @@ pub fn stop(name: &str) {
 pub fn stop_pid(pid: i32) {
     use nix::sys::signal::{Signal, kill};
     let p = nix::unistd::Pid::from_raw(pid);
+    // A qemu this process started and that has exited is a zombie until it is waited for
+    // (`lab capacity` boots one VM per point): reap it. ECHILD (not ours) is fine.
+    let reap = || {
+        let _ = nix::sys::wait::waitpid(p, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
+    };
     if !qemu::qemu_alive(pid) {
+        reap();
         return;
     }
     let _ = kill(p, Signal::SIGTERM);
     let t0 = Instant::now();
     while qemu::qemu_alive(pid) && t0.elapsed() < Duration::from_secs(2) {
-        let _ = nix::sys::wait::waitpid(p, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
+        reap();
         std::thread::sleep(Duration::from_millis(20));
     }
     if qemu::qemu_alive(pid) {
         let _ = kill(p, Signal::SIGKILL);
         let t1 = Instant::now();
         while qemu::qemu_alive(pid) && t1.elapsed() < Duration::from_secs(2) {
-            let _ = nix::sys::wait::waitpid(p, Some(nix::sys::wait::WaitPidFlag::WNOHANG));
+            reap();
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+    reap();
 }
 
 /// True if lab `cfg` has a VM router and its qemu still runs.
