@@ -311,9 +311,13 @@ mod tests {
 
     #[test]
     fn cached_kernel_package_names() {
-        assert!(is_kernel_deb("linux-image-6.1.0-57-armmp_6.1.192-3_armhf.deb"));
+        assert!(is_kernel_deb(
+            "linux-image-6.1.0-57-armmp_6.1.192-3_armhf.deb"
+        ));
         assert!(!is_kernel_deb("linux-image-armmp_6.1.192-3_armhf.deb"));
-        assert!(!is_kernel_deb("linux-image-6.1.0-57-armmp_6.1.192-3_arm64.deb"));
+        assert!(!is_kernel_deb(
+            "linux-image-6.1.0-57-armmp_6.1.192-3_arm64.deb"
+        ));
         assert!(!is_kernel_deb("busybox-static_1.35.0-4_armhf.deb"));
     }
 

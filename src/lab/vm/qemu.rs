@@ -270,6 +270,7 @@ pub fn console_tail(console: &Path, n: usize) -> String {
 }
 
 /// What the wait for the router found.
+#[derive(Debug, PartialEq)]
 pub enum Boot {
     /// The ready line's JSON.
     Ready(String),
@@ -278,6 +279,26 @@ pub enum Boot {
 }
 
 /// Waits until the console shows the ready (or failed) line, qemu exits, or `limit` passes.
+/// The router's ready or failed line in the console text so far. Only whole lines count: the
+/// guest writes its long ready line through the emulated serial port a piece at a time, and on a
+/// loaded host the console file was read mid-line (the JSON cut off at column 780).
+pub fn boot_outcome(text: &str) -> Option<Boot> {
+    for line in text.split_inclusive('\n').filter(|l| l.ends_with('\n')) {
+        let line = line.trim_end_matches(['\n', '\r']);
+        if let Some(j) = line.find(super::guest::READY) {
+            return Some(Boot::Ready(
+                line[j + super::guest::READY.len()..].to_string(),
+            ));
+        }
+        if let Some(j) = line.find(super::guest::FAILED) {
+            return Some(Boot::Failed(
+                line[j + super::guest::FAILED.len()..].to_string(),
+            ));
+        }
+    }
+    None
+}
+
 pub fn wait_ready(
     child: &mut std::process::Child,
     console: &Path,
@@ -289,18 +310,8 @@ pub fn wait_ready(
         let text = std::fs::read(console)
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .unwrap_or_default();
-        for line in text.lines() {
-            let line = line.trim_end_matches('\r');
-            if let Some(j) = line.find(super::guest::READY) {
-                return Ok(Boot::Ready(
-                    line[j + super::guest::READY.len()..].to_string(),
-                ));
-            }
-            if let Some(j) = line.find(super::guest::FAILED) {
-                return Ok(Boot::Failed(
-                    line[j + super::guest::FAILED.len()..].to_string(),
-                ));
-            }
+        if let Some(b) = boot_outcome(&text) {
+            return Ok(b);
         }
         if let Ok(Some(status)) = child.try_wait() {
             let err = std::fs::read_to_string(log).unwrap_or_default();
@@ -349,6 +360,25 @@ pub fn version(qemu: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ready_line_only_when_whole() {
+        let r = super::super::guest::READY;
+        let f = super::super::guest::FAILED;
+        // Written so far: the ready line without its end. Not yet.
+        let part = format!("[    1.2] virtio_net\r\n{r}{{\"identity\":{{\"arch\":\"ar");
+        assert_eq!(boot_outcome(&part), None);
+        let whole = format!("{part}m\"}}}}\r\nmore");
+        assert_eq!(
+            boot_outcome(&whole),
+            Some(Boot::Ready("{\"identity\":{\"arch\":\"arm\"}}".into()))
+        );
+        assert_eq!(
+            boot_outcome(&format!("x\n{f}no eth1\n")),
+            Some(Boot::Failed("no eth1".into()))
+        );
+        assert_eq!(boot_outcome(""), None);
+    }
 
     #[test]
     fn qemu_arguments() {

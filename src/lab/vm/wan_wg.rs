@@ -220,7 +220,11 @@ pub fn start(name: &str, wan: &str, keys: &WgKeys) -> Result<VmWireguard> {
         &table,
     ])?;
     let from = format!("{WAN_TUNNEL_IP}/32");
-    let rule = |verb| ["rule", verb, "from", &from, "lookup", &table, "priority", &table];
+    let rule = |verb| {
+        [
+            "rule", verb, "from", &from, "lookup", &table, "priority", &table,
+        ]
+    };
     // `ip rule add` twice makes two rules: remove an old one first (none is fine).
     let _ = crate::lab::router::ip(wan, &rule("del"));
     ip(&rule("add"))?;
