@@ -5,8 +5,57 @@
 mod lab_support;
 
 use routerbench::lab::vm::nlconf::{self, Netlink, QdiscPlan};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// `Command::output` with a time limit: a routerbench command that hangs is killed (its PID)
+/// and the test fails, and the lab guard then removes the lab (qemu, wireguard-go and the
+/// namespaces' other processes by PID, the taps with qemu, the namespaces by name).
+trait Bounded {
+    fn bounded(&mut self, limit: Duration) -> Output;
+}
+
+impl Bounded for Command {
+    fn bounded(&mut self, limit: Duration) -> Output {
+        let mut child = self
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+        let o = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut out, &mut v);
+            v
+        });
+        let e = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut err, &mut v);
+            v
+        });
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if t0.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "{self:?} did not finish within {} s: killed",
+                    limit.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        Output {
+            status,
+            stdout: o.join().unwrap(),
+            stderr: e.join().unwrap(),
+        }
+    }
+}
 
 fn name(tag: &str) -> String {
     static N: AtomicU32 = AtomicU32::new(0);
@@ -133,8 +182,7 @@ fn vm_router_boots_and_carries_an_rrul() {
             &lab,
             "--json",
         ])
-        .output()
-        .unwrap();
+        .bounded(Duration::from_secs(300));
     assert!(
         out.status.success(),
         "{}",
@@ -157,8 +205,7 @@ fn vm_router_boots_and_carries_an_rrul() {
     // The control port: routerbench run inside the VM, its output back on the host.
     let out = Command::new(rb)
         .args(["lab", "exec", "--name", &lab, "--", "device", "--json", "-"])
-        .output()
-        .unwrap();
+        .bounded(Duration::from_secs(300));
     assert!(
         out.status.success(),
         "{}",
@@ -169,8 +216,7 @@ fn vm_router_boots_and_carries_an_rrul() {
     // A command that fails inside the VM fails here, with its status.
     let out = Command::new(rb)
         .args(["lab", "exec", "--name", &lab, "--", "no-such-command"])
-        .output()
-        .unwrap();
+        .bounded(Duration::from_secs(300));
     assert_eq!(out.status.code(), Some(2));
     // Through the tunnel: a short upload to the WAN host's tunnel address.
     let out = Command::new(rb)
@@ -178,8 +224,7 @@ fn vm_router_boots_and_carries_an_rrul() {
             "lab", "run", "tcp_nup", "--name", &lab, "--tunnel", "-l", "3", "--delay", "0.5", "-n",
             "1", "-q", "--json", "-",
         ])
-        .output()
-        .unwrap();
+        .bounded(Duration::from_secs(300));
     assert!(
         out.status.success(),
         "{}",
@@ -203,8 +248,7 @@ fn vm_router_boots_and_carries_an_rrul() {
         ])
         .arg("--json")
         .arg(&json)
-        .output()
-        .unwrap();
+        .bounded(Duration::from_secs(300));
     assert!(
         out.status.success(),
         "{}",
@@ -242,8 +286,7 @@ fn vm_router_boots_and_carries_an_rrul() {
     }
     let out = Command::new(rb)
         .args(["lab", "down", "--name", &lab])
-        .output()
-        .unwrap();
+        .bounded(Duration::from_secs(300));
     assert!(out.status.success());
     assert!(
         !std::path::Path::new(&format!("/proc/{pid}/cmdline")).exists()
