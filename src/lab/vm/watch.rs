@@ -61,7 +61,7 @@ pub fn ring_occupancy(readings: &[TapReading], capacity: Option<u64>) -> Vec<(u6
             if let Some(c) = capacity {
                 pkts = pkts.min(c);
             }
-            let mean = if sent > 0 { sent_bytes / sent } else { 0 };
+            let mean = sent_bytes.checked_div(sent).unwrap_or(0);
             let bytes = sent_bytes.saturating_sub(read_bytes + dropped * mean);
             (pkts, bytes)
         })
@@ -260,7 +260,7 @@ fn places(monitor: Option<&MonitorResult>, taps: &[TapQueue]) -> Vec<QueuePlace>
         });
     }
     v.retain(|p| p.peak_bytes >= BUILT_BYTES);
-    v.sort_by(|a, b| b.peak_bytes.cmp(&a.peak_bytes));
+    v.sort_by_key(|b| std::cmp::Reverse(b.peak_bytes));
     v
 }
 
@@ -295,7 +295,7 @@ pub fn verdict(
             kb(p.peak_bytes)
         ),
         "tun ring in front of the router" => format!(
-            "the tun ring of {} in front of the router (peak {}), not in its qdisc",
+            "the tun ring of {} in front of the router (peak {})",
             p.dev,
             kb(p.peak_bytes)
         ),
@@ -309,6 +309,10 @@ pub fn verdict(
         None => "no standing queue".to_string(),
         Some((first, rest)) => {
             let mut s = format!("the queue built in {}", say(first));
+            if first.place != "router qdisc" {
+                // Where a user would look first, and where the AQM cannot act.
+                s.push_str(", not in the router's qdisc");
+            }
             if !rest.is_empty() {
                 let others: Vec<String> = rest.iter().map(say).collect();
                 s.push_str(&format!("; also in {}", others.join(", ")));
@@ -452,7 +456,9 @@ mod tests {
             v.line
         );
         assert!(
-            v.line.contains("also in the router's qdisc on eth0"),
+            v.line.contains(
+                "(peak 1514 KB), not in the router's qdisc; also in the router's qdisc on eth0"
+            ),
             "{}",
             v.line
         );
