@@ -110,12 +110,13 @@ pub fn render_result(r: &LabResult) -> String {
 /// One line per SQM capacity point (progress of `lab capacity --qdisc`).
 pub fn sqm_point(p: &crate::results::lab::SqmPoint) -> String {
     format!(
-        "  {:>10}: goodput {} ({:.3} of theory), p99 +{} -> {}{}{}\n",
+        "  {:>10}: goodput {} ({:.3} of theory), p99 {} -> {}{}{}\n",
         fmt_rate(p.rate_bps as f64),
         fmt_rate(p.goodput_bps),
         p.goodput_of_theory,
+        // Signed: below zero, the idle baseline's p99 was the worse one (a disturbed host).
         p.p99_increase_ms
-            .map_or("n/a".to_string(), |v| format!("{v:.2} ms")),
+            .map_or("+n/a".to_string(), |v| format!("{v:+.2} ms")),
         if p.pass { "pass" } else { "FAIL" },
         if p.remeasured { " (re-measured)" } else { "" },
         p.forwarder_cpu_us_per_packet
