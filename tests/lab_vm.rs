@@ -147,11 +147,14 @@ fn netlink_configuration_on_this_kernel() {
 /// The VM router end to end: boot it (`lab up --router vm`, Debian's armmp kernel under
 /// qemu-system-arm), a short RRUL through it with the router's agent, then `lab down`: no qemu,
 /// namespace, cgroup or state file left. Needs root, qemu-system-arm, the armhf architecture in
-/// apt and the static armv7 build (`TARGETS=armv7 bench/cross.sh`); CI has all of them, so there
-/// a missing one fails instead of skipping.
+/// apt, the static armv7 build (`TARGETS=armv7 bench/cross.sh`) and wireguard-go + wg; CI has
+/// all of them, so there (`CI` or `ROUTERBENCH_REQUIRE_VM` set) a missing one fails instead of
+/// skipping.
 #[test]
 fn vm_router_boots_and_carries_an_rrul() {
-    let ci = std::env::var_os("CI").is_some();
+    // `.ci/run` sets ROUTERBENCH_REQUIRE_VM as root (after bench/cross.sh built the armv7 binary).
+    let ci =
+        std::env::var_os("CI").is_some() || std::env::var_os("ROUTERBENCH_REQUIRE_VM").is_some();
     let missing = if !routerbench::lab::sys::is_root() {
         Some("not root".to_string())
     } else if let Err(e) = routerbench::lab::vm::preflight() {
