@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every fuzz target for SECONDS each (default 60), seeded from the protocol captures in
-# ../shared/spec/iperf3.md when that file is present, and prints one line per target.
+# docs/protocols/iperf3.md when that file is present, and prints one line per target.
 #
 #   fuzz/run-all.sh                  # 60 s per target
 #   SECONDS_PER_TARGET=300 fuzz/run-all.sh iperf3_params rb_frame
@@ -15,7 +15,7 @@ command -v cargo-fuzz >/dev/null || { echo "cargo-fuzz missing: cargo install ca
 if ! rustc --version | grep -q nightly; then
   export RUSTC_BOOTSTRAP=1
 fi
-SPEC=../../shared/spec/iperf3.md
+SPEC=../docs/protocols/iperf3.md
 seed() { # $1 = target, $2 = name, stdin = bytes
   mkdir -p "corpus/$1"
   cat >"corpus/$1/$2"

@@ -22,5 +22,6 @@ pub mod results;
 pub mod server;
 pub mod service;
 pub mod stats;
+pub mod stress;
 pub mod util;
 pub mod wire;

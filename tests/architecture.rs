@@ -1,4 +1,4 @@
-//! The layer rules of the library (README "Architecture"), checked on the source text:
+//! The layer rules of the library (docs/architecture.md), checked on the source text:
 //!
 //! 1. Top-level modules are ordered; a module uses only modules lower in [`ORDER`], and `report`
 //!    uses only `results`, `util` and `stats` (it renders results, it does not reach into
@@ -18,11 +18,11 @@ use std::path::Path;
 /// Lowest first.
 const ORDER: &[&str] = &[
     "util", "stats", "wire", "net", "results", "device", "crypto", "service", "monitor", "iperf3",
-    "latency", "server", "lab", "report", "cli",
+    "latency", "server", "stress", "lab", "report", "cli",
 ];
 const REPORT_MAY_USE: &[&str] = &["results", "stats", "util"];
 const MEASURING: &[&str] = &[
-    "crypto", "device", "iperf3", "lab", "latency", "monitor", "server",
+    "crypto", "device", "iperf3", "lab", "latency", "monitor", "server", "stress",
 ];
 const PRINT_MACROS: &[&str] = &[
     "println!",

@@ -46,6 +46,20 @@ fn unknown_subcommand_is_a_usage_error() {
 fn json_flag_takes_a_file_or_dash() {
     let dir = std::env::temp_dir().join(format!("rb-device-json-{}", std::process::id()));
     let path = dir.join("sub").join("device.json");
+    // A missing directory is never created for the user: refused before measuring, naming it.
+    let out = routerbench()
+        .args(["device", "--json"])
+        .arg(&path)
+        .output()
+        .expect("run routerbench");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("does not exist") && err.contains("mkdir -p"),
+        "{err}"
+    );
+    assert!(!dir.exists(), "no directory was created");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let out = routerbench()
         .args(["device", "--json"])
         .arg(&path)

@@ -397,7 +397,7 @@ fn multi_threads_sum_and_use_wall_time() {
     assert_eq!(v["crypto"]["time_base"], "elapsed");
 }
 
-/// The wiki's summary awk + sed (spec/crypto.md §1.1), applied to `--format openssl` output,
+/// The wiki's summary awk + sed (docs/protocols/openssl-speed.md §1.1), applied to `--format openssl` output,
 /// yields the same 13 numbers as `--format openwrt` for either cipher column.
 #[test]
 fn wiki_awk_reads_the_openssl_format_like_the_row() {

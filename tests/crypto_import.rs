@@ -1,4 +1,4 @@
-//! Import of saved `openssl speed` output, one fixture per format (spec/crypto.md §2): the real
+//! Import of saved `openssl speed` output, one fixture per format (docs/protocols/openssl-speed.md §2): the real
 //! OpenSSL 3.0.19 captures of this machine (stdout only, with stderr mixed in, -evp, legacy DES,
 //! -mr, -multi 2) and fixtures written from the documented formats (1.0.2, 1.1.1, 3.5 with the
 //! 4-column RSA line). Parsed values and rendered rows are compared byte for byte.
@@ -70,7 +70,7 @@ fn openssl_3_0_stdout_capture_the_real_sample() {
     assert_eq!((rsa.sign_per_sec, rsa.verify_per_sec), (2880.0, 53242.6));
     let dsa = r.public_key(Algorithm::Dsa2048).unwrap();
     assert_eq!((dsa.sign_per_sec, dsa.verify_per_sec), (3791.2, 4136.2));
-    // The spec's awk row of this sample (§1.3), with the version cell the awk loses and DES as 0.
+    // The wiki awk's row of this sample (docs/protocols/openssl-speed.md §1.3), with the version cell the awk loses and DES as 0.
     assert_eq!(
         openwrt_row(&r, &id(), 8192),
         "| r23633 | Qualcomm Atheros IPQ8064 | OpenSSL 3.0.19 | 545674970 | 1268176980 | \
@@ -127,7 +127,7 @@ fn openssl_1_1_1_two_word_labels_reproduce_the_public_row() {
     let r = import("openssl-1.1.1m-aarch64.txt");
     assert_eq!(r.engine.version, "OpenSSL 1.1.1m");
     assert_eq!(layout(&r), "1.1.1");
-    // The public 1.1.1m row (spec §1.3) reads ciphers at 1024 bytes.
+    // The public 1.1.1m row (docs/protocols/openssl-speed.md §1.3) reads ciphers at 1024 bytes.
     assert_eq!(
         openwrt_row(&r, &[], 1024),
         "| OpenSSL 1.1.1m | 743024330 | 1877378050 | 1706296320 | 672873810 | 86692520 | \

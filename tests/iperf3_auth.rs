@@ -121,7 +121,7 @@ fn stale_token_answer(port: u16, keys: &Keys) -> Vec<u8> {
     let params = format!(
         r#"{{"tcp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"authtoken":"{token}","client_version":"3.12"}}"#
     );
-    let mut s = control_with_params("127.0.0.1", port, 42, &params).expect("control");
+    let mut s = control_with_params("127.0.0.4", port, 42, &params).expect("control");
     let mut answer = Vec::new();
     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
     let _ = s.read_to_end(&mut answer);
@@ -143,12 +143,16 @@ fn iperf3_client_against_our_server() {
     );
     let p = PORT_OURS.to_string();
     let pubkey = keys.path("public.pem");
-    let client = |user: &str, pw: Option<&str>| {
+    // Each failing case from an address of its own: a failed login makes its address wait
+    // (1 s, 2 s, …) before the next is looked at.
+    let client = |user: &str, pw: Option<&str>, from: &str| {
         run_with_password(
             &iperf3(),
             &[
                 "-c",
                 "127.0.0.1",
+                "-B",
+                from,
                 "-p",
                 &p,
                 "-t",
@@ -161,13 +165,13 @@ fn iperf3_client_against_our_server() {
             pw,
         )
     };
-    let (ok, text) = client("mario", Some("rossi"));
+    let (ok, text) = client("mario", Some("rossi"), "127.0.0.1");
     assert!(ok, "right password: {text}");
-    for (user, pw, why) in [
-        ("mario", "verdi", "wrong password"),
-        ("luigi", "rossi", "unknown user"),
+    for (user, pw, why, from) in [
+        ("mario", "verdi", "wrong password", "127.0.0.2"),
+        ("luigi", "rossi", "unknown user", "127.0.0.3"),
     ] {
-        let (ok, text) = client(user, Some(pw));
+        let (ok, text) = client(user, Some(pw), from);
         assert!(
             !ok && text.contains("test authorization failed"),
             "{why}: {text}"
@@ -211,7 +215,9 @@ fn iperf3_client_against_our_server() {
     assert!(ok, "OAEP token: {text}");
     let log = srv.stderr_text();
     assert!(
-        log.contains("wrong password") && log.contains("away from the server's clock"),
+        log.contains("wrong password")
+            && log.contains("unknown user")
+            && log.contains("away from the server's clock"),
         "{log}"
     );
 }
@@ -329,6 +335,10 @@ fn routerbench_sessions_need_the_token() {
     assert!(!ok && text.contains("token"), "no token: {text}");
     let (ok, text) = ping(Some("guess"));
     assert!(!ok && text.contains("wrong token"), "wrong token: {text}");
+    // A wrong token makes this address wait 1 s; a try before that is refused unread.
+    let (ok, text) = ping(Some("s3cret"));
+    assert!(!ok && text.contains("too many wrong tokens"), "{text}");
+    std::thread::sleep(Duration::from_millis(1100));
     let (ok, text) = ping(Some("s3cret"));
     assert!(ok, "right token: {text}");
     // The magic and a Hello dribbled slower than the handshake deadline are also refused.
@@ -355,7 +365,10 @@ fn hundreds_of_logins_of_each_padding_are_all_accepted() {
             "--authorized-users-path",
             &keys.path("users.csv"),
             // 4 clients at a time: a client may exit a moment before the server frees its
-            // slot, so leave room above the default 4 tests per host.
+            // slot, so leave room above the default 4 tests per host (and the server-wide
+            // cap, which a per-host cap may not exceed).
+            "--max-concurrent",
+            "16",
             "--max-tests-per-host",
             "16",
         ],

@@ -2,7 +2,7 @@
 //! client → iperf3 server, for TCP, -R, --bidir, -P 4, -u -b 100M and -n 50M. The iperf3 side
 //! must exit 0 and both sides must agree on the bytes of each direction: exactly up to one
 //! block when routerbench receives (it drains what is in flight at TEST_END), and within 10 %
-//! when iperf3 receives (iperf3 drops in-flight data by design, spec/iperf3.md §9) or for UDP
+//! when iperf3 receives (iperf3 drops in-flight data by design, docs/protocols/iperf3.md §9) or for UDP
 //! (datagrams the kernel drops on a loaded box are real loss).
 
 mod iperf3_support;

@@ -1,5 +1,5 @@
 //! Our `-J` output has every key iperf3 3.12 writes (the real samples in
-//! tests/fixtures/iperf3/, from spec/samples/), with the same JSON types, so tools that parse
+//! tests/fixtures/iperf3/, iperf3 3.12's own -J output), with the same JSON types, so tools that parse
 //! iperf3 JSON find what they look for.
 
 use routerbench::server::loopback::{self, LoopbackConfig};

@@ -16,11 +16,10 @@ struct Echo;
 impl ProtocolHandler for Echo {
     fn handle(
         &self,
-        mut stream: TcpStream,
-        prefix: &[u8],
+        mut conn: routerbench::service::Handoff,
     ) -> Result<(), routerbench::service::HandlerError> {
-        stream.write_all(b"hello ")?;
-        stream.write_all(&prefix[1..])?;
+        conn.stream.write_all(b"hello ")?;
+        conn.stream.write_all(&conn.prefix[1..])?;
         Ok(())
     }
 }

@@ -255,7 +255,7 @@ fn fq_codel_cuts_the_fifo_bloat() {
 }
 
 /// The SQM capacity search end to end, capped at one 50 Mbit/s point (the full search takes
-/// minutes: bench/README figures): cake, kernel or userspace, passes at 50 Mbit/s.
+/// minutes: docs/benchmarks.md has its figures): cake, kernel or userspace, passes at 50 Mbit/s.
 #[test]
 fn sqm_capacity_search_runs_one_point() {
     if !can_run("lab_aqm", &["ip", "tc"]) {

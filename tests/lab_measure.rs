@@ -1,5 +1,5 @@
 //! `lab measure`, as root: bulk TCP with the lab's UDP echo probes alongside (as
-//! spec/netns-lab.md's script does with iperf3 + ping), once with routerbench's own iperf3
+//! docs/protocols/netns-lab.md's script does with iperf3 + ping), once with routerbench's own iperf3
 //! client/server and once with Debian's iperf3 as an independent cross-check: loaded-minus-idle
 //! round trip ≈ buffer·8/rate, goodput ≈ 1448/1514 × rate, with and without NAT.
 //! (tests/lab_rrul.rs holds the full accuracy matrix through routerbench's latency tests.)

@@ -193,9 +193,14 @@ fn truncated_and_garbage_control_messages() {
 }
 
 fn probe(session: u64, seq: u32, len: usize) -> Vec<u8> {
+    probe_on(session, 0, seq, len)
+}
+
+/// A probe of stream `stream` (each stream is bound to the port of its first answered probe).
+fn probe_on(session: u64, stream: u8, seq: u32, len: usize) -> Vec<u8> {
     let mut b = vec![0x5a; len];
     ProbeRepr {
-        stream: 0,
+        stream,
         session,
         seq,
         client_tx_ns: 1,
@@ -266,16 +271,29 @@ fn reflector_answers_only_live_sessions_from_their_address() {
         answered(&other, &probe(id, 4, 100)).is_none(),
         "another address"
     );
+    // The right session and stream from the right address but another port: stream 0 is
+    // bound to `s`'s port since its first answered probe.
+    let other_port = udp_from("127.0.0.1", port);
+    assert!(
+        answered(&other_port, &probe(id, 5, 100)).is_none(),
+        "another port of the session's address"
+    );
+    assert!(
+        reply_to(&s, &probe(id, 6, 100)).is_some(),
+        "the bound port is still answered"
+    );
     assert!(logged(&svc, "UnknownSession"));
     assert!(logged(&svc, "WrongAddress"));
-    assert!(logged(&svc, "Truncated"));
-    assert!(logged(&svc, "TooLong"));
+    assert!(logged(&svc, "WrongPort"));
+    // Truncated, oversize and non-probe datagrams never reach the reflector's thread: the
+    // socket filter drops them in the kernel, so nothing of them is logged.
+    assert!(!logged(&svc, "Truncated") && !logged(&svc, "TooLong"));
     // A flood: 300 probes as fast as possible; the bucket (10 + 50/s) bounds the answers.
     let flood = udp_from("127.0.0.1", port);
     flood.set_nonblocking(true).unwrap();
     let start = Instant::now();
     for seq in 0..300 {
-        let _ = flood.send(&probe(id, 100 + seq, 64));
+        let _ = flood.send(&probe_on(id, 1, 100 + seq, 64));
     }
     std::thread::sleep(Duration::from_millis(200));
     let mut got = 0;
@@ -410,12 +428,12 @@ fn reflector_mirrors_the_probe_dscp() {
     use routerbench::net as so;
     let (addr, svc) = server(Bounds::default());
     let (_ctl, id, port) = session(addr);
-    for tos in [0xb8u8, 0x20, 0x00] {
+    for (stream, tos) in [0xb8u8, 0x20, 0x00].into_iter().enumerate() {
         let s = udp_from("127.0.0.1", port);
         s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
         so::set_tos(&s, tos, false).unwrap();
         so::enable_recv_tos(&s, false).unwrap();
-        s.send(&probe(id, tos as u32, 64)).unwrap();
+        s.send(&probe_on(id, stream as u8, tos as u32, 64)).unwrap();
         let mut buf = [0u8; 256];
         let r = so::recv_timestamped(&s, &mut buf).expect("reply");
         assert_eq!(r.len, 64);

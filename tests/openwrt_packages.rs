@@ -469,10 +469,17 @@ fn every_package_installs_and_its_server_serves_iperf3() {
         "{}: no .ipk files (bench/package.sh writes them)",
         dir.display()
     );
+    // ROUTERBENCH_NO_APK=1: .ci/run found no apk-tools v3 and made the .ipk files only.
+    let no_apk = std::env::var_os("ROUTERBENCH_NO_APK").is_some_and(|v| v == "1");
+    if no_apk {
+        eprintln!(
+            "ROUTERBENCH_NO_APK=1: no apk-tools v3 on this machine, the .apk files are not tested"
+        );
+    }
     for ipk in &ipks {
         let arch = arch_of(ipk);
         assert!(
-            apks.iter().any(|a| arch_of(a) == arch),
+            no_apk || apks.iter().any(|a| arch_of(a) == arch),
             "{arch}: an .ipk but no .apk in {}",
             dir.display()
         );

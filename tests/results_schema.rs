@@ -93,6 +93,29 @@ fn run_json(dir: &std::path::Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("latest.json")).unwrap()).unwrap()
 }
 
+/// A short `stress --cpu --net loopback` result (the stress section and the monitor's health
+/// fields).
+fn stress_json(dir: &std::path::Path) -> Value {
+    let out_dir = dir.join("stress");
+    let out = Command::new(env!("CARGO_BIN_EXE_routerbench"))
+        .args(["stress", "--for", "10", "-q", "--out-dir"])
+        .arg(&out_dir)
+        .output()
+        .expect("routerbench stress");
+    assert!(
+        out.status.success(),
+        "stress: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("the stress result");
+    serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+}
+
 /// `lab capacity --json` when this machine can build a lab (root, ip, tc, nft).
 fn lab_json() -> Option<Value> {
     let can = routerbench::lab::sys::is_root()
@@ -166,7 +189,7 @@ fn to_v1(v: &mut Value, in_renamed: bool) {
 fn results_schema_doc_matches_real_output() {
     let dir = std::env::temp_dir().join(format!("rb-schema-{}", std::process::id()));
     let run = run_json(&dir);
-    let mut docs = vec![run.clone()];
+    let mut docs = vec![run.clone(), stress_json(&dir)];
     docs.extend(lab_json());
     let mut real = BTreeSet::new();
     for d in &docs {
@@ -303,7 +326,7 @@ fn has_unit(name: &str) -> bool {
         "block_sizes",
         "cpus",
     ];
-    const MORE_COUNTS: [&str; 15] = [
+    const MORE_COUNTS: [&str; 22] = [
         "exchanges",
         "link_quality",
         "discarded_packets",
@@ -319,6 +342,13 @@ fn has_unit(name: &str) -> bool {
         "drops_total",
         "bql_tx_queues",
         "timesecs",
+        "probes",
+        "lost_probes",
+        "segments",
+        "segments_failed",
+        "oom_kills",
+        "netdev_errors",
+        "netdev_dropped",
     ];
     name.split('_').any(|w| UNITS.contains(&w))
         || COUNTS.contains(&name)

@@ -1,10 +1,25 @@
 //! Hostile LAN clients against `routerbench server`, each attack running *at the same time* as a
 //! real client on loopback: the real test completes (or gets a clear refusal where a cap is the
 //! point), the attack's connections are cut within their deadline, and the server's threads,
-//! fds and RSS stay under the caps and return to idle. Attackers connect from 127.0.0.2, a
-//! different host for the per-host limits. Deadlines are set small so each test takes seconds.
+//! fds and RSS stay under the caps and return to idle. Attackers connect from 127.0.0.2 (and up
+//! to 127.0.0.11), different hosts for the per-host limits. Deadlines are set small so each
+//! test takes seconds. The cases of issue 20 are in `server_attacks/`: fair shares under
+//! pressure (`fairness.rs`), whole-message deadlines and busy refusals (`deadlines.rs`), the
+//! UDP hijack and flood (`udp.rs`), token guessing and authtoken replay (`guessing.rs`); they
+//! use servers on ports they pick (`-p 0`).
 
 mod server_support;
+
+#[path = "server_attacks/deadlines.rs"]
+mod deadlines;
+#[path = "server_attacks/fairness.rs"]
+mod fairness;
+#[path = "server_attacks/figures.rs"]
+mod figures;
+#[path = "server_attacks/guessing.rs"]
+mod guessing;
+#[path = "server_attacks/udp.rs"]
+mod udp;
 
 use server_support::*;
 use std::io::{Read, Write};

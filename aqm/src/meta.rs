@@ -1,4 +1,4 @@
-//! Packet metadata computed once on receive (spec/monitor-aqm.md B4): receive timestamp, keyed
+//! Packet metadata computed once on receive (docs/protocols/router-signals.md B4): receive timestamp, keyed
 //! flow and host hashes, lengths, DSCP and ECN, and where the IP header starts so CE can be set
 //! on transmit without parsing again.
 

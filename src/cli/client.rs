@@ -480,10 +480,14 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
     }
     let rc = match &outcome {
         Ok(result) => {
-            if t.json.is_set() {
+            // Written first, reported after the text: a failed write (its document kept
+            // elsewhere) must not swallow the summary.
+            let saved = if t.json.is_set() {
                 let doc = format!("{}\n", crate::iperf3::json::render(result, &system_info));
-                t.json.write_text(&doc, |d| out.output(d))?;
-            }
+                t.json.write_text(&doc, |d| out.output(d)).map(|_| ())
+            } else {
+                Ok(())
+            };
             if !t.json.on_stdout() {
                 out.output(&if args.output.verbose {
                     crate::report::iperf3::render_final_verbose(result)
@@ -498,8 +502,15 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
                 }
             }
             out.flush();
-            if result.interrupted {
-                crate::errln!("routerbench: interrupted: the summary above is this side's only");
+            if let Err(e) = saved {
+                out.error(&format!("routerbench: error: {e:#}"));
+                out.flush();
+                1
+            } else if result.interrupted {
+                crate::errln!(
+                    "routerbench: interrupted: the test ended early; the summary covers the \
+                     part measured"
+                );
                 1
             } else {
                 0

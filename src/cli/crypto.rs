@@ -110,9 +110,13 @@ pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
     envelope.finished_at = crate::util::time::now_rfc3339();
 
     let json_to_stdout = args.json.on_stdout();
-    if args.json.file().is_some() {
-        args.json.write(&envelope)?;
-    }
+    // Written first, reported last: a failed write (its document kept elsewhere) must not
+    // swallow the table.
+    let saved = if args.json.file().is_some() {
+        args.json.write(&envelope).map(|_| ())
+    } else {
+        Ok(())
+    };
     if !json_to_stdout && args.format != OutputFormat::Table && !args.quiet {
         for note in &result.notes {
             crate::errln!("routerbench: note: {note}");
@@ -131,6 +135,7 @@ pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
             render_output(&result, &identity, &labels, args.format, args.cipher_block)
         );
     }
+    saved?;
     if interrupted {
         crate::errln!("routerbench: interrupted: the row is partial");
         return Ok(1);

@@ -1,8 +1,12 @@
 //! The one `--json [FILE|-]` (`-J`) convention of every command that writes JSON, and the one
 //! writer behind it.
 //!
-//! - `--json FILE` writes the JSON to FILE (its directory is created and checked before anything
-//!   is measured; the file is replaced atomically); the command prints its usual text.
+//! - `--json FILE` writes the JSON to FILE (checked before anything is measured: not a
+//!   directory, its directory exists and is writable; none is created; the file is replaced
+//!   atomically, a device such as `/dev/stdout` is written in place); the command prints its
+//!   usual text. If the write still fails after measuring, the JSON goes to a fallback file
+//!   (`./routerbench-unsaved-STAMP.json`, else the temp directory), or to standard output if
+//!   no file can be written, and the error says where: a measurement is never lost.
 //! - `--json` alone, or `--json -`, prints the JSON on standard output *instead of* the text
 //!   (notes, progress and "saved" lines go to standard error, so stdout is one JSON document).
 //!
@@ -69,7 +73,7 @@ impl JsonArg {
         }
     }
 
-    /// Before measuring: the FILE's directory exists (it is created) and takes a new file.
+    /// Before measuring: FILE is not a directory, and its directory exists and takes a file.
     pub fn check(&self) -> anyhow::Result<()> {
         match self.file() {
             Some(p) => super::check_output_file(p, "--json"),
@@ -85,8 +89,9 @@ impl JsonArg {
     }
 
     /// Writes one JSON document given as text (ending in a newline): to FILE (replaced
-    /// atomically, its directory created) or through `stdout` (standard output, or iperf3's
-    /// `--logfile` for client and loopback). Returns the FILE written.
+    /// atomically) or through `stdout` (standard output, or iperf3's `--logfile` for client and
+    /// loopback). Returns the FILE written. A failed write keeps the document (see the module
+    /// doc) and is an error naming where it went.
     pub fn write_text(
         &self,
         text: &str,
@@ -98,16 +103,15 @@ impl JsonArg {
                 stdout(text);
                 Ok(None)
             }
-            Some(JsonTarget::File(path)) => {
-                crate::results::write_atomic(path, text)
-                    .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-                Ok(Some(path))
-            }
+            Some(JsonTarget::File(path)) => match write_file(path, text) {
+                Ok(()) => Ok(Some(path)),
+                Err(e) => Err(kept_elsewhere(path, &e, text, stdout)),
+            },
         }
     }
 
     /// Appends one JSON document to FILE, or passes it to `stdout`: for the server, which
-    /// writes one document per test.
+    /// writes one document per test. A failed append keeps the document as `write_text` does.
     pub fn append_text(&self, text: &str, stdout: impl FnOnce(&str)) -> anyhow::Result<()> {
         match &self.json {
             None => Ok(()),
@@ -120,7 +124,7 @@ impl JsonArg {
                 .append(true)
                 .open(path)
                 .and_then(|mut f| f.write_all(text.as_bytes()))
-                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display())),
+                .map_err(|e| kept_elsewhere(path, &e, text, stdout)),
         }
     }
 
@@ -132,6 +136,63 @@ impl JsonArg {
             crate::outln!("{line}");
         }
     }
+}
+
+/// Writes `text` to `path`: replaced atomically (a temporary file next to it, then a rename)
+/// when it is a regular file or new, written in place when it is a device or a pipe.
+pub fn write_file(path: &Path, text: &str) -> std::io::Result<()> {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+        f.write_all(text.as_bytes())?;
+        return f.flush();
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "result".into());
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let written = std::fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// Where a document goes when its FILE cannot be written: a fallback file in the current
+/// directory, else in the temp directory, else `stdout`. The error says which.
+fn kept_elsewhere(
+    path: &Path,
+    e: &std::io::Error,
+    text: &str,
+    stdout: impl FnOnce(&str),
+) -> anyhow::Error {
+    let stamp = crate::util::time::now_rfc3339().replace(':', "");
+    let name = format!("routerbench-unsaved-{stamp}-{}.json", std::process::id());
+    for dir in [PathBuf::from("."), std::env::temp_dir()] {
+        let fallback = dir.join(&name);
+        if std::fs::OpenOptions::new()
+            .create_new(true)
+            .write(true)
+            .open(&fallback)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .is_ok()
+        {
+            return anyhow::anyhow!(
+                "cannot write {}: {e}; the result was saved to {} instead",
+                path.display(),
+                fallback.display()
+            );
+        }
+    }
+    stdout(text);
+    anyhow::anyhow!(
+        "cannot write {}: {e}, nor a fallback file here or in {}; the result was printed on \
+         standard output instead",
+        path.display(),
+        std::env::temp_dir().display()
+    )
 }
 
 #[cfg(test)]
@@ -177,6 +238,7 @@ mod tests {
     #[test]
     fn writes_the_file_or_stdout() {
         let dir = std::env::temp_dir().join(format!("rb-jsonarg-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
         let path = dir.join("sub").join("r.json");
         let arg = JsonArg {
             json: Some(JsonTarget::File(path.clone())),
@@ -197,5 +259,62 @@ mod tests {
         let saved = out.write_text("{}\n", |t| printed.push_str(t)).unwrap();
         assert_eq!((saved, printed.as_str()), (None, "{}\n"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn bad_paths_are_refused_before_measuring_and_nothing_is_created() {
+        let dir = std::env::temp_dir().join(format!("rb-jsonarg-bad-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let check = |p: &Path| {
+            JsonArg {
+                json: Some(JsonTarget::File(p.to_path_buf())),
+            }
+            .check()
+            .map_err(|e| e.to_string())
+        };
+        let e = check(&dir).unwrap_err();
+        assert!(
+            e.contains("is a directory") && e.contains("result.json"),
+            "{e}"
+        );
+        let missing = dir.join("no").join("such").join("x.json");
+        let e = check(&missing).unwrap_err();
+        assert!(
+            e.contains("does not exist") && e.contains("mkdir -p"),
+            "{e}"
+        );
+        assert!(!dir.join("no").exists(), "no directory was created");
+        assert!(
+            check(Path::new("/dev/null")).is_ok(),
+            "a device is written in place"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_failed_write_keeps_the_document() {
+        // /dev/full takes the open and fails the write (ENOSPC): after the check passed.
+        let arg = JsonArg {
+            json: Some(JsonTarget::File(PathBuf::from("/dev/full"))),
+        };
+        arg.check().unwrap();
+        let mut printed = String::new();
+        let e = arg
+            .write_text("{\"kept\": true}\n", |t| printed.push_str(t))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot write /dev/full"), "{e}");
+        let saved = e
+            .split("saved to ")
+            .nth(1)
+            .and_then(|r| r.strip_suffix(" instead"))
+            .map(PathBuf::from);
+        match saved {
+            Some(p) => {
+                assert_eq!(std::fs::read_to_string(&p).unwrap(), "{\"kept\": true}\n");
+                std::fs::remove_file(p).unwrap();
+            }
+            None => assert_eq!(printed, "{\"kept\": true}\n", "{e}"),
+        }
     }
 }

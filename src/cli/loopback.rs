@@ -80,15 +80,17 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
     let outcome = loopback::run_with_sink(&cfg, sink, &stop.0);
     let rc = match &outcome {
         Ok(r) => {
+            if !args.test.json.on_stdout() {
+                crate::out!("{}", crate::report::iperf3::render_final_verbose(r));
+            }
             if args.test.json.is_set() {
                 let doc = format!("{}\n", crate::iperf3::json::render(r, &system_info));
                 args.test.json.write_text(&doc, |d| crate::out!("{d}"))?;
             }
-            if !args.test.json.on_stdout() {
-                crate::out!("{}", crate::report::iperf3::render_final_verbose(r));
-            }
             if r.interrupted {
-                crate::errln!("routerbench: loopback interrupted: partial result");
+                crate::errln!(
+                    "routerbench: loopback interrupted: the result covers the part measured"
+                );
                 1
             } else {
                 0

@@ -23,6 +23,7 @@ pub mod server_config;
 pub mod server_log;
 #[cfg(feature = "lab")]
 pub mod shape;
+pub mod stress;
 
 /// What can this router really do? Crypto, throughput, latency under load.
 #[derive(Debug, Parser)]
@@ -73,6 +74,9 @@ pub enum Command {
     LatencyServer(rrul::ServerArgs),
     /// Sample this machine's CPU, softirq, softnet drops and temperature for a while.
     Monitor(monitor::MonitorArgs),
+    /// Can it crash, overheat or throttle? Crypto on every core and RRUL load for a set time,
+    /// the machine (or the router's agent) recorded, the answer in a few lines.
+    Stress(stress::StressArgs),
     /// The netns router lab (root): up, down, status, measure, capacity, run.
     #[cfg(feature = "lab")]
     Lab(lab::LabArgs),
@@ -102,17 +106,50 @@ pub enum Command {
     Compare(compare::CompareArgs),
 }
 
-/// Checks before any measuring that `path` can be written: its directory exists (it is
-/// created, as saving would) and takes a new file (`what` names the option in the error).
+/// Checks before any measuring that `path` can be written: it is not a directory, its
+/// directory exists (none is created: a typo must not make directories, as root, anywhere) and
+/// takes a new file (`what` names the option in the error). A device or pipe (`/dev/stdout`)
+/// is written in place and passes as it is.
 pub fn check_output_file(path: &std::path::Path, what: &str) -> anyhow::Result<()> {
+    if path.is_dir() {
+        anyhow::bail!(
+            "{what} {}: is a directory; give a file name in it (e.g. {})",
+            path.display(),
+            path.join("result.json").display()
+        );
+    }
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return Ok(());
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
-    check_output_dir(&dir, what).map_err(|e| anyhow::anyhow!("{e} (for {})", path.display()))
+    if !dir.is_dir() {
+        anyhow::bail!(
+            "{what} {}: the directory {} does not exist; create it first (mkdir -p {}) or \
+             choose another place",
+            path.display(),
+            dir.display(),
+            dir.display()
+        );
+    }
+    if std::fs::metadata(path).is_ok_and(|m| m.permissions().readonly()) && !is_root() {
+        anyhow::bail!(
+            "{what} {}: the file is read-only; make it writable (chmod u+w) or choose another \
+             name",
+            path.display()
+        );
+    }
+    check_writable_dir(&dir).map_err(|e| anyhow::anyhow!("{what} {}: {e}", path.display()))
 }
 
-/// Checks that `dir` exists (creating it) and that a file can be created in it.
+fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// Checks that `dir` exists (creating it: the commands whose option names a directory of
+/// their own, `run --out-dir`) and that a file can be created in it.
 pub fn check_output_dir(dir: &std::path::Path, what: &str) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| {
         anyhow::anyhow!(
@@ -131,7 +168,7 @@ fn check_writable_dir(dir: &std::path::Path) -> anyhow::Result<()> {
             Ok(())
         }
         Err(e) => anyhow::bail!(
-            "cannot write in {}: {e} (pick a writable directory)",
+            "cannot write in {}: {e} (read-only? pick a writable directory)",
             dir.display()
         ),
     }
@@ -155,6 +192,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::RrulVar(a) => rrul::run(crate::latency::TestKind::RrulVar, a.streams, a.common),
         Command::Voip(a) => rrul::run(crate::latency::TestKind::Voip, 1, a),
         Command::Monitor(a) => monitor::run(a),
+        Command::Stress(a) => stress::run(a),
         #[cfg(feature = "lab")]
         Command::Lab(a) => lab::run(a),
         #[cfg(feature = "lab")]

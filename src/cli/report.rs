@@ -29,16 +29,23 @@ pub struct PlotArgs {
     pub output: PathBuf,
 }
 
-/// Loads every file, naming the one that fails.
+/// Loads every file, naming the one that fails: any command's `--json` output (a file of the
+/// server's, one iperf3 document per test, gives one result per test).
 pub fn load_all(files: &[PathBuf]) -> anyhow::Result<Vec<(crate::results::RunResult, String)>> {
-    files
-        .iter()
-        .map(|f| {
-            crate::results::load(f)
-                .map(|r| (r, f.display().to_string()))
-                .map_err(anyhow::Error::from)
-        })
-        .collect()
+    let mut out = Vec::new();
+    for f in files {
+        let runs = crate::results::load_any(f)?;
+        let n = runs.len();
+        for (i, r) in runs.into_iter().enumerate() {
+            let name = if n > 1 {
+                format!("{} (test {} of {n})", f.display(), i + 1)
+            } else {
+                f.display().to_string()
+            };
+            out.push((r, name));
+        }
+    }
+    Ok(out)
 }
 
 /// Writes the report of `runs` (and crypto rows `extra`) to `path`.
@@ -72,7 +79,10 @@ pub fn run_report(a: ReportArgs) -> anyhow::Result<i32> {
 }
 
 pub fn run_plot(a: PlotArgs) -> anyhow::Result<i32> {
-    let run = crate::results::load(&a.file)?;
+    let run = crate::results::load_any(&a.file)?
+        .into_iter()
+        .next_back()
+        .ok_or_else(|| anyhow::anyhow!("{}: no result in it", a.file.display()))?;
     let fig = plot::figure(a.kind, &run, &a.file.display().to_string())
         .map_err(|e| anyhow::anyhow!("{e} (try another --kind)"))?;
     let svg = plot::to_svg(&fig, plot::WIDTH)?;

@@ -246,6 +246,11 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
 
 /// Runs the shared server with the routerbench protocol alone (no iperf3) until killed.
 pub fn serve(a: ServerArgs) -> anyhow::Result<i32> {
+    if a.max_sessions == 0 || a.max_duration == 0 {
+        anyhow::bail!(
+            "--max-sessions and --max-duration must be at least 1 (0 would refuse every client)"
+        );
+    }
     let bounds = crate::latency::server::Bounds {
         max_sessions: a.max_sessions,
         max_duration: Duration::from_secs(a.max_duration),
@@ -255,13 +260,16 @@ pub fn serve(a: ServerArgs) -> anyhow::Result<i32> {
         ..Default::default()
     };
     let addr = std::net::SocketAddr::new(a.bind, a.port);
-    let service = crate::latency::server::Service::new(bounds)?;
+    // The TCP port is bound first: with `-p 0` the reflector takes the same port number, and
+    // the line below names the real one.
+    let (server, service) =
+        crate::server::latency_only::bind_with_service(addr, bounds, a.udp_port.is_none())?;
     service.set_log(std::sync::Arc::new(|m: &str| {
         crate::errln!("routerbench latency-server: {m}")
     }));
-    let server = crate::server::latency_only::bind(addr, &service)?;
     crate::errln!(
-        "routerbench latency-server: listening on {addr}, UDP reflector on port {}",
+        "routerbench latency-server: listening on {}, UDP reflector on port {}",
+        server.local_addr()?,
         service.udp_port(a.bind.is_ipv6()).unwrap_or(0)
     );
     server.run()?;

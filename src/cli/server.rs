@@ -70,12 +70,13 @@ pub struct ServerArgs {
     #[arg(long = "max-connections", default_value_t = 192)]
     pub max_connections: usize,
     /// Connections one client address may have open at once (handshakes and routerbench
-    /// sessions with their load flows).
-    #[arg(long = "max-conns-per-host", default_value_t = 48)]
-    pub max_conns_per_host: usize,
-    /// iperf3 tests (and routerbench sessions) one client address may run at once.
-    #[arg(long = "max-tests-per-host", default_value_t = 4)]
-    pub max_tests_per_host: usize,
+    /// sessions with their load flows); default a quarter of --max-connections (48).
+    #[arg(long = "max-conns-per-host")]
+    pub max_conns_per_host: Option<usize>,
+    /// iperf3 tests (and routerbench sessions) one client address may run at once; default
+    /// half of --max-concurrent (4).
+    #[arg(long = "max-tests-per-host")]
+    pub max_tests_per_host: Option<usize>,
     /// Data streams (TCP and UDP, both directions) over all running tests.
     #[arg(long = "max-total-streams", default_value_t = 96)]
     pub max_total_streams: usize,
@@ -210,6 +211,8 @@ pub fn agent(args: &ServerArgs) -> anyhow::Result<Option<crate::monitor::agent::
         crate::monitor::agent::AgentConfig {
             token,
             max_subscriptions: args.max_monitors.clamp(1, 64),
+            // Below the server-wide cap, so one host cannot hold every subscription.
+            max_per_host: args.max_monitors.clamp(2, 64) - 1,
             max_duration: std::time::Duration::from_secs(u64::from(args.max_duration).max(1)),
             handshake_timeout: std::time::Duration::from_secs(args.handshake_timeout.max(1)),
             ..Default::default()
@@ -227,6 +230,8 @@ pub fn config(args: &ServerArgs) -> ServerConfig {
     } else {
         args.max_tests
     };
+    // `check` refused zeros and out-of-range values; the `max`/`clamp` below only keep a
+    // caller that skipped it (tests) safe.
     cfg.max_concurrent_tests = args.max_concurrent.max(1);
     cfg.session.cpu = args.affinity;
     cfg.session.max_duration = args.max_duration;
@@ -242,11 +247,11 @@ pub fn config(args: &ServerArgs) -> ServerConfig {
     cfg.first_bytes_timeout = Duration::from_secs(args.handshake_timeout.max(1));
     cfg.max_connections = args.max_connections.max(1);
     cfg.caps = crate::service::limits::Caps {
-        conns_per_host: args.max_conns_per_host.max(1),
-        tests_per_host: args.max_tests_per_host.max(1),
+        conns_per_host: args.conns_per_host().max(1),
+        tests_per_host: args.tests_per_host().max(1),
         total_streams: args.max_total_streams.max(1),
         total_buffer_bytes: args.max_total_buffer_mib.max(1) << 20,
-        max_threads: args.max_threads.max(16),
+        max_threads: args.max_threads.max(MIN_THREADS),
     };
     cfg.session.max_udp_rate = args.max_udp_rate.max(1);
     cfg.session.bitrate_limit = args.server_bitrate_limit;
@@ -284,8 +289,28 @@ fn loopback_only(ip: IpAddr) -> bool {
     crate::net::addr::canonical_ip(ip).is_loopback()
 }
 
-/// Checks the options before anything is bound or detached.
-fn check(args: &ServerArgs) -> anyhow::Result<()> {
+impl ServerArgs {
+    /// `--max-conns-per-host`, or its default: a quarter of `--max-connections`, so four
+    /// hosts cannot fill the server's connections alone (and eviction has lighter hosts).
+    pub fn conns_per_host(&self) -> usize {
+        self.max_conns_per_host
+            .unwrap_or((self.max_connections / 4).max(1))
+    }
+
+    /// `--max-tests-per-host`, or its default: half of `--max-concurrent`.
+    pub fn tests_per_host(&self) -> usize {
+        self.max_tests_per_host
+            .unwrap_or((self.max_concurrent / 2).max(1))
+    }
+}
+
+/// Threads the server needs for itself (accept loop, reflectors, signal and log watchers)
+/// before it can serve anyone: a `--max-threads` below it could serve nothing.
+pub const MIN_THREADS: usize = 16;
+
+/// Checks the options before anything is bound or detached: a limit that would refuse every
+/// client, or that the server would have to raise silently, is an error with the reason.
+pub fn check(args: &ServerArgs) -> anyhow::Result<()> {
     if let Some(c) = args.affinity {
         crate::util::affinity::check_cpu(c).map_err(|e| anyhow::anyhow!("-A: {e}"))?;
     }
@@ -295,17 +320,86 @@ fn check(args: &ServerArgs) -> anyhow::Result<()> {
             args.interval
         );
     }
+    let refuses_everyone = |name: &str| {
+        anyhow::anyhow!(
+            "{name} 0 would refuse every client: give at least 1 (or leave it out for the default)"
+        )
+    };
     for (v, name) in [
         (args.max_concurrent as u64, "--max-concurrent"),
         (args.max_duration as u64, "--max-duration"),
         (args.max_streams as u64, "--max-streams"),
         (args.max_buffer_mib, "--max-buffer-mib"),
+        (args.max_connections as u64, "--max-connections"),
+        (args.conns_per_host() as u64, "--max-conns-per-host"),
+        (args.tests_per_host() as u64, "--max-tests-per-host"),
+        (args.max_total_streams as u64, "--max-total-streams"),
+        (args.max_total_buffer_mib, "--max-total-buffer-mib"),
+        (args.max_udp_rate, "--max-udp-rate"),
+        (args.max_rb_sessions as u64, "--max-rb-sessions"),
+        (u64::from(args.max_rb_flows), "--max-rb-flows"),
+        (args.max_rb_duration, "--max-rb-duration"),
+        (args.max_monitors as u64, "--max-monitors"),
+    ] {
+        if v == 0 {
+            return Err(refuses_everyone(name));
+        }
+    }
+    for (v, name) in [
         (args.rcv_timeout, "--rcv-timeout"),
         (args.control_timeout, "--control-timeout"),
         (args.handshake_timeout, "--handshake-timeout"),
+        (args.udp_hello_timeout, "--udp-hello-timeout"),
     ] {
         if v == 0 {
-            anyhow::bail!("{name} must be positive");
+            anyhow::bail!("{name} 0 would end every test at once: give at least 1 second");
+        }
+    }
+    if args.max_streams > crate::wire::iperf3::MAX_STREAMS {
+        anyhow::bail!(
+            "--max-streams {} is above iperf3's own limit of {} streams per test",
+            args.max_streams,
+            crate::wire::iperf3::MAX_STREAMS
+        );
+    }
+    if args.max_threads < MIN_THREADS {
+        anyhow::bail!(
+            "--max-threads {} is below the {MIN_THREADS} threads the server needs for itself \
+             (accept loop, probe reflector, signal and log watchers): give at least {MIN_THREADS}",
+            args.max_threads
+        );
+    }
+    if args.max_monitors > 64 {
+        anyhow::bail!(
+            "--max-monitors {} is above 64 (each subscription samples this machine on its own)",
+            args.max_monitors
+        );
+    }
+    Ok(())
+}
+
+/// Checks the options that bound each other (a per-host cap above its server-wide one).
+pub fn check_relations(args: &ServerArgs) -> anyhow::Result<()> {
+    for (per_host, host_name, all, all_name) in [
+        (
+            args.max_conns_per_host,
+            "--max-conns-per-host",
+            args.max_connections,
+            "--max-connections",
+        ),
+        (
+            args.max_tests_per_host,
+            "--max-tests-per-host",
+            args.max_concurrent,
+            "--max-concurrent",
+        ),
+    ] {
+        let Some(per_host) = per_host else { continue };
+        if per_host > all {
+            anyhow::bail!(
+                "{host_name} {per_host} is above {all_name} {all}: a host can never hold more \
+                 than all; make it smaller (below {all_name}, so one host cannot take every slot)"
+            );
         }
     }
     Ok(())
@@ -313,6 +407,7 @@ fn check(args: &ServerArgs) -> anyhow::Result<()> {
 
 pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
     check(&args)?;
+    check_relations(&args)?;
     args.json.check()?;
     let agent = agent(&args)?;
     if let Some(f) = args.output.format {
@@ -441,7 +536,7 @@ fn start_latency(
         max_sessions: args.max_rb_sessions.max(1),
         max_flows: args.max_rb_flows.max(1),
         max_duration: Duration::from_secs(args.max_rb_duration.max(1)),
-        max_sessions_per_host: args.max_tests_per_host.max(1),
+        max_sessions_per_host: args.tests_per_host().max(1),
         handshake_timeout: Duration::from_secs(args.handshake_timeout.max(1)),
         token,
         ..Default::default()
@@ -456,8 +551,10 @@ fn start_latency(
         }
     };
     if udp_port == port {
-        if let Some(tx) = server.share_udp_port() {
-            latency.set_foreign(Arc::new(move |from| tx.try_send(from).is_ok()));
+        if let Some(table) = server.share_udp_port() {
+            latency.set_foreign(Arc::new(move |from, payload: &[u8]| {
+                table.offer(from, payload) == crate::iperf3::udp_port::Offer::Taken
+            }));
         }
     }
     let log_sink = sink.clone();
@@ -506,11 +603,7 @@ fn routerbench_handler(
 struct LatencyUnavailable;
 
 impl crate::service::ProtocolHandler for LatencyUnavailable {
-    fn handle(
-        &self,
-        _stream: std::net::TcpStream,
-        _prefix: &[u8],
-    ) -> Result<(), crate::service::HandlerError> {
+    fn handle(&self, _conn: crate::service::Handoff) -> Result<(), crate::service::HandlerError> {
         Err(
             "latency tests are unavailable on this server: its latency service did not start \
              (see the server's log; no kernel receive timestamps under qemu-user)"

@@ -103,10 +103,43 @@ pub fn flags_from_uci(text: &str, file: &str) -> anyhow::Result<Vec<String>> {
         if e.value.trim().is_empty() {
             continue;
         }
-        flags.push(flag.to_string());
-        flags.push(e.value.trim().to_string());
+        // `--flag=value`, one word: a value such as `-1` stays a value (as two words clap would
+        // take it for a flag and say "a value is required").
+        let word = format!("{flag}={}", e.value.trim());
+        check_option(&word).map_err(|why| {
+            anyhow::anyhow!(
+                "{file}: line {}: option {} '{}': {why}",
+                e.line,
+                e.key,
+                e.value.trim()
+            )
+        })?;
+        flags.push(word);
     }
     Ok(flags)
+}
+
+/// Checks one option as the server would (clap's parsing, then the server's limits), on its
+/// own: an error is the option's. Options that only make sense with another
+/// (`rsa_private_key_path` needs `authorized_users_path`) are checked together later.
+fn check_option(word: &str) -> Result<(), String> {
+    use clap::Parser;
+    use clap::error::ErrorKind;
+    match crate::cli::Cli::try_parse_from(["routerbench", "server", word]) {
+        Ok(cli) => match cli.command {
+            crate::cli::Command::Server(args) => {
+                crate::cli::server::check(&args).map_err(|e| format!("{e:#}"))
+            }
+            _ => Ok(()),
+        },
+        Err(e) if e.kind() == ErrorKind::MissingRequiredArgument => Ok(()),
+        Err(e) => {
+            // clap's first line, without its "error: " and usage: the cause.
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid value");
+            Err(first.trim_start_matches("error: ").to_string())
+        }
+    }
 }
 
 /// Rewrites `routerbench server … --config FILE …` into `routerbench server <flags from FILE>
@@ -167,7 +200,7 @@ mod tests {
     #[test]
     fn shipped_defaults_parse_to_the_servers_defaults() {
         let flags = flags_from_uci(SHIPPED, "routerbench.config").unwrap();
-        assert!(flags.contains(&"--port".to_string()), "{flags:?}");
+        assert!(flags.iter().any(|f| f.starts_with("--port=")), "{flags:?}");
         let dir = std::env::temp_dir().join(format!("rb-uci-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("routerbench");
@@ -189,15 +222,23 @@ mod tests {
         let flags = flags_from_uci(text, "f").unwrap();
         assert_eq!(
             flags,
-            [
-                "--port",
-                "27002",
-                "--bind",
-                "127.0.0.1",
-                "--max-concurrent",
-                "2"
-            ]
+            ["--port=27002", "--bind=127.0.0.1", "--max-concurrent=2"]
         );
+        // A bad value names the file, the line, the option and the cause.
+        for (text, want) in [
+            ("option max_concurrent '-1'", "invalid value '-1'"),
+            ("option max_connections '0'", "would refuse every client"),
+            ("option max_threads '1'", "below the 16 threads"),
+            ("option port 'http'", "invalid value 'http'"),
+        ] {
+            let e = flags_from_uci(&format!("config routerbench\n\t{text}\n"), "/etc/config/rb")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("/etc/config/rb: line 2: option ") && e.contains(want),
+                "{text}: {e}"
+            );
+        }
         let e = flags_from_uci("config routerbench\n\toption prot '1'\n", "f")
             .unwrap_err()
             .to_string();
@@ -210,7 +251,7 @@ mod tests {
             "f",
         )
         .unwrap();
-        assert_eq!(flags, ["--monitor", "--monitor-token", "t"]);
+        assert_eq!(flags, ["--monitor", "--monitor-token=t"]);
         let e = flags_from_uci("config routerbench\n\toption monitor 'maybe'\n", "f")
             .unwrap_err()
             .to_string();

@@ -6,6 +6,7 @@
 pub mod engine;
 pub mod import;
 pub mod keys;
+pub mod load;
 pub mod program;
 pub mod timing;
 
@@ -285,6 +286,41 @@ fn measure_in_process(
             break;
         }
         progress.step(i as u64, alg.cli_name());
+        let measured = measure_one(engine, alg, &mut result, cfg, base);
+        match measured {
+            Ok(coarse) => coarse_clock |= coarse,
+            Err(CryptoError::Engine(EngineError::Interrupted)) => {
+                result.notes.push(format!(
+                    "interrupted (SIGINT/SIGTERM) during {} ({i} of {total} algorithms done): \
+                     it and the rest are missing",
+                    alg.cli_name()
+                ));
+                break;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    progress.step(total, "done");
+    progress.finish();
+    if coarse_clock {
+        result.notes.push(
+            "some runs used less than 1 ms of CPU time; their rates are per wall-clock second"
+                .into(),
+        );
+    }
+    Ok(result)
+}
+
+/// Measures one algorithm into `result`; whether a run's clock was coarse.
+fn measure_one(
+    engine: &dyn engine::Engine,
+    alg: Algorithm,
+    result: &mut CryptoResult,
+    cfg: &SuiteConfig,
+    base: TimeBase,
+) -> Result<bool, CryptoError> {
+    let mut coarse_clock = false;
+    {
         match alg.kind() {
             AlgorithmKind::Hash | AlgorithmKind::Cipher | AlgorithmKind::Aead => {
                 let (bulk, coarse) =
@@ -308,15 +344,7 @@ fn measure_in_process(
             }
         }
     }
-    progress.step(total, "done");
-    progress.finish();
-    if coarse_clock {
-        result.notes.push(
-            "some runs used less than 1 ms of CPU time; their rates are per wall-clock second"
-                .into(),
-        );
-    }
-    Ok(result)
+    Ok(coarse_clock)
 }
 
 /// The run's bounds: seconds (so the timing loop's Duration conversion can never overflow)

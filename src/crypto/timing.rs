@@ -1,4 +1,4 @@
-//! The timing loop of `openssl speed` (spec/crypto.md §6.3): run an operation for a fixed
+//! The timing loop of `openssl speed` (docs/protocols/openssl-speed.md §6.3): run an operation for a fixed
 //! wall-clock duration, checking a monotonic clock between adaptively sized batches instead of
 //! SIGALRM, and divide the count by the thread's user CPU time (`getrusage(RUSAGE_THREAD)`), or by
 //! wall time with `--elapsed` / `--multi`. Threads of `--multi` run together; rates are summed.
@@ -40,8 +40,14 @@ struct Sample {
     wall_secs: f64,
 }
 
-/// Calls `batch(n)` (which performs `n` operations) until `seconds` of wall time have passed.
-fn run_for<E>(seconds: f64, mut batch: impl FnMut(u64) -> Result<(), E>) -> Result<Sample, E> {
+/// Calls `batch(n)` (which performs `n` operations) until `seconds` of wall time have passed,
+/// or until `stop` is set (checked after every batch, a batch being ~0.5 ms or one operation):
+/// then the run is `EngineError::Interrupted`, so Ctrl-C ends even a 10 s RSA run at once.
+fn run_for(
+    seconds: f64,
+    stop: Option<&std::sync::atomic::AtomicBool>,
+    mut batch: impl FnMut(u64) -> Result<(), EngineError>,
+) -> Result<Sample, EngineError> {
     let deadline = Duration::try_from_secs_f64(seconds).unwrap_or(Duration::from_secs(3600));
     let cpu0 = thread_user_cpu();
     let t0 = Instant::now();
@@ -51,6 +57,9 @@ fn run_for<E>(seconds: f64, mut batch: impl FnMut(u64) -> Result<(), E>) -> Resu
         let tb = Instant::now();
         batch(n)?;
         ops += n;
+        if stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
+            return Err(EngineError::Interrupted);
+        }
         let now = Instant::now();
         if now.duration_since(t0) >= deadline {
             break;
@@ -131,7 +140,9 @@ pub fn measure_bulk(
     drop(engine.bulk(alg)?);
     on_threads(cfg.threads, base, || {
         let mut op = engine.bulk(alg)?;
-        run_for(cfg.seconds_bulk, |n| op.run(size, n))
+        run_for(cfg.seconds_bulk, cfg.interrupt.as_deref(), |n| {
+            op.run(size, n)
+        })
     })
 }
 
@@ -144,11 +155,11 @@ pub fn measure_pkey(
 ) -> Result<(Measured, Measured), EngineError> {
     let sign = on_threads(cfg.threads, base, || {
         let mut op = engine.signer(alg)?;
-        run_for(cfg.seconds_pkey, |n| op.sign(n))
+        run_for(cfg.seconds_pkey, cfg.interrupt.as_deref(), |n| op.sign(n))
     })?;
     let verify = on_threads(cfg.threads, base, || {
         let mut op = engine.signer(alg)?;
-        run_for(cfg.seconds_pkey, |n| op.verify(n))
+        run_for(cfg.seconds_pkey, cfg.interrupt.as_deref(), |n| op.verify(n))
     })?;
     Ok((sign, verify))
 }
@@ -160,7 +171,7 @@ mod tests {
     #[test]
     fn run_for_stops_after_the_duration_and_counts_ops() {
         let mut calls = 0u64;
-        let s = run_for::<()>(0.02, |n| {
+        let s = run_for(0.02, None, |n| {
             calls += n;
             std::hint::black_box(calls);
             Ok(())
@@ -172,8 +183,25 @@ mod tests {
 
     #[test]
     fn errors_stop_the_loop() {
-        let r = run_for(10.0, |_| Err::<(), _>("boom"));
-        assert_eq!(r.unwrap_err(), "boom");
+        let r = run_for(10.0, None, |_| Err(EngineError::Failed("boom".into())));
+        assert!(matches!(r, Err(EngineError::Failed(m)) if m == "boom"));
+    }
+
+    #[test]
+    fn a_stop_ends_a_long_run_after_the_batch_in_progress() {
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let t = Instant::now();
+        let mut batches = 0;
+        let r = run_for(3600.0, Some(&stop), |_| {
+            batches += 1;
+            if batches == 3 {
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            Ok(())
+        });
+        assert!(matches!(r, Err(EngineError::Interrupted)));
+        assert_eq!(batches, 3);
+        assert!(t.elapsed() < Duration::from_secs(60));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! `/proc/cpuinfo` in all its dialects (MIPS, ARM32 old and new, aarch64, x86): a pure parser.
 //!
-//! Rule (spec/monitor-aqm.md §A15): split each line at the first `:`, trim both sides (tabs and
+//! Rule (docs/protocols/router-signals.md §A15): split each line at the first `:`, trim both sides (tabs and
 //! spaces vary), a blank line ends a CPU block, keys outside a `processor` block are global.
 
 /// The keys whose values the OpenWrt wiki's awk prints (case-sensitive, in file order).

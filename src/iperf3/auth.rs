@@ -10,13 +10,25 @@
 //! credentials. Stopping at the first padding that merely *decrypts* is wrong: an OAEP block
 //! starts with 0x00 and its second byte is 0x02 in 1 of 256 cases, and then PKCS#1 v1.5 decoding
 //! often "succeeds" on garbage (about 1 OAEP login in 500 was refused that way).
+//!
+//! Beyond iperf3: a token is accepted **once**. Each test's token carries fresh random padding,
+//! so a second test with the very same ciphertext within the token's validity window is a replay
+//! (a captured token sent again, from anywhere): refused. The replay cache keeps the SHA-256 of
+//! each accepted ciphertext until its time plus the skew threshold has passed. Failed logins
+//! slow their address down ([`crate::service::backoff`]).
 
 use base64ct::{Base64, Encoding};
 use rsa::pkcs1::{DecodeRsaPrivateKey, DecodeRsaPublicKey};
 use rsa::pkcs8::{DecodePrivateKey, DecodePublicKey};
 use rsa::{Oaep, Pkcs1v15Encrypt, RsaPrivateKey, RsaPublicKey};
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Accepted tokens remembered at most (far above what a server accepts within 2 × the skew).
+const MAX_REMEMBERED: usize = 65536;
 
 /// iperf3's default `--time-skew-threshold`, seconds.
 pub const DEFAULT_SKEW: u64 = 10;
@@ -64,13 +76,17 @@ impl std::str::FromStr for ServerPadding {
     }
 }
 
-/// The server's half: private key, users file, skew threshold, accepted paddings.
+/// The server's half: private key, users file, skew threshold, accepted paddings, the replay
+/// cache and the failure back-off.
 #[derive(Debug, Clone)]
 pub struct ServerAuth {
     key: RsaPrivateKey,
     users: PathBuf,
     pub skew: u64,
     pub padding: ServerPadding,
+    /// SHA-256 of each accepted ciphertext → the Unix second after which it is forgotten.
+    used: Arc<Mutex<HashMap<[u8; 32], i64>>>,
+    backoff: Arc<crate::service::backoff::Backoff>,
 }
 
 fn read(path: &Path, what: &str) -> Result<String, String> {
@@ -97,31 +113,90 @@ impl ServerAuth {
             users: users.to_path_buf(),
             skew: DEFAULT_SKEW,
             padding: ServerPadding::Auto,
+            used: Arc::new(Mutex::new(HashMap::new())),
+            backoff: Arc::new(crate::service::backoff::Backoff::default()),
         })
+    }
+
+    /// [`ServerAuth::check`] for a client at `ip`, slowed after failures: during the wait a
+    /// token is refused without being looked at.
+    pub fn check_from(&self, ip: IpAddr, token: &str, now: i64) -> Result<String, String> {
+        if let Err(wait) = self.backoff.check(ip) {
+            return Err(crate::service::backoff::wait_message("login", wait));
+        }
+        match self.check_inner(token, now) {
+            Ok(user) => {
+                self.backoff.succeeded(ip);
+                Ok(user)
+            }
+            Err(Refusal::Guess(why)) => {
+                let wait = self.backoff.failed(ip);
+                Err(format!(
+                    "{why} (next try from this address in {:.1} s)",
+                    wait.as_secs_f64()
+                ))
+            }
+            // A token that does not decrypt (another padding: our client's `--rsa-padding
+            // auto` then retries at once with PKCS#1 v1.5), is too old or is a replay was never
+            // compared with the users file: it guessed nothing, so it costs no wait.
+            Err(Refusal::Other(why)) => Err(why),
+        }
     }
 
     /// Checks an `authtoken` at time `now` (Unix seconds); the user name on success. The users
     /// file is read on every check, so edits apply without a restart (as iperf3 does).
     pub fn check(&self, token: &str, now: i64) -> Result<String, String> {
-        let creds = self.decrypt(token)?;
+        self.check_inner(token, now).map_err(|r| match r {
+            Refusal::Guess(m) | Refusal::Other(m) => m,
+        })
+    }
+
+    fn check_inner(&self, token: &str, now: i64) -> Result<String, Refusal> {
+        let creds = self.decrypt(token).map_err(Refusal::Other)?;
         if (now - creds.ts).unsigned_abs() > self.skew {
-            return Err(format!(
+            return Err(Refusal::Other(format!(
                 "user {}: token time {} is {} s away from the server's clock (threshold {} s)",
                 creds.user,
                 creds.ts,
                 now - creds.ts,
                 self.skew
-            ));
+            )));
         }
-        let users = read(&self.users, "authorized users file")?;
+        let users = read(&self.users, "authorized users file").map_err(Refusal::Other)?;
         if users_file_accepts(&users, &creds.user, &creds.password) {
+            self.first_use(token, creds.ts, now)
+                .map_err(Refusal::Other)?;
             Ok(creds.user)
         } else {
-            Err(format!(
+            Err(Refusal::Guess(format!(
                 "user {}: unknown user or wrong password",
                 creds.user
-            ))
+            )))
         }
+    }
+
+    /// Records an accepted token; a token seen before within its window is a replay.
+    fn first_use(&self, token: &str, ts: i64, now: i64) -> Result<(), String> {
+        let ct = Base64::decode_vec(token.trim()).map_err(|_| "authtoken is not base64")?;
+        let key: [u8; 32] = Sha256::digest(&ct).into();
+        let mut used = self
+            .used
+            .lock()
+            .map_err(|_| "replay cache poisoned".to_string())?;
+        used.retain(|_, until| *until >= now);
+        if used.contains_key(&key) {
+            return Err(
+                "authtoken already used: a replay (every iperf3 test sends a fresh token)".into(),
+            );
+        }
+        if used.len() >= MAX_REMEMBERED {
+            return Err(
+                "too many logins within the time-skew window: retry in a few seconds".into(),
+            );
+        }
+        let skew = i64::try_from(self.skew).unwrap_or(i64::MAX);
+        used.insert(key, ts.saturating_add(skew).saturating_add(1));
+        Ok(())
     }
 
     /// The credentials in `token`: the first accepted padding whose plaintext parses as
@@ -159,6 +234,13 @@ impl ServerAuth {
             ),
         })
     }
+}
+
+/// Why a token was refused: a guess (the users file said no: it costs its address a wait), or
+/// anything else.
+enum Refusal {
+    Guess(String),
+    Other(String),
 }
 
 /// What the token carries.
@@ -222,7 +304,7 @@ pub fn users_file_accepts(text: &str, user: &str, password: &str) -> bool {
             let mut f = l.split(',').filter(|f| !f.is_empty());
             Some((f.next()?, f.next()?))
         })
-        .any(|(u, h)| u == user && h == want)
+        .any(|(u, h)| u == user && crate::service::same_token(&want, h))
 }
 
 /// The client's half: the `authtoken` for `user`/`password` at time `ts`, encrypted with the
@@ -324,6 +406,11 @@ mod tests {
             users: users.clone(),
             skew: DEFAULT_SKEW,
             padding,
+            used: Arc::new(Mutex::new(HashMap::new())),
+            backoff: Arc::new(crate::service::backoff::Backoff::new(
+                std::time::Duration::from_millis(200),
+                std::time::Duration::from_secs(1),
+            )),
         };
         (auth, users)
     }
@@ -416,6 +503,26 @@ mod tests {
         assert!("rsa".parse::<ServerPadding>().unwrap_err().contains("oaep"));
     }
 
+    /// Our client's `--rsa-padding auto` tries OAEP, then at once PKCS#1 v1.5: against a
+    /// server that takes v1.5 only, the refused OAEP token guessed nothing and costs no wait.
+    #[test]
+    fn a_token_of_another_padding_costs_no_wait() {
+        use rand_chacha::rand_core::SeedableRng;
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(25);
+        let now = 1_764_600_000;
+        let ip: IpAddr = "10.0.0.3".parse().unwrap();
+        let (auth, users) = test_auth(ServerPadding::Only(Padding::Pkcs1));
+        let oaep = client_token_with_rng(TEST_PUB, &mario(now), Padding::Oaep, &mut rng).unwrap();
+        let e = auth.check_from(ip, &oaep, now).unwrap_err();
+        assert!(
+            e.contains("does not decrypt") && !e.contains("next try"),
+            "{e}"
+        );
+        let v15 = client_token_with_rng(TEST_PUB, &mario(now), Padding::Pkcs1, &mut rng).unwrap();
+        assert_eq!(auth.check_from(ip, &v15, now), Ok("mario".to_string()));
+        let _ = std::fs::remove_file(users);
+    }
+
     /// Garbage of the right length decrypts under neither padding or parses under neither.
     #[test]
     fn a_foreign_token_is_refused_with_a_reason() {
@@ -425,6 +532,52 @@ mod tests {
             .unwrap_err();
         assert!(err.contains("OAEP or PKCS#1 v1.5"), "{err}");
         assert!(auth.check("not base64!", 0).unwrap_err().contains("base64"));
+        let _ = std::fs::remove_file(users);
+    }
+
+    /// A token is accepted once: the same ciphertext again within its window is a replay,
+    /// refused from any address; a fresh token of the same user and second is accepted.
+    #[test]
+    fn a_replayed_token_is_refused_and_failures_slow_their_address() {
+        use rand_chacha::rand_core::SeedableRng;
+        let (auth, users) = test_auth(ServerPadding::Auto);
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(20);
+        let now = 1_764_600_000;
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let token = client_token_with_rng(TEST_PUB, &mario(now), Padding::Pkcs1, &mut rng).unwrap();
+        assert_eq!(auth.check_from(a, &token, now), Ok("mario".to_string()));
+        let e = auth.check_from(b, &token, now + 2).unwrap_err();
+        assert!(e.contains("replay"), "{e}");
+        let fresh = client_token_with_rng(TEST_PUB, &mario(now), Padding::Oaep, &mut rng).unwrap();
+        assert_eq!(auth.check(&fresh, now), Ok("mario".to_string()));
+        // Past its window the token is too old anyway, and the cache forgets it.
+        let e = auth.check(&token, now + 30).unwrap_err();
+        assert!(e.contains("away from the server's clock"), "{e}");
+        let later =
+            client_token_with_rng(TEST_PUB, &mario(now + 30), Padding::Oaep, &mut rng).unwrap();
+        assert_eq!(auth.check(&later, now + 30), Ok("mario".to_string()));
+        assert_eq!(
+            auth.used.lock().unwrap().len(),
+            1,
+            "expired entries are forgotten"
+        );
+        // A wrong password: the address waits before its next try, even with a good token.
+        let wrong = Credentials {
+            password: "verdi".into(),
+            ..mario(now)
+        };
+        let bad = client_token_with_rng(TEST_PUB, &wrong, Padding::Oaep, &mut rng).unwrap();
+        let e = auth.check_from(b, &bad, now).unwrap_err();
+        assert!(
+            e.contains("wrong password") && e.contains("next try"),
+            "{e}"
+        );
+        let good = client_token_with_rng(TEST_PUB, &mario(now), Padding::Oaep, &mut rng).unwrap();
+        let e = auth.check_from(b, &good, now).unwrap_err();
+        assert!(e.contains("too many wrong logins"), "{e}");
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        assert_eq!(auth.check_from(b, &good, now), Ok("mario".to_string()));
         let _ = std::fs::remove_file(users);
     }
 }

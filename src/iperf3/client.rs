@@ -1,4 +1,4 @@
-//! The iperf3 client (spec/iperf3.md §5): connects to any iperf3 3.x server (or ours), sends
+//! The iperf3 client (docs/protocols/iperf3.md §5): connects to any iperf3 3.x server (or ours), sends
 //! the parameters, opens the data streams in iperf3's order, owns the test clock (time, `-n`
 //! bytes or `-k` blocks), and merges both sides' results.
 
@@ -100,8 +100,10 @@ fn expect_state(ctl: &mut Control, want: State) -> Result<()> {
     }
 }
 
-/// Runs one test against `cfg.host`. `stop` (SIGINT) ends it with CLIENT_TERMINATE and a
-/// partial result from this side's counters (`interrupted` set, the peer's side empty).
+/// Runs one test against `cfg.host`. `stop` (SIGINT) ends it early: TEST_END as if its time
+/// were up, and the results exchange within [`INTERRUPTED_EXCHANGE`], so the result holds what
+/// both ends measured (`interrupted` set). Only if the server does not answer in time is it
+/// this side's counters alone, after CLIENT_TERMINATE's place in the protocol has passed.
 pub fn run(
     cfg: &ClientConfig,
     sink: &dyn IntervalSink,
@@ -140,6 +142,10 @@ pub fn run(
     ctl.close_gracefully(Duration::from_secs(1));
     r
 }
+
+/// How long an interrupted client waits for the server's results (a second Ctrl-C does not
+/// wait longer: the flag is already set).
+pub const INTERRUPTED_EXCHANGE: Duration = Duration::from_secs(2);
 
 /// One test in progress: what every phase needs.
 struct Test<'a> {
@@ -207,17 +213,26 @@ fn run_test(
     // then drain what the server sent until it closes the streams.
     let end_t = running.meter.elapsed();
     running.stop_senders();
-    // Interrupted (SIGINT): CLIENT_TERMINATE instead of TEST_END, and a partial summary from
-    // this side's counters only, as iperf3 prints one.
-    ctl.send_state(if interrupted {
-        State::ClientTerminate
-    } else {
-        State::TestEnd
-    })?;
+    // Interrupted (SIGINT): the test ends now, as if its time were up, so both ends' figures
+    // (the bytes the server received) are exchanged; within a short deadline, else this side's
+    // counters alone.
+    if interrupted {
+        ctl.set_timeout(ctl.timeout().min(INTERRUPTED_EXCHANGE));
+    }
+    ctl.send_state(State::TestEnd)?;
     running.stop_receivers();
     let mut ended = running.finish(end_t, t.sink);
     let (server, cpu) = if interrupted {
-        (TestResults::default(), ended.cpu_util())
+        match exchange_results(ctl, &mut ended) {
+            Ok(x) => x,
+            Err(e) => {
+                notes.push(format!(
+                    "interrupted: the server's figures did not arrive ({e}); receiver figures \
+                     are this side's only"
+                ));
+                (TestResults::default(), ended.cpu_util())
+            }
+        }
     } else {
         exchange_results(ctl, &mut ended)?
     };

@@ -38,9 +38,26 @@ impl Control {
         self.timeout
     }
 
-    /// Reads exactly `buf.len()` bytes before `deadline`.
+    /// Changes the per-message read deadline (and the write timeout).
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+        let _ = self.stream.set_write_timeout(Some(timeout));
+    }
+
+    /// Reads exactly `buf.len()` bytes within `wait`.
     pub fn read_full(&mut self, buf: &mut [u8], what: &'static str, wait: Duration) -> Result<()> {
-        let deadline = Instant::now() + wait;
+        self.read_full_by(buf, what, Instant::now() + wait, wait)
+    }
+
+    /// Reads exactly `buf.len()` bytes before `deadline` (`wait` is the whole allowance, for
+    /// the error), however slowly the peer dribbles them.
+    fn read_full_by(
+        &mut self,
+        buf: &mut [u8],
+        what: &'static str,
+        deadline: Instant,
+        wait: Duration,
+    ) -> Result<()> {
         let mut got = 0;
         while got < buf.len() {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -122,17 +139,19 @@ impl Control {
         self.write_all(body.as_bytes(), "control: send JSON")
     }
 
-    /// Reads one framed JSON body of at most `max` bytes.
+    /// Reads one framed JSON body of at most `max` bytes: length and body together within the
+    /// control timeout (one deadline for the whole message, not one per read).
     pub fn read_json(&mut self, max: usize, what: &'static str) -> Result<Vec<u8>> {
         let mut hdr = [0u8; 4];
         let wait = self.timeout;
-        self.read_full(&mut hdr, what, wait)?;
+        let deadline = Instant::now() + wait;
+        self.read_full_by(&mut hdr, what, deadline, wait)?;
         let len = wire::parse_json_len(&hdr, max).map_err(|source| Iperf3Error::Wire {
             context: what,
             source,
         })?;
         let mut body = vec![0u8; len];
-        self.read_full(&mut body, what, wait)?;
+        self.read_full_by(&mut body, what, deadline, wait)?;
         Ok(body)
     }
 

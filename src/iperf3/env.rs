@@ -1,18 +1,21 @@
 //! What a server-side session needs from the daemon that hosts it: the limits of one test
 //! ([`SessionConfig`]), the cookie broker for TCP data connections ([`StreamBroker`]), the UDP
-//! port's queue, the stop flag and the server-wide ledger ([`SessionEnv`]).
+//! port's hello table (`udp_port.rs`), the stop flag, the server-wide ledger and the test's seat
+//! in the server's test pool ([`SessionEnv`]).
 
 use super::IntervalSink;
 use super::auth::ServerAuth;
 use crate::results::throughput::ThroughputResult;
+use crate::service::fair::Seat;
 use crate::service::limits::Ledger;
 use crate::wire::iperf3::{self as wire, Cookie};
-use std::collections::BTreeSet;
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Receiver;
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+pub use super::udp_port::UdpAcceptor;
 
 /// Client results are one small object per stream (≤ 256 streams): 256 KiB is plenty.
 pub const MAX_CLIENT_RESULTS_LEN: usize = 256 << 10;
@@ -92,105 +95,21 @@ pub struct SessionEnv<'a> {
     pub ledger: &'a Arc<Ledger>,
     /// Required authentication (`--rsa-private-key-path`), if any.
     pub auth: Option<&'a ServerAuth>,
+    /// The test's seat in the server's test pool: pending (evictable by a lighter host) until
+    /// the test runs; the session marks its progress and checks whether it was taken.
+    pub seat: Option<&'a Seat>,
 }
 
-/// UDP stream set-up on the server port: a FIFO of tests waiting for the unconnected socket.
-#[derive(Debug)]
-pub struct UdpAcceptor {
-    /// The address the server listens on (UDP binds the same address and port).
-    pub bind: SocketAddr,
-    queue: Mutex<Tickets>,
-    turn: Condvar,
-    /// When the latency probe reflector owns the UDP port (it shares the iperf3 port), it
-    /// hands over the source address of every datagram that is not a probe: an iperf3 UDP
-    /// stream's hello. `None`: the test binds its own unconnected socket on the port.
-    pub hellos: Option<Mutex<std::sync::mpsc::Receiver<SocketAddr>>>,
-}
-
-#[derive(Debug, Default)]
-struct Tickets {
-    next: u64,
-    serving: u64,
-    abandoned: BTreeSet<u64>,
-}
-
-impl Tickets {
-    fn advance(&mut self) {
-        self.serving += 1;
-        while self.abandoned.remove(&self.serving) {
-            self.serving += 1;
-        }
-    }
-}
-
-/// The turn of one test at the UDP port; the next test's turn comes when it drops.
-pub struct UdpTurn<'a>(&'a UdpAcceptor);
-
-impl Drop for UdpTurn<'_> {
-    fn drop(&mut self) {
-        if let Ok(mut q) = self.0.queue.lock() {
-            q.advance();
-        }
-        self.0.turn.notify_all();
-    }
-}
-
-impl UdpAcceptor {
-    pub fn new(bind: SocketAddr) -> Self {
-        UdpAcceptor {
-            bind,
-            queue: Mutex::new(Tickets::default()),
-            turn: Condvar::new(),
-            hellos: None,
-        }
+impl SessionEnv<'_> {
+    /// Whether the test's seat was taken by a newcomer from a lighter host.
+    pub fn evicted(&self) -> bool {
+        self.seat.is_some_and(Seat::is_evicted)
     }
 
-    /// Waits in line for the port until `deadline`; None if the turn did not come in time.
-    pub fn wait_turn(&self, deadline: Instant) -> Option<UdpTurn<'_>> {
-        let mut q = self.queue.lock().ok()?;
-        let ticket = q.next;
-        q.next += 1;
-        loop {
-            if q.serving == ticket {
-                return Some(UdpTurn(self));
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                q.abandoned.insert(ticket);
-                return None;
-            }
-            q = self.turn.wait_timeout(q, left).ok()?.0;
+    /// A step of the set-up completed (parameters, a stream).
+    pub fn progress(&self) {
+        if let Some(s) = self.seat {
+            s.progress();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn udp_turns_are_first_come_first_served_and_skip_the_abandoned() {
-        let a = UdpAcceptor::new("127.0.0.1:0".parse().unwrap());
-        let first = a
-            .wait_turn(Instant::now())
-            .expect("free port: turn at once");
-        // A second test gives up while the first holds the port.
-        assert!(
-            a.wait_turn(Instant::now() + Duration::from_millis(20))
-                .is_none()
-        );
-        std::thread::scope(|s| {
-            let waiter = s.spawn(|| {
-                a.wait_turn(Instant::now() + Duration::from_secs(5))
-                    .is_some()
-            });
-            std::thread::sleep(Duration::from_millis(50));
-            drop(first);
-            assert!(
-                waiter.join().unwrap(),
-                "the third gets the port after the first"
-            );
-        });
-        assert!(a.wait_turn(Instant::now()).is_some());
     }
 }

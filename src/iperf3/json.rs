@@ -1,4 +1,4 @@
-//! iperf3's `-J` JSON document (`start` / `intervals` / `end`, as in spec/samples/iperf3-*.json)
+//! iperf3's `-J` JSON document (`start` / `intervals` / `end`, as in tests/fixtures/iperf3/iperf3-*.json)
 //! rendered from a [`ThroughputResult`], so tools that parse iperf3 JSON work unchanged.
 //! Differences: `socket` holds the stream id (iperf3: the fd), `version` names routerbench.
 
@@ -240,6 +240,10 @@ struct Doc<'a> {
     server_output_text: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     server_output_json: Option<&'a serde_json::Value>,
+    /// routerbench's addition: the test was ended early by SIGINT/SIGTERM; the figures cover
+    /// the part measured (iperf3 tools ignore the key).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    interrupted: bool,
 }
 
 /// `Sun, 29 Nov 2026 19:27:25 GMT` for a Unix time.
@@ -336,6 +340,7 @@ pub fn render(r: &ThroughputResult, system_info: &str) -> String {
         },
         server_output_text: r.server_output_text.as_deref(),
         server_output_json: r.server_output_json.as_ref(),
+        interrupted: r.interrupted,
     };
     serde_json::to_string_pretty(&doc).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
 }

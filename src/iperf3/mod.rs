@@ -19,6 +19,7 @@ pub(crate) mod running;
 pub mod session;
 pub mod stream;
 pub mod summary;
+pub mod udp_port;
 
 use crate::results::throughput::Interval;
 use crate::wire::iperf3::{Cookie, ErrorPayload, WireError};
@@ -35,7 +36,10 @@ pub enum Iperf3Error {
         context: String,
         source: std::io::Error,
     },
-    #[error("{0}: the peer sent nothing for {1:?}; it vanished or is not an iperf3 peer")]
+    #[error(
+        "{0}: not complete within {1:?} (the whole message must arrive by then): the peer \
+         vanished, sends too slowly, or is not an iperf3 peer"
+    )]
     Timeout(&'static str, Duration),
     #[error("{0}: the peer closed the connection")]
     Closed(&'static str),

@@ -1,4 +1,4 @@
-//! One test on the server side, from the cookie to IPERF_DONE (spec/iperf3.md §5): parameter
+//! One test on the server side, from the cookie to IPERF_DONE (docs/protocols/iperf3.md §5): parameter
 //! checks and limits, data streams (TCP through the server's [`StreamBroker`], UDP by the hello
 //! dance, both in `accept.rs`), the running test with a watchdog, and the results exchange.
 
@@ -16,16 +16,21 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-pub use super::accept::bind_udp;
 pub use super::env::{
     MAX_CLIENT_RESULTS_LEN, SessionConfig, SessionEnv, StreamBroker, UdpAcceptor,
 };
+pub use super::udp_port::bind_udp;
 
 /// Runs one test whose control connection sent `cookie`. Errors are reported to the client
 /// (SERVER_ERROR with iperf3's code) where the protocol allows, and returned for the log.
 pub fn serve(mut ctl: Control, cookie: Cookie, env: &SessionEnv<'_>) -> Result<ThroughputResult> {
-    let r = serve_inner(&mut ctl, cookie, env);
+    let mut r = serve_inner(&mut ctl, cookie, env);
     env.broker.close(&cookie);
+    // Evicted while reading (its read side was shut): the error is the eviction, and the
+    // client hears "busy" rather than a bare close.
+    if env.evicted() && !matches!(r, Ok(_) | Err(Iperf3Error::Refused { .. })) {
+        r = Err(super::accept::evicted(&mut ctl));
+    }
     match &r {
         Err(Iperf3Error::Refused { .. }) | Ok(_) => {}
         Err(e @ (Iperf3Error::Wire { .. } | Iperf3Error::Timeout(..))) => {
@@ -54,6 +59,7 @@ fn serve_inner(
         .local_addr()
         .map_err(|e| Iperf3Error::io("control local", e))?;
     let params = read_params(ctl, env)?;
+    env.progress();
     // Held until the test ends: the streams' share of the server-wide caps.
     let _reserved = reserve(ctl, env, &params)?;
     keepalive(ctl.stream(), cfg.idle_timeout);
@@ -73,6 +79,13 @@ fn serve_inner(
     let n_senders = (0..socks.len()).filter(|&i| server_sends(i)).count() as u64;
     let send_rate = send_rate(cfg, &params, n_senders, &mut warnings);
     let timesecs = unix_secs();
+    if env.evicted() {
+        return Err(super::accept::evicted(ctl));
+    }
+    // From here the test runs: its seat is never taken.
+    if let Some(seat) = env.seat {
+        seat.running();
+    }
     ctl.send_state(State::TestStart)?;
     ctl.send_state(State::TestRunning)?;
     let main_sends = params.reverse && !params.bidirectional;
@@ -117,7 +130,12 @@ fn read_params(ctl: &mut Control, env: &SessionEnv<'_>) -> Result<TestParams> {
         source,
     })?;
     if let Some(auth) = env.auth {
-        authenticate(ctl, &params, auth)?;
+        let ip = ctl
+            .stream()
+            .peer_addr()
+            .map_err(|e| Iperf3Error::io("control peer", e))?
+            .ip();
+        authenticate(ctl, &params, auth, ip)?;
     }
     check_limits(ctl, &params, env.cfg)?;
     Ok(params)
@@ -321,10 +339,15 @@ fn exchange_results(
 }
 
 /// iperf3's test_is_authorized: a missing or bad token ends the test with IEAUTHTEST (142).
-fn authenticate(ctl: &mut Control, p: &TestParams, auth: &ServerAuth) -> Result<()> {
+fn authenticate(
+    ctl: &mut Control,
+    p: &TestParams,
+    auth: &ServerAuth,
+    ip: std::net::IpAddr,
+) -> Result<()> {
     let verdict = match &p.authtoken {
         None => Err("no credentials (client needs --username and --rsa-public-key-path)".into()),
-        Some(t) => auth.check(t, super::auth::now_secs()),
+        Some(t) => auth.check_from(ip, t, super::auth::now_secs()),
     };
     verdict.map(|_user| ()).map_err(|why| {
         refuse(

@@ -1,5 +1,5 @@
 //! Data streams: one thread per stream (so `-P` scales with cores), TCP and UDP, send and
-//! receive, with iperf3's UDP loss/jitter arithmetic (spec/iperf3.md §8) and average-rate
+//! receive, with iperf3's UDP loss/jitter arithmetic (docs/protocols/iperf3.md §8) and average-rate
 //! pacing for `-b` (§7.4). Workers only count; the meter samples their counters.
 
 use super::control::{is_reset, is_timeout};
@@ -411,7 +411,7 @@ fn tcp_recv(
 ) -> std::io::Result<()> {
     // Reads wait for a whole block (MSG_WAITALL): one wake-up per 128 KiB instead of one per
     // few segments. Over loopback this took the receiver from ~85 % of a core to ~36 % and -P 1
-    // from 0.9x to 1.27x iperf3 (README). A slow stream's partial block comes back after
+    // from 0.9x to 1.27x iperf3 (docs/benchmarks.md). A slow stream's partial block comes back after
     // RECV_WAIT, so interval counts lag the wire by at most that much data.
     s.set_read_timeout(Some(RECV_WAIT))?;
     // One block per read, as iperf3: a cache-sized buffer (1 MiB reads measured slower).

@@ -1,6 +1,6 @@
 //! UDP data streams: the sender numbers and stamps every datagram and hands the kernel a batch
 //! per call (GSO, else sendmmsg); the receiver takes batches (GRO, recvmmsg) and runs iperf3's
-//! loss/jitter arithmetic on each datagram (spec/iperf3.md §8, docs/throughput.md).
+//! loss/jitter arithmetic on each datagram (docs/protocols/iperf3.md §8, docs/throughput.md).
 
 use super::{
     Counters, StopState, Tally, UdpRecvStats, WORKER_TICK, WorkerConfig, monotonic_now, pace,

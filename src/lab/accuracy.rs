@@ -25,7 +25,7 @@ pub struct MeasurePlan {
 }
 
 impl Default for MeasurePlan {
-    /// spec/netns-lab.md's `measure`: 10 s, 2 s warm-up, probes every 0.1 s, cubic, upload, 1 flow.
+    /// docs/protocols/netns-lab.md's `measure`: 10 s, 2 s warm-up, probes every 0.1 s, cubic, upload, 1 flow.
     fn default() -> Self {
         Self {
             download: false,

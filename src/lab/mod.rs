@@ -1,7 +1,7 @@
 //! The router lab: three network namespaces (LAN host, router, WAN host) joined by two veth
 //! pairs, with a known bottleneck on each direction of the router, optional NAT, offloads and a
 //! congestion-control default. Every latency number measured through it can be checked against
-//! buffer·8/rate (spec/netns-lab.md).
+//! buffer·8/rate (docs/protocols/netns-lab.md).
 //!
 //! ```text
 //! [<name>-lan] lan0 10.201.1.2 <-veth-> rtr-lan 10.201.1.1 [<name>-rtr] rtr-wan 10.201.2.1 <-veth-> wan0 10.201.2.2 [<name>-wan]

@@ -1,5 +1,5 @@
 //! Segmentation offloads of the lab's veths through the SIOCETHTOOL ioctl (no `ethtool` binary
-//! needed): GSO/TSO on or off, GRO always off, as in spec/netns-lab.md.
+//! needed): GSO/TSO on or off, GRO always off, as in docs/protocols/netns-lab.md.
 //!
 //! Uses the legacy per-feature commands (ETHTOOL_[GS]GSO/TSO/GRO), which every kernel keeps.
 

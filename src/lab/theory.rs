@@ -94,7 +94,7 @@ mod tests {
 
     #[test]
     fn spec_points() {
-        // spec/netns-lab.md: 64000 B at 20 Mbit/s = 25.6 ms, 300000 B at 50 Mbit/s = 48 ms.
+        // docs/protocols/netns-lab.md: 64000 B at 20 Mbit/s = 25.6 ms, 300000 B at 50 Mbit/s = 48 ms.
         assert!((queue_delay_ms(64_000, 20_000_000) - 25.6).abs() < 1e-9);
         assert!((queue_delay_ms(300_000, 50_000_000) - 48.0).abs() < 1e-9);
         assert_eq!(queue_delay_ms(1, 0), 0.0);

@@ -26,7 +26,7 @@ pub struct LabSpec {
 }
 
 impl Default for LabSpec {
-    /// spec/netns-lab.md's defaults: 50 Mbit/s both ways, 300 KB, tbf burst 15360 B, no NAT,
+    /// docs/protocols/netns-lab.md's defaults: 50 Mbit/s both ways, 300 KB, tbf burst 15360 B, no NAT,
     /// offloads off, cubic.
     fn default() -> Self {
         Self {

@@ -39,6 +39,35 @@ pub fn read_msg_by(
     read_msg(&mut DeadlineReader { stream, deadline })
 }
 
+/// Waits until `idle_until` for a frame to begin, then reads all of it within `msg_time` of
+/// its first byte: a session may be silent up to its idle timeout, but a message once begun
+/// must be whole within the message deadline, however slowly it is dribbled.
+pub fn read_msg_idle(
+    stream: &mut std::net::TcpStream,
+    idle_until: std::time::Instant,
+    msg_time: std::time::Duration,
+) -> Result<Message, ConnError> {
+    use std::os::fd::AsFd;
+    loop {
+        let left = idle_until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(ConnError::Timeout);
+        }
+        let mut fds = [nix::poll::PollFd::new(
+            stream.as_fd(),
+            nix::poll::PollFlags::POLLIN,
+        )];
+        let wait = nix::poll::PollTimeout::try_from(left.min(std::time::Duration::from_secs(1)))
+            .unwrap_or(nix::poll::PollTimeout::MAX);
+        match nix::poll::poll(&mut fds, wait) {
+            Ok(n) if n > 0 => break,
+            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(ConnError::Io(e.into())),
+        }
+    }
+    read_msg_by(stream, std::time::Instant::now() + msg_time)
+}
+
 /// Reads one frame. The stream's read timeout bounds the wait; a frame cut short is an error.
 pub fn read_msg(r: &mut impl Read) -> Result<Message, ConnError> {
     let mut header = [0u8; rb::FRAME_HEADER_LEN];
@@ -106,6 +135,59 @@ mod tests {
             read_msg(&mut cut),
             Err(ConnError::Wire(WireError::Truncated { .. }))
         ));
+    }
+
+    #[test]
+    fn a_message_begun_must_be_whole_within_its_deadline() {
+        use std::io::Write;
+        use std::time::{Duration, Instant};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        // Silence up to the idle deadline is a timeout.
+        let t = Instant::now();
+        let r = read_msg_idle(
+            &mut s,
+            t + Duration::from_millis(150),
+            Duration::from_secs(5),
+        );
+        assert!(matches!(r, Err(ConnError::Timeout)));
+        assert!(t.elapsed() < Duration::from_secs(1));
+        // A whole frame after some silence is read.
+        let bytes = Message::Finish.emit();
+        c.write_all(&bytes).unwrap();
+        let r = read_msg_idle(
+            &mut s,
+            Instant::now() + Duration::from_secs(5),
+            Duration::from_secs(1),
+        );
+        assert_eq!(r.unwrap(), Message::Finish);
+        // A frame dribbled one byte per 120 ms: cut 300 ms after its first byte, although the
+        // idle deadline is far away.
+        let start = Message::Start {
+            start_in_us: 1,
+            duration_ms: 2,
+            step_ms: 5,
+        }
+        .emit();
+        let w = std::thread::spawn(move || {
+            for b in start {
+                if c.write_all(&[b]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(120));
+            }
+        });
+        let t = Instant::now();
+        let r = read_msg_idle(
+            &mut s,
+            t + Duration::from_secs(30),
+            Duration::from_millis(300),
+        );
+        assert!(matches!(r, Err(ConnError::Timeout)), "{r:?}");
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+        drop(s);
+        w.join().unwrap();
     }
 
     #[test]

@@ -42,6 +42,17 @@ pub(super) fn handshake(
         .emit(),
     );
     ctl.write_all(&hello)?;
+    // A server at its connection limit answers one byte 0xff and closes (the byte starts no
+    // frame): say "busy", not "closed".
+    let mut first = [0u8; 1];
+    if matches!(ctl.peek(&mut first), Ok(1)) && first[0] == crate::wire::BUSY_BYTE {
+        return Err(LatencyError::Refused {
+            addr,
+            message: "server busy: it is at its connection limit and refused this connection; \
+                      retry later"
+                .into(),
+        });
+    }
     match conn::read_msg(&mut ctl) {
         Ok(Message::Welcome { session, udp_port, max_duration_ms, max_flows, .. }) => {
             Ok((ctl, Welcome { session, udp_port, max_duration_ms, max_flows }, t.elapsed()))
@@ -50,7 +61,7 @@ pub(super) fn handshake(
         Ok(other) => Err(LatencyError::Refused { addr, message: format!("unexpected answer {other:?}") }),
         Err(ConnError::Closed) => Err(LatencyError::Refused {
             addr,
-            message: "connection closed during the handshake (an iperf3-only server, or an older routerbench?)".into(),
+            message: "connection closed during the handshake without an answer: an iperf3-only server, an older routerbench, or a server that dropped the connection (its log says why)".into(),
         }),
         Err(ConnError::Timeout) => Err(LatencyError::Refused {
             addr,

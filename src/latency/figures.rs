@@ -18,7 +18,7 @@ pub fn series_stats(values: impl IntoIterator<Item = f64>) -> SeriesStats {
     }
 }
 
-/// DSLReports/Waveform bands on the latency increase (spec/latency.md §5).
+/// DSLReports/Waveform bands on the latency increase (docs/protocols/latency.md §5).
 pub fn grade(increase_ms: f64) -> &'static str {
     match increase_ms {
         x if x < 5.0 => "A+",

@@ -115,8 +115,13 @@ pub fn run(
         rtt_per_step: vec![None; steps],
         error: None,
     };
-    if let Some(wait) = start.checked_duration_since(Instant::now()) {
-        std::thread::sleep(wait);
+    // Until the load starts, in slices: an interruption in the idle lead-in ends the flow at
+    // once.
+    while let Some(wait) = start.checked_duration_since(Instant::now()) {
+        if stop.load(Ordering::Relaxed) {
+            return out;
+        }
+        std::thread::sleep(wait.min(Duration::from_millis(50)));
     }
     let end = start + length;
     let step_of = |now: Instant| {

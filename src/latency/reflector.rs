@@ -2,9 +2,14 @@
 //! reflector's send time and the kernel send timestamp of the previous reply of that stream.
 //!
 //! It answers only a probe that parses, belongs to a live session, comes from that session's IP
-//! address, is within the size limit and within the session's rate; the reply is the received
-//! bytes, rewritten in place, so it is never larger than the probe (no amplification). The reply
-//! carries the probe's own DSCP mark back (EF stays EF in both directions).
+//! address and from the port the probe stream's first answered probe came from, is within the
+//! size limit and within the session's rate; the reply is the received bytes, rewritten in
+//! place, so it is never larger than the probe (no amplification). The reply carries the probe's
+//! own DSCP mark back (EF stays EF in both directions).
+//!
+//! Under a flood: a socket filter (`net::bpf`) drops in the kernel every datagram that can be
+//! neither a probe nor an iperf3 hello, so garbage never wakes this thread; what passes is
+//! charged to its source address's budget ([`SourceBudget`]) before any session is looked up.
 
 use super::error::ServiceError;
 use super::state::{Inner, MAX_STREAMS};
@@ -78,12 +83,66 @@ fn bind(addr: SocketAddr, v6: bool) -> std::io::Result<UdpSocket> {
     }
     // The iperf3 server's UDP stream sockets share the port (they set it too, as iperf3 does).
     s.set_reuse_address(true)?;
+    // Room for bursts of probes (and hellos) while the thread is busy; best effort.
+    let _ = s.set_recv_buffer_size(RECV_BUFFER);
     s.bind(&addr.into())?;
     let s: UdpSocket = s.into();
     s.set_read_timeout(Some(Duration::from_millis(200)))?;
     so::enable_timestamps(&s)?;
     so::enable_recv_tos(&s, v6)?;
+    crate::net::bpf::attach_port_filter(&s)?;
     Ok(s)
+}
+
+/// The reflector socket's receive buffer, bytes.
+const RECV_BUFFER: usize = 1 << 20;
+
+/// Datagrams one source address may make the reflector handle per second (and its burst):
+/// four sessions' probe rate (the per-host session limit's default), so a flood of well-formed
+/// probes from one address costs bounded work whatever their session ids.
+const SOURCE_RATE: f64 = 4000.0;
+const SOURCE_BURST: f64 = 800.0;
+/// Source addresses with a budget of their own at most; beyond it, new ones share one.
+const MAX_SOURCES: usize = 1024;
+
+/// A token bucket per source address, bounded in size (the overflow shares one bucket).
+pub(crate) struct SourceBudget {
+    buckets: HashMap<Option<IpAddr>, (f64, Instant)>,
+    pub dropped: u64,
+}
+
+impl SourceBudget {
+    pub(crate) fn new() -> Self {
+        SourceBudget {
+            buckets: HashMap::new(),
+            dropped: 0,
+        }
+    }
+
+    /// Whether `ip` may have one more datagram handled now.
+    pub(crate) fn admit(&mut self, ip: IpAddr, now: Instant) -> bool {
+        let mut key = Some(crate::net::addr::canonical_ip(ip));
+        if !self.buckets.contains_key(&key) && self.buckets.len() >= MAX_SOURCES {
+            // Forget sources whose buckets are full again (idle for a while).
+            self.buckets.retain(|_, (tokens, last)| {
+                *tokens + now.duration_since(*last).as_secs_f64() * SOURCE_RATE < SOURCE_BURST
+            });
+            if self.buckets.len() >= MAX_SOURCES {
+                key = None;
+            }
+        }
+        let (tokens, last) = self.buckets.entry(key).or_insert((SOURCE_BURST, now));
+        *tokens =
+            (*tokens + now.duration_since(*last).as_secs_f64() * SOURCE_RATE).min(SOURCE_BURST);
+        *last = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            true
+        } else {
+            self.dropped += 1;
+            false
+        }
+    }
 }
 
 fn spawn(inner: Arc<Inner>, sock: UdpSocket, v6: bool) -> std::io::Result<()> {
@@ -96,9 +155,9 @@ fn spawn(inner: Arc<Inner>, sock: UdpSocket, v6: bool) -> std::io::Result<()> {
 /// Longest datagram handed to the port's other user (iperf3's UDP hello is 4 bytes).
 const MAX_FOREIGN_LEN: usize = 64;
 
-fn hand_over(inner: &Inner, from: SocketAddr) -> bool {
+fn hand_over(inner: &Inner, from: SocketAddr, payload: &[u8]) -> bool {
     let hook = inner.foreign.lock().ok().and_then(|h| h.clone());
-    hook.is_some_and(|h| h(from))
+    hook.is_some_and(|h| h(from, payload))
 }
 
 /// Why a datagram was not answered (counted, and logged on the 1st, 2nd, 4th, 8th… time).
@@ -109,8 +168,12 @@ enum Drop {
     TooLong,
     UnknownSession,
     WrongAddress,
+    /// From the session's address but not the port its probe stream is bound to.
+    WrongPort,
     BadStream,
     RateLimited,
+    /// Over its source address's budget.
+    SourceBudget,
 }
 
 fn run(inner: Arc<Inner>, sock: UdpSocket, v6: bool) {
@@ -120,6 +183,7 @@ fn run(inner: Arc<Inner>, sock: UdpSocket, v6: bool) {
     let mut next_tx_id: u32 = 0;
     let mut pending: HashMap<u32, (u64, u8, u32)> = HashMap::new();
     let mut current_tos: u8 = 0;
+    let mut budget = SourceBudget::new();
     while !inner.shutdown.load(Ordering::SeqCst) {
         let r = match so::recv_timestamped(&sock, &mut buf) {
             Ok(r) => r,
@@ -133,12 +197,16 @@ fn run(inner: Arc<Inner>, sock: UdpSocket, v6: bool) {
             }
         };
         let Some(from) = r.from else { continue };
-        let verdict = check(&inner, &buf, r.len, r.truncated, from);
+        let verdict = if budget.admit(from.ip(), Instant::now()) {
+            check(&inner, &buf, r.len, r.truncated, from)
+        } else {
+            Err(Drop::SourceBudget)
+        };
         let (session, stream, seq) = match verdict {
             Ok(v) => v,
-            // iperf3's UDP hello (4 bytes) on a shared port: the iperf3 server takes it.
+            // iperf3's UDP hello (4 bytes) on a shared port: the iperf3 server may take it.
             Err(Drop::NotProbe | Drop::Truncated)
-                if r.len <= MAX_FOREIGN_LEN && hand_over(&inner, from) =>
+                if r.len <= MAX_FOREIGN_LEN && hand_over(&inner, from, &buf[..r.len]) =>
             {
                 continue;
             }
@@ -220,8 +288,12 @@ fn check(
     }
     let stream = pkt.stream();
     let mut p = session.probes.lock().map_err(|_| Drop::UnknownSession)?;
-    if !p.streams.contains_key(&stream) && p.streams.len() >= MAX_STREAMS {
-        return Err(Drop::BadStream);
+    match p.streams.get(&stream) {
+        None if p.streams.len() >= MAX_STREAMS => return Err(Drop::BadStream),
+        Some(st) if st.port.is_some_and(|port| port != from.port()) => {
+            return Err(Drop::WrongPort);
+        }
+        _ => {}
     }
     let now = Instant::now();
     let b = &inner.bounds;
@@ -233,5 +305,12 @@ fn check(
         return Err(Drop::RateLimited);
     }
     p.tokens -= 1.0;
+    // The stream is bound to the port of its first answered probe.
+    if let Some(st) = p.streams.get_mut(&stream) {
+        st.port.get_or_insert(from.port());
+    }
+    drop(p);
+    // A session whose probes flow runs: its seats are no longer evictable.
+    session.mark_running();
     Ok((pkt.session(), stream, pkt.seq()))
 }

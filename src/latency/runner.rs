@@ -1,5 +1,5 @@
 //! Runs one test against a server, on flent's timeline: probes from T0 for TOTAL_LENGTH, all
-//! load flows together from T0 + DELAY for LENGTH (spec/latency.md §9). Collects the raw data
+//! load flows together from T0 + DELAY for LENGTH (docs/protocols/latency.md §9). Collects the raw data
 //! and hands it to `summary`.
 
 use super::conn;

@@ -9,8 +9,9 @@
 use super::conn::{self, ConnError};
 use super::error::ServiceError;
 use super::reflector::Reflector;
+
 pub use super::state::{Bounds, ForeignFn, LogSink, MAX_STREAMS};
-use super::state::{Inner, ProbeState, Session};
+use super::state::{Inner, LoadRequest, ProbeState, Session};
 use crate::net as so;
 use crate::wire::rb::{self, Direction, ErrorCode, FlowStep, Message};
 use std::collections::HashMap;
@@ -90,17 +91,32 @@ impl Service {
         peer: SocketAddr,
         version: u16,
         token: &str,
+        conn_seat: Option<crate::service::fair::Seat>,
     ) -> Result<(), ServiceError> {
         let Some(udp_port) = self.admit(&mut stream, peer, version, token) else {
             return Ok(());
         };
-        let Some(session) = self.open_session(&mut stream, peer)? else {
+        let Some(session) = self.open_session(&mut stream, peer, conn_seat)? else {
             return Ok(());
         };
         let opened = Instant::now();
         self.inner
             .note(format!("{peer}: session {:016x} opened", session.id));
-        let outcome = self.run_session(&mut stream, &session, udp_port);
+        let mut outcome = self.run_session(&mut stream, &session, udp_port);
+        if outcome.is_err()
+            && session
+                .seats
+                .lock()
+                .is_ok_and(|s| s.iter().any(|x| x.is_evicted()))
+        {
+            let msg = "evicted before it started: the server was full and a host holding fewer \
+                       sessions needed the slot; retry later";
+            let _ = conn::write_msg(
+                &mut stream,
+                &Message::error(ErrorCode::Busy, msg.to_string()),
+            );
+            outcome = Err(ServiceError::Rejected(msg.into()));
+        }
         session.abort.store(true, Ordering::SeqCst);
         session.start_cv.notify_all();
         if let Ok(mut map) = self.inner.sessions.lock() {
@@ -132,17 +148,28 @@ impl Service {
         token: &str,
     ) -> Option<u16> {
         if let Some(want) = &self.inner.bounds.token {
-            if !crate::service::same_token(want, token) {
-                let msg = if token.is_empty() {
-                    "this server requires a token (client --token)"
-                } else {
-                    "wrong token"
-                };
+            let backoff = &self.inner.backoff;
+            let refused = match backoff.check(peer.ip()) {
+                // Refused without looking at the token: one guess per wait.
+                Err(wait) => Some(crate::service::backoff::wait_message("token", wait)),
+                Ok(()) if crate::service::same_token(want, token) => {
+                    backoff.succeeded(peer.ip());
+                    None
+                }
+                Ok(()) if token.is_empty() => {
+                    Some("this server requires a token (client --token)".to_string())
+                }
+                Ok(()) => {
+                    let wait = backoff.failed(peer.ip());
+                    Some(format!(
+                        "wrong token (next try from this address in {:.1} s)",
+                        wait.as_secs_f64()
+                    ))
+                }
+            };
+            if let Some(msg) = refused {
                 self.inner.log(format!("{peer}: refused: {msg}"));
-                let _ = conn::write_msg(
-                    stream,
-                    &Message::error(ErrorCode::Unauthorized, msg.to_string()),
-                );
+                let _ = conn::write_msg(stream, &Message::error(ErrorCode::Unauthorized, msg));
                 return None;
             }
         }
@@ -165,43 +192,39 @@ impl Service {
         Some(udp_port)
     }
 
-    /// Takes a session slot (server-wide and per-host limits; a full table is refused with a
-    /// reason, logged): the new session, or None if refused.
+    /// Takes a session seat (server-wide and per-host limits, shared fairly: a newcomer from a
+    /// lighter host may take the seat of a session that has not started; `service::fair`); a
+    /// refusal is told and logged. The new session holds `conn_seat` too.
     fn open_session(
         &self,
         stream: &mut TcpStream,
         peer: SocketAddr,
+        conn_seat: Option<crate::service::fair::Seat>,
     ) -> Result<Option<Arc<Session>>, ServiceError> {
         let b = &self.inner.bounds;
+        let abort = Arc::new(AtomicBool::new(false));
+        let evict = crate::service::fair::shut_reader(stream, Some(abort.clone()));
+        let admission = match self.inner.pool.acquire(peer.ip(), evict) {
+            Ok(a) => a,
+            Err(why) => {
+                let msg = format!("busy: {why}");
+                self.inner.log(format!("{peer}: refused: {msg}"));
+                let _ = conn::write_msg(stream, &Message::error(ErrorCode::Busy, msg));
+                return Ok(None);
+            }
+        };
+        if let Some(ip) = admission.evicted {
+            self.inner.log(format!(
+                "{peer}: session slots full: took the slot of a session of {} that had not \
+                 started (that host holds the most)",
+                crate::net::addr::display_ip(ip)
+            ));
+        }
         let mut map = self
             .inner
             .sessions
             .lock()
             .map_err(|_| ServiceError::Poisoned("session table"))?;
-        if map.len() >= b.max_sessions {
-            drop(map);
-            let msg = format!(
-                "all {} session slots are in use: retry later",
-                b.max_sessions
-            );
-            self.inner.log(format!("{peer}: refused: {msg}"));
-            let _ = conn::write_msg(stream, &Message::error(ErrorCode::Busy, msg));
-            return Ok(None);
-        }
-        let mine = map
-            .values()
-            .filter(|s| so::same_ip(s.peer_ip, peer.ip()))
-            .count();
-        if mine >= b.max_sessions_per_host {
-            drop(map);
-            let msg = format!(
-                "{mine} sessions from this address already (limit {} per host): retry later",
-                b.max_sessions_per_host
-            );
-            self.inner.log(format!("{peer}: refused: {msg}"));
-            let _ = conn::write_msg(stream, &Message::error(ErrorCode::Busy, msg));
-            return Ok(None);
-        }
         let id = loop {
             let id = conn::random_u64();
             if id != 0 && !map.contains_key(&id) {
@@ -213,7 +236,9 @@ impl Service {
             peer_ip: peer.ip(),
             // The load, up to 60 s of idle lead-in and tail each, and slack.
             deadline: Instant::now() + b.max_duration + Duration::from_secs(120) + b.idle_timeout,
-            abort: AtomicBool::new(false),
+            abort,
+            running: AtomicBool::new(false),
+            seats: Mutex::new(conn_seat.into_iter().chain([admission.seat]).collect()),
             start: Mutex::new(None),
             start_cv: Condvar::new(),
             flows: Mutex::new(Vec::new()),
@@ -251,9 +276,10 @@ impl Service {
             if left.is_zero() {
                 return Err(ServiceError::TimeLimit);
             }
-            // One deadline per message, not per read: a client dribbling bytes cannot keep
-            // the session past its idle timeout or its lifetime. During an RPM test the
-            // control connection is quiet until Finish: its deadline is the test's end.
+            // Silent up to the idle timeout (and the session's lifetime); a message once begun
+            // must be whole within the handshake timeout, however it is dribbled. During an
+            // RPM test the control connection is quiet until Finish: its idle limit runs from
+            // the test's end.
             let idle = s
                 .rpm_until
                 .lock()
@@ -262,7 +288,8 @@ impl Service {
                 .map_or(b.idle_timeout, |u| {
                     u.saturating_duration_since(Instant::now()) + b.idle_timeout
                 });
-            let msg = match conn::read_msg_by(stream, Instant::now() + left.min(idle)) {
+            let idle_until = Instant::now() + left.min(idle);
+            let msg = match conn::read_msg_idle(stream, idle_until, b.handshake_timeout) {
                 Ok(m) => m,
                 Err(ConnError::Closed) => return Err(ServiceError::Vanished),
                 Err(ConnError::Timeout) => {
@@ -297,39 +324,37 @@ impl Service {
                         );
                         return Err(ServiceError::Rejected(m));
                     }
+                    if s.seats
+                        .lock()
+                        .is_ok_and(|v| v.iter().any(|x| x.is_evicted()))
+                    {
+                        // A flow's connection was taken while the session waited: it cannot
+                        // run whole. (Busy is said by `control`.)
+                        return Err(ServiceError::Aborted);
+                    }
                     let start = Instant::now() + Duration::from_micros(start_in_us as u64);
+                    s.mark_running();
                     if let Ok(mut st) = s.start.lock() {
                         *st = Some((start, duration));
                     }
                     s.start_cv.notify_all();
-                    self.report_steps(
+                    let ended_early = self.report_steps(
                         stream,
                         s,
                         start,
                         duration,
                         Duration::from_millis(step_ms as u64),
                     )?;
+                    if ended_early {
+                        // The client said Finish during the load (it was interrupted): the
+                        // counts now, so its partial result is whole.
+                        conn::write_msg(stream, &finished(s))?;
+                        return Ok(());
+                    }
                 }
                 Message::RpmBegin { duration_ms } => self.rpm_begin(stream, s, duration_ms)?,
                 Message::Finish => {
-                    let streams = s
-                        .probes
-                        .lock()
-                        .map(|p| {
-                            let mut v: Vec<rb::StreamCount> = p
-                                .streams
-                                .iter()
-                                .map(|(&stream, st)| rb::StreamCount {
-                                    stream,
-                                    received: st.received,
-                                    reflected: st.reflected,
-                                })
-                                .collect();
-                            v.sort_by_key(|c| c.stream);
-                            v
-                        })
-                        .unwrap_or_default();
-                    conn::write_msg(stream, &Message::Finished { streams })?;
+                    conn::write_msg(stream, &finished(s))?;
                     return Ok(());
                 }
                 other => {
@@ -343,6 +368,8 @@ impl Service {
     }
 
     /// Sends one StepReport per step while the flows run: upload bytes and download TCP RTT.
+    /// Returns true if the client sent Finish before the load ended (an interrupted client):
+    /// the flows are stopped then.
     fn report_steps(
         &self,
         stream: &mut TcpStream,
@@ -350,7 +377,7 @@ impl Service {
         start: Instant,
         duration: Duration,
         step: Duration,
-    ) -> Result<(), ServiceError> {
+    ) -> Result<bool, ServiceError> {
         stream.set_write_timeout(Some(Duration::from_secs(5)))?;
         let steps = (duration.as_secs_f64() / step.as_secs_f64())
             .round()
@@ -362,7 +389,10 @@ impl Service {
                 if s.abort.load(Ordering::SeqCst) || self.inner.shutdown.load(Ordering::SeqCst) {
                     return Err(ServiceError::Aborted);
                 }
-                std::thread::sleep(left.min(Duration::from_millis(50)));
+                if self.client_spoke(stream, left.min(Duration::from_millis(50)))? {
+                    s.abort.store(true, Ordering::SeqCst);
+                    return Ok(true);
+                }
             }
             let flows: Vec<FlowStep> = match s.flows.lock() {
                 Ok(fl) => fl
@@ -386,24 +416,68 @@ impl Service {
             conn::write_msg(stream, &Message::StepReport { step: k, flows })
                 .map_err(ServiceError::VanishedInLoad)?;
         }
-        Ok(())
+        Ok(false)
+    }
+
+    /// Waits up to `wait` for the client to speak during the load: true if it sent Finish;
+    /// anything else is an error (a closed connection: the client vanished).
+    fn client_spoke(&self, stream: &mut TcpStream, wait: Duration) -> Result<bool, ServiceError> {
+        use std::os::fd::AsFd;
+        let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+        let ready = so::poll_readable(&[stream.as_fd()], ms).map_err(ServiceError::from)?;
+        if ready.first().is_none_or(|&r| r == 0) {
+            return Ok(false);
+        }
+        match conn::read_msg_by(stream, Instant::now() + self.inner.bounds.handshake_timeout) {
+            Ok(Message::Finish) => Ok(true),
+            Ok(other) => Err(ServiceError::Rejected(format!(
+                "unexpected message {other:?} during the load"
+            ))),
+            Err(ConnError::Closed) => Err(ServiceError::Vanished),
+            Err(e) => Err(ServiceError::BadMessage(e)),
+        }
     }
 }
 
+/// The server's probe counts of a session, per stream (its Finished message).
+fn finished(s: &Session) -> Message {
+    let streams = s
+        .probes
+        .lock()
+        .map(|p| {
+            let mut v: Vec<rb::StreamCount> = p
+                .streams
+                .iter()
+                .map(|(&stream, st)| rb::StreamCount {
+                    stream,
+                    received: st.received,
+                    reflected: st.reflected,
+                })
+                .collect();
+            v.sort_by_key(|c| c.stream);
+            v
+        })
+        .unwrap_or_default();
+    Message::Finished { streams }
+}
+
 impl crate::service::ProtocolHandler for Service {
-    fn handle(
-        &self,
-        mut stream: TcpStream,
-        _prefix: &[u8],
-    ) -> Result<(), crate::service::HandlerError> {
+    fn handle(&self, conn: crate::service::Handoff) -> Result<(), crate::service::HandlerError> {
+        let crate::service::Handoff {
+            mut stream,
+            deadline,
+            seat,
+            ..
+        } = conn;
         let peer = stream.peer_addr()?;
         let b = &self.inner.bounds;
         stream.set_write_timeout(Some(b.handshake_timeout))?;
         let _ = stream.set_nodelay(true);
-        // The whole first message within the handshake deadline, however it is dribbled.
-        match conn::read_msg_by(&mut stream, Instant::now() + b.handshake_timeout) {
+        // The whole first message by the connection's handshake deadline (the magic's too),
+        // however it is dribbled.
+        match conn::read_msg_by(&mut stream, deadline) {
             Ok(Message::Hello { version, token }) => {
-                Ok(self.control(stream, peer, version, &token)?)
+                Ok(self.control(stream, peer, version, &token, seat)?)
             }
             Ok(Message::LoadHello {
                 version,
@@ -412,19 +486,30 @@ impl crate::service::ProtocolHandler for Service {
                 direction,
                 tos,
                 cc,
-            }) => Ok(self.load(stream, peer, version, session, flow, direction, tos, cc)?),
+            }) => {
+                let req = LoadRequest {
+                    peer,
+                    version,
+                    session,
+                    flow,
+                    direction,
+                    tos,
+                    cc,
+                };
+                Ok(self.load(stream, req, seat)?)
+            }
             Ok(Message::RpmLoadHello {
                 version,
                 session,
                 conn,
                 direction,
-            }) => Ok(self.rpm_load(stream, peer, version, session, conn, direction)?),
+            }) => Ok(self.rpm_load(stream, peer, version, session, conn, direction, seat)?),
             Ok(Message::RpmProbe {
                 version,
                 session,
                 id,
             }) => {
-                self.rpm_foreign(stream, peer, version, session, id);
+                self.rpm_foreign(stream, peer, version, session, id, seat);
                 Ok(())
             }
             Ok(other) => {
@@ -437,7 +522,19 @@ impl crate::service::ProtocolHandler for Service {
                 Ok(())
             }
             Err(e) => {
-                let m = format!("bad first message: {e}");
+                let m = if seat.as_ref().is_some_and(|s| s.is_evicted()) {
+                    "evicted in its handshake: the server was full and a host holding fewer \
+                     connections needed the slot"
+                        .to_string()
+                } else if matches!(e, ConnError::Timeout) {
+                    format!(
+                        "no whole first message within the handshake deadline ({:?} from the \
+                         connection)",
+                        b.handshake_timeout
+                    )
+                } else {
+                    format!("bad first message: {e}")
+                };
                 if !matches!(e, ConnError::Closed) {
                     let _ = conn::write_msg(
                         &mut stream,

@@ -4,12 +4,12 @@
 use super::conn;
 use super::error::ServiceError;
 use super::server::Service;
-use super::state::{FlowHandle, Session};
+use super::state::{FlowHandle, LoadRequest, Session};
 use crate::net as so;
 use crate::wire::rb::{self, Direction, ErrorCode, Message};
 use portable_atomic::AtomicU64;
 use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -17,30 +17,20 @@ use std::time::{Duration, Instant};
 impl Service {
     /// A load connection: checks and registers the flow, waits for Start, then receives
     /// (upload) or sends (download) until the load ends.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn load(
         &self,
         mut stream: TcpStream,
-        peer: SocketAddr,
-        version: u16,
-        session: u64,
-        flow: u8,
-        direction: Direction,
-        tos: u8,
-        cc: String,
+        req: LoadRequest,
+        conn_seat: Option<crate::service::fair::Seat>,
     ) -> Result<(), ServiceError> {
-        let req = LoadRequest {
-            peer,
-            version,
-            session,
-            flow,
-            direction,
-            tos,
-            cc,
-        };
+        let direction = req.direction;
         let Some((s, bytes)) = self.accept_flow(&mut stream, &req)? else {
             return Ok(());
         };
+        // The flow's connection seat lives with its session (running once the session runs).
+        if let Some(seat) = conn_seat {
+            s.hold(seat);
+        }
         let Some((start, duration)) = wait_for_start(&s)? else {
             return Ok(());
         };
@@ -135,17 +125,6 @@ impl Service {
 
 /// An accepted flow: its session and the byte counter the session's step reports read.
 pub(super) type Accepted = (Arc<Session>, Arc<AtomicU64>);
-
-/// What a LoadHello asked for, and from where.
-pub(super) struct LoadRequest {
-    pub peer: SocketAddr,
-    pub version: u16,
-    pub session: u64,
-    pub flow: u8,
-    pub direction: Direction,
-    pub tos: u8,
-    pub cc: String,
-}
 
 /// Waits for the session's Start (bounded by the session's deadline): (start, duration), or
 /// None if the session ended first.

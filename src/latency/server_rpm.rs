@@ -8,8 +8,7 @@ use super::conn;
 use super::error::ServiceError;
 use super::rpm::stream::{self, NOTSENT_LOWAT};
 use super::server::Service;
-use super::server_load::LoadRequest;
-use super::state::Session;
+use super::state::{LoadRequest, Session};
 use crate::net as so;
 use crate::wire::rb::rpm::{self as rec, Record, StreamParser};
 use crate::wire::rb::{self, Direction, ErrorCode, Message};
@@ -42,6 +41,9 @@ impl Service {
         if let Ok(mut u) = s.rpm_until.lock() {
             *u = Some(Instant::now() + duration);
         }
+        // The session runs from here: its seats can no longer be evicted (docs/throughput.md,
+        // "Fair shares").
+        s.mark_running();
         conn::write_msg(
             stream,
             &Message::RpmReady {
@@ -54,6 +56,7 @@ impl Service {
 
     /// An RPM load connection: checks and registers it (as a flow of the session), then
     /// receives (upload) or sends (download) until the test ends or the client closes.
+    #[allow(clippy::too_many_arguments)] // the hello's fields, as the other flow handlers take them
     pub(crate) fn rpm_load(
         &self,
         mut stream: TcpStream,
@@ -62,6 +65,7 @@ impl Service {
         session: u64,
         conn_id: u8,
         direction: Direction,
+        seat: Option<crate::service::fair::Seat>,
     ) -> Result<(), ServiceError> {
         let until = self
             .inner
@@ -88,6 +92,11 @@ impl Service {
         let Some((s, bytes)) = self.accept_flow(&mut stream, &req)? else {
             return Ok(());
         };
+        // The connection's seat runs with the test (never evicted) and is freed when the
+        // connection ends, not with the session: RPM opens and closes load connections.
+        if let Some(seat) = &seat {
+            seat.running();
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let end = until.min(s.deadline);
         stream.set_read_timeout(Some(Duration::from_millis(250)))?;
@@ -122,6 +131,7 @@ impl Service {
         version: u16,
         session: u64,
         id: u32,
+        seat: Option<crate::service::fair::Seat>,
     ) {
         let refuse = |stream: &mut TcpStream, code, m: String| {
             let _ = conn::write_msg(stream, &Message::error(code, m.clone()));
@@ -155,6 +165,10 @@ impl Service {
                 &Message::error(ErrorCode::LimitExceeded, "probe rate limit"),
             );
             return;
+        }
+        // A probe of a live session from its address did its job: no strike for its host.
+        if let Some(seat) = seat {
+            seat.succeed();
         }
         let _ = conn::write_msg(&mut stream, &Message::RpmProbeReply { id });
         let _ = stream.shutdown(Shutdown::Write);

@@ -5,6 +5,7 @@
 use crate::wire::rb::Direction;
 use portable_atomic::AtomicU64;
 use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
 use std::net::{IpAddr, TcpStream};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex};
@@ -19,7 +20,8 @@ pub struct Bounds {
     pub max_flows: u8,
     /// Longest load phase a client may ask for; the session lives at most this plus slack.
     pub max_duration: Duration,
-    /// Time a client has to send the magic and its first message.
+    /// Time a client has to send the magic and its first message (one deadline from the
+    /// accept), and to complete any later control message once its first byte arrived.
     pub handshake_timeout: Duration,
     /// Time a session may stay silent between Hello, Start and Finish (covers the longest idle
     /// lead-in or tail a client may ask for, 60 s) before it is dropped.
@@ -66,12 +68,26 @@ pub(crate) struct FlowHandle {
     pub sock: TcpStream,
 }
 
+/// What a LoadHello asked for, and from where.
+pub(crate) struct LoadRequest {
+    pub peer: SocketAddr,
+    pub version: u16,
+    pub session: u64,
+    pub flow: u8,
+    pub direction: Direction,
+    pub tos: u8,
+    pub cc: String,
+}
+
 /// Probe counts and the last kernel send stamp, per stream.
 #[derive(Default, Clone, Copy)]
 pub(crate) struct StreamState {
     pub received: u32,
     pub reflected: u32,
     pub prev_tx: Option<(u32, u64)>,
+    /// The source port of the stream's first answered probe: the stream is bound to it, and
+    /// probes from other ports of the session's address are not answered.
+    pub port: Option<u16>,
 }
 
 /// The reflector's per-session state.
@@ -85,7 +101,13 @@ pub(crate) struct Session {
     pub id: u64,
     pub peer_ip: IpAddr,
     pub deadline: Instant,
-    pub abort: AtomicBool,
+    /// Set when the session ends, or when its pending seat is taken (the evictor holds it).
+    pub abort: Arc<AtomicBool>,
+    /// The session runs: its first probe was answered, or Start arrived. From then on its
+    /// seats (session pool, and the connection pool's for the control and flow connections)
+    /// are never taken.
+    pub running: AtomicBool,
+    pub seats: Mutex<Vec<crate::service::fair::Seat>>,
     /// (start instant, duration) once Start arrived.
     pub start: Mutex<Option<(Instant, Duration)>>,
     pub start_cv: Condvar,
@@ -95,6 +117,31 @@ pub(crate) struct Session {
     pub rpm_until: Mutex<Option<Instant>>,
     /// Token bucket of the session's foreign RPM probes: (tokens, last refill).
     pub foreign_tokens: Mutex<(f64, Instant)>,
+}
+
+impl Session {
+    /// The session runs now (see `running`); the first call marks its seats.
+    pub fn mark_running(&self) {
+        if self.running.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        if let Ok(seats) = self.seats.lock() {
+            for s in seats.iter() {
+                s.running();
+            }
+        }
+    }
+
+    /// Keeps a seat for the session's life (a flow connection's); marked running if the
+    /// session already runs.
+    pub fn hold(&self, seat: crate::service::fair::Seat) {
+        if self.running.load(std::sync::atomic::Ordering::SeqCst) {
+            seat.running();
+        }
+        if let Ok(mut seats) = self.seats.lock() {
+            seats.push(seat);
+        }
+    }
 }
 
 /// Foreign RPM probes a session may make per second (the draft's MPS is 100 probes a second,
@@ -118,10 +165,14 @@ pub(crate) struct Inner {
     /// At most 20 stderr lines a second: a flood of bad connections must not fill the log.
     logcap: crate::service::logcap::LogCap,
     pub shutdown: AtomicBool,
+    /// Session seats shared fairly between hosts (`max_sessions`, `max_sessions_per_host`).
+    pub pool: Arc<crate::service::fair::FairPool>,
+    /// Wrong tokens slow their address down.
+    pub backoff: crate::service::backoff::Backoff,
 }
 
-/// Receives the source address of a datagram that is not a probe.
-pub type ForeignFn = Arc<dyn Fn(std::net::SocketAddr) -> bool + Send + Sync>;
+/// Receives a datagram that is not a probe (its source and bytes); true if it was taken.
+pub type ForeignFn = Arc<dyn Fn(std::net::SocketAddr, &[u8]) -> bool + Send + Sync>;
 
 /// Where the service's log lines go: the command that hosts the service renders them (the
 /// server command's log, `latency-server`'s stderr). The service itself never prints. Any
@@ -140,6 +191,13 @@ impl<F: Fn(&str) + Send + Sync> LogSink for F {
 impl Inner {
     pub fn new(bounds: Bounds) -> Self {
         Self {
+            pool: crate::service::fair::FairPool::new(
+                "routerbench sessions",
+                bounds.max_sessions,
+                bounds.max_sessions_per_host,
+                bounds.handshake_timeout,
+            ),
+            backoff: crate::service::backoff::Backoff::default(),
             bounds,
             sessions: Mutex::new(HashMap::new()),
             events: Mutex::new(VecDeque::new()),

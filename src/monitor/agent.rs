@@ -6,12 +6,14 @@
 use super::error::MonitorError;
 use super::{Sampler, SamplerConfig};
 use crate::results::monitor::MonitorSample;
+use crate::service::backoff::{self, Backoff};
+use crate::service::fair::{FairPool, Seat};
 use crate::wire::rb::{self, WireError};
 use crate::wire::rb_agent::{self, AgentMessage, ChunkKind};
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// Agent limits.
@@ -25,8 +27,10 @@ pub struct AgentConfig {
     pub max_duration: Duration,
     /// Shortest sampling interval granted.
     pub min_interval: Duration,
-    /// Hello, clock exchanges and Start must arrive within this time.
+    /// Hello, clock exchanges and Start must arrive within this time (from the accept).
     pub handshake_timeout: Duration,
+    /// Subscriptions one client address may hold at once.
+    pub max_per_host: usize,
 }
 
 impl Default for AgentConfig {
@@ -37,6 +41,7 @@ impl Default for AgentConfig {
             max_duration: Duration::from_secs(3600),
             min_interval: Duration::from_millis(50),
             handshake_timeout: Duration::from_secs(10),
+            max_per_host: 3,
         }
     }
 }
@@ -45,7 +50,10 @@ impl Default for AgentConfig {
 #[derive(Clone)]
 pub struct Agent {
     cfg: Arc<AgentConfig>,
-    active: Arc<AtomicUsize>,
+    /// Subscriptions, shared fairly between hosts (pending until MonitorStart).
+    pool: Arc<FairPool>,
+    /// Wrong tokens slow their address down.
+    backoff: Arc<Backoff>,
 }
 
 /// Reads one frame of the agent protocol (the stream's timeout bounds the wait).
@@ -77,32 +85,45 @@ fn refuse(stream: &mut TcpStream, code: u8, message: String) -> Result<(), Monit
     Err(MonitorError::SubscriptionRefused(message))
 }
 
-/// Releases a subscription slot however the subscription ends.
-struct Slot(Arc<AtomicUsize>);
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+/// A read error of the handshake in words (a timeout is the deadline, not EAGAIN).
+fn handshake_error(e: io::Error, wait: Duration) -> MonitorError {
+    if crate::net::is_timeout(&e) {
+        MonitorError::HandshakeTimeout(wait)
+    } else {
+        MonitorError::BadFirstMessage(e)
     }
 }
 
 impl Agent {
     pub fn new(cfg: AgentConfig) -> Self {
         Self {
+            pool: FairPool::new(
+                "monitor subscriptions",
+                cfg.max_subscriptions,
+                cfg.max_per_host.min(cfg.max_subscriptions),
+                cfg.handshake_timeout,
+            ),
             cfg: Arc::new(cfg),
-            active: Arc::new(AtomicUsize::new(0)),
+            backoff: Arc::new(Backoff::default()),
         }
     }
 
-    /// Subscriptions running now.
+    /// Subscriptions held now (starting or streaming).
     pub fn active(&self) -> usize {
-        self.active.load(Ordering::Relaxed)
+        self.pool.in_use().0
     }
 
-    /// Serves one subscription on a stream positioned after the magic.
-    pub fn handle(&self, mut stream: TcpStream) -> Result<(), MonitorError> {
+    /// Serves one subscription on a stream positioned after the magic: Hello, the clock
+    /// exchanges and Start all by `deadline` (the connection's handshake deadline). `seat` is
+    /// the connection's seat in the server's pool; it runs once the samples flow.
+    pub fn handle(
+        &self,
+        mut stream: TcpStream,
+        deadline: Instant,
+        seat: Option<Seat>,
+    ) -> Result<(), MonitorError> {
         let c = &self.cfg;
-        let deadline = Instant::now() + c.handshake_timeout;
+        let peer = stream.peer_addr()?;
         stream.set_read_timeout(Some(c.handshake_timeout))?;
         stream.set_write_timeout(Some(c.handshake_timeout))?;
         let _ = stream.set_nodelay(true);
@@ -131,34 +152,36 @@ impl Agent {
                     format!("expected MonitorHello, got {other:?}"),
                 );
             }
-            Err(e) => return Err(MonitorError::BadFirstMessage(e)),
+            Err(e) => return Err(handshake_error(e, c.handshake_timeout)),
         };
-        if c.token
-            .as_ref()
-            .is_some_and(|want| !crate::service::same_token(want, &token))
-        {
-            return refuse(
-                &mut stream,
-                rb_agent::ERROR_UNAUTHORIZED,
-                if token.is_empty() {
-                    "this agent needs a token: pass --monitor-token".into()
-                } else {
-                    "wrong monitor token".into()
-                },
-            );
+        if let Some(want) = &c.token {
+            let refused = match self.backoff.check(peer.ip()) {
+                // Refused without looking at the token: one guess per wait.
+                Err(wait) => Some(backoff::wait_message("monitor token", wait)),
+                Ok(()) if crate::service::same_token(want, &token) => {
+                    self.backoff.succeeded(peer.ip());
+                    None
+                }
+                Ok(()) if token.is_empty() => {
+                    Some("this agent needs a token: pass --monitor-token".to_string())
+                }
+                Ok(()) => {
+                    let wait = self.backoff.failed(peer.ip());
+                    Some(format!(
+                        "wrong monitor token (next try from this address in {:.1} s)",
+                        wait.as_secs_f64()
+                    ))
+                }
+            };
+            if let Some(message) = refused {
+                return refuse(&mut stream, rb_agent::ERROR_UNAUTHORIZED, message);
+            }
         }
-        let before = self.active.fetch_add(1, Ordering::Relaxed);
-        let _slot = Slot(self.active.clone());
-        if before >= c.max_subscriptions {
-            return refuse(
-                &mut stream,
-                2,
-                format!(
-                    "busy: {before} monitor subscriptions running (limit {})",
-                    c.max_subscriptions
-                ),
-            );
-        }
+        let evict = crate::service::fair::shut_reader(&stream, None);
+        let sub = match self.pool.acquire(peer.ip(), evict) {
+            Ok(a) => a.seat,
+            Err(why) => return refuse(&mut stream, 2, format!("busy: {why}")),
+        };
         let interval = Duration::from_millis(u64::from(interval_ms)).max(c.min_interval);
         let duration = Duration::from_millis(u64::from(duration_ms))
             .min(c.max_duration)
@@ -178,7 +201,23 @@ impl Agent {
             if left.is_zero() {
                 return Err(MonitorError::NoStart);
             }
-            match by(&mut stream)? {
+            let frame = by(&mut stream).map_err(|e| {
+                if sub.is_evicted() || seat.as_ref().is_some_and(Seat::is_evicted) {
+                    let _ = send(
+                        &mut stream,
+                        &AgentMessage::Error {
+                            code: 2,
+                            message: "busy: evicted before MonitorStart (the server was full \
+                                      and a host holding fewer slots needed one)"
+                                .into(),
+                        },
+                    );
+                    MonitorError::SubscriptionRefused("evicted before MonitorStart".into())
+                } else {
+                    handshake_error(e, c.handshake_timeout)
+                }
+            })?;
+            match frame {
                 AgentMessage::TimeRequest { client_ns }
                     if exchanges < rb_agent::MAX_TIME_EXCHANGES =>
                 {
@@ -193,7 +232,13 @@ impl Agent {
                         },
                     )?;
                 }
-                AgentMessage::Start => break,
+                AgentMessage::Start => {
+                    sub.running();
+                    if let Some(s) = &seat {
+                        s.running();
+                    }
+                    break;
+                }
                 other => {
                     return refuse(
                         &mut stream,
@@ -203,7 +248,9 @@ impl Agent {
                 }
             }
         }
-        self.stream_samples(stream, interval, duration)
+        let r = self.stream_samples(stream, interval, duration);
+        drop((sub, seat));
+        r
     }
 
     fn stream_samples(
@@ -312,7 +359,7 @@ pub fn spawn_local(
             if magic != crate::wire::ROUTERBENCH_MAGIC {
                 return Err(MonitorError::NotMagic);
             }
-            agent.handle(stream)
+            agent.handle(stream, Instant::now() + agent.cfg.handshake_timeout, None)
         })?;
     Ok((addr, handle))
 }
@@ -326,14 +373,21 @@ pub struct Dispatch {
 }
 
 impl crate::service::ProtocolHandler for Dispatch {
-    fn handle(&self, stream: TcpStream, prefix: &[u8]) -> Result<(), crate::service::HandlerError> {
-        stream.set_read_timeout(Some(self.agent.cfg.handshake_timeout))?;
+    fn handle(&self, conn: crate::service::Handoff) -> Result<(), crate::service::HandlerError> {
+        let left = conn.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(MonitorError::HandshakeTimeout(self.agent.cfg.handshake_timeout).into());
+        }
+        conn.stream.set_read_timeout(Some(left))?;
         let mut b = [0u8; 1];
-        let n = stream.peek(&mut b)?;
+        let n = conn
+            .stream
+            .peek(&mut b)
+            .map_err(|e| handshake_error(e, self.agent.cfg.handshake_timeout))?;
         if n == 1 && AgentMessage::is_hello(b[0]) {
-            Ok(self.agent.handle(stream)?)
+            Ok(self.agent.handle(conn.stream, conn.deadline, conn.seat)?)
         } else {
-            self.inner.handle(stream, prefix)
+            self.inner.handle(conn)
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Byte queue limits (spec/monitor-aqm.md §A7): per device and TX queue,
+//! Byte queue limits (docs/protocols/router-signals.md §A7): per device and TX queue,
 //! `/sys/class/net/<dev>/queues/tx-<n>/byte_queue_limits/{inflight,limit}` — the bytes handed to
 //! the driver and not yet completed (TX ring occupancy) and the current dynamic limit. Both are
 //! gauges. Devices without BQL (veth, lo) have no such directory: that is normal and gives no
@@ -115,7 +115,7 @@ pub(crate) mod tests {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, v).unwrap();
         };
-        // Values as this 6.18 host prints them (spec §A7), tx-1 under load.
+        // Values as this 6.18 host prints them (docs/protocols/router-signals.md §A7), tx-1 under load.
         for (k, v) in [
             ("hold_time", "1000\n"),
             ("inflight", "0\n"),

@@ -62,6 +62,11 @@ pub enum MonitorError {
     BadFirstMessage(io::Error),
     #[error("monitor subscription: no MonitorStart within the handshake time")]
     NoStart,
+    #[error(
+        "monitor subscription: the handshake (Hello, clock exchanges, Start) was not complete \
+         within {0:?} of the connection: the client is too slow or silent"
+    )]
+    HandshakeTimeout(std::time::Duration),
     #[error("monitor subscriber went away: {0}")]
     SubscriberGone(io::Error),
     #[error("local monitor agent: no subscriber: {0}")]

@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod bql;
 pub mod error;
+pub mod health;
 pub mod netlink;
 pub mod processes;
 pub mod procfs;
@@ -14,6 +15,7 @@ pub mod sampler;
 pub mod sources;
 pub mod summary;
 pub mod tc_stats;
+pub mod thermal;
 
 pub use error::MonitorError;
 pub use sampler::{Sampler, SamplerConfig};

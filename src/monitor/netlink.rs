@@ -1,7 +1,7 @@
 //! Qdisc statistics over rtnetlink, in-process: one `RTM_GETQDISC` dump (`NLM_F_DUMP`) on a
-//! socket opened once, no `tc` fork per sample (spec/monitor-aqm.md §A8.1). The socket belongs
+//! socket opened once, no `tc` fork per sample (docs/protocols/router-signals.md §A8.1). The socket belongs
 //! to the network namespace of the thread that opened it (a lab thread after setns reads the
-//! router namespace). Hand-written instead of netlink-packet-route: README "Design" has the
+//! router namespace). Hand-written instead of netlink-packet-route: docs/architecture.md has the
 //! size comparison. Parsing is in [`super::tc_stats`].
 
 use super::tc_stats::{self, QdiscReading};

@@ -1,4 +1,4 @@
-//! Pure parsers for the router-side counters (spec/monitor-aqm.md part A): `/proc/stat` CPU
+//! Pure parsers for the router-side counters (docs/protocols/router-signals.md part A): `/proc/stat` CPU
 //! lines, `/proc/softirqs` NET_RX/NET_TX, `/proc/net/softnet_stat`, `/proc/<pid>/stat`.
 //! They take text and never fail: a line they do not understand is skipped.
 

@@ -1,4 +1,4 @@
-//! Qdisc counters from iproute2's `tc -s -j qdisc show [dev DEV]` (spec/monitor-aqm.md §A8: the
+//! Qdisc counters from iproute2's `tc -s -j qdisc show [dev DEV]` (docs/protocols/router-signals.md §A8: the
 //! same numbers as the rtnetlink dump; LibreQoS reads them the same way). One `tc` process
 //! covers every device of the namespace it runs in. Used by the monitor and by the lab.
 

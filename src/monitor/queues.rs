@@ -1,6 +1,6 @@
 //! The router's queues during a test: each device's root qdisc (backlog, qlen, drops, and the
 //! fq_codel / CAKE statistics) from one rtnetlink dump of the namespace the sampler thread runs
-//! in, no process spawned (spec/monitor-aqm.md §A8), and BQL bytes in flight from /sys. Both are
+//! in, no process spawned (docs/protocols/router-signals.md §A8), and BQL bytes in flight from /sys. Both are
 //! gauges (§0, §A1): read several times per interval, maximum kept. Qdisc drops are u32
 //! counters: deltas wrap in u32.
 

@@ -71,10 +71,27 @@ pub fn resolve(address: &str) -> Result<SocketAddr, MonitorError> {
 /// A running subscription.
 pub struct RemoteMonitor {
     writer: TcpStream,
-    handle: Option<JoinHandle<Result<MonitorResult, MonitorError>>>,
+    handle: Option<JoinHandle<Received>>,
+}
+
+/// What a subscription delivered: every sample received, and why it ended early if it did
+/// (then `result` holds the samples up to the break, a summary of them, and a note).
+pub struct Received {
+    pub result: MonitorResult,
+    pub error: Option<MonitorError>,
 }
 
 fn expect_reply(stream: &mut TcpStream, addr: SocketAddr) -> Result<AgentMessage, MonitorError> {
+    let mut first = [0u8; 1];
+    if matches!(stream.peek(&mut first), Ok(1)) && first[0] == crate::wire::BUSY_BYTE {
+        return Err(MonitorError::Refused {
+            addr,
+            code: 2,
+            message: "busy: the server is at its connection limit and refused this connection"
+                .into(),
+            hint: " — retry later",
+        });
+    }
     match read_frame(stream) {
         Ok(AgentMessage::Error { code, message }) => Err(MonitorError::Refused {
             addr,
@@ -167,13 +184,31 @@ impl RemoteMonitor {
     }
 
     /// Ends the subscription and returns what the agent sent (t_s on the agent's own axis,
-    /// `start_unix_s` already on this machine's clock).
-    pub fn stop(mut self) -> Result<MonitorResult, MonitorError> {
+    /// `start_unix_s` already on this machine's clock); an error if the stream broke off.
+    pub fn stop(self) -> Result<MonitorResult, MonitorError> {
+        let r = self.stop_keeping();
+        match r.error {
+            Some(e) => Err(e),
+            None => Ok(r.result),
+        }
+    }
+
+    /// Ends the subscription and returns every sample received, also when the stream broke
+    /// off before the end (the agent killed, the router gone): nothing measured is lost.
+    pub fn stop_keeping(mut self) -> Received {
         let _ = self.writer.write_all(&AgentMessage::Stop.emit());
         match self.handle.take().map(JoinHandle::join) {
             Some(Ok(r)) => r,
-            _ => Err(MonitorError::ReceiverFailed),
+            _ => Received {
+                result: MonitorResult::default(),
+                error: Some(MonitorError::ReceiverFailed),
+            },
         }
+    }
+
+    /// True once the stream has ended (the agent finished, broke off or fell silent).
+    pub fn is_finished(&self) -> bool {
+        self.handle.as_ref().is_none_or(JoinHandle::is_finished)
     }
 }
 
@@ -207,56 +242,33 @@ fn receive(
     clock: AgentClock,
     start_unix_ns: u64,
     interval: Duration,
-) -> Result<MonitorResult, MonitorError> {
+) -> Received {
     let mut samples = Vec::new();
-    let mut doc = Vec::new();
-    let mut final_doc = None;
-    while Instant::now() < until {
-        let m = match read_frame(&mut s) {
-            Ok(m) => m,
-            Err(error) => return Err(MonitorError::BrokeOff { addr, error }),
-        };
-        let AgentMessage::Chunk { kind, last, bytes } = m else {
-            return Err(unexpected(addr, "a Chunk", &m));
-        };
-        if doc.len() + bytes.len() > 16 << 20 {
-            return Err(MonitorError::TooLarge { addr });
+    let (final_doc, error) = read_stream(&mut s, addr, until, live.as_ref(), &mut samples);
+    let mut error = error;
+    let mut r = match final_doc.map(|d| serde_json::from_slice::<MonitorResult>(&d)) {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => {
+            error = Some(MonitorError::BadJson {
+                addr,
+                what: "the final summary",
+                error: e,
+            });
+            MonitorResult::default()
         }
-        doc.extend_from_slice(&bytes);
-        if !last {
-            continue;
-        }
-        let d = std::mem::take(&mut doc);
-        match kind {
-            ChunkKind::Sample => {
-                let sample: MonitorSample =
-                    serde_json::from_slice(&d).map_err(|error| MonitorError::BadJson {
-                        addr,
-                        what: "a sample",
-                        error,
-                    })?;
-                if let Some(tx) = &live {
-                    let _ = tx.try_send(sample.clone());
-                }
-                if samples.len() < 86_400 {
-                    samples.push(sample);
-                }
-            }
-            ChunkKind::Final => {
-                final_doc = Some(d);
-                break;
-            }
-        }
-    }
-    let Some(d) = final_doc else {
-        return Err(MonitorError::NoFinal { addr });
+        None => MonitorResult::default(),
     };
-    let mut r: MonitorResult =
-        serde_json::from_slice(&d).map_err(|error| MonitorError::BadJson {
-            addr,
-            what: "the final summary",
-            error,
-        })?;
+    if let Some(e) = &error {
+        // No final document: the CPU ids are the samples' per-CPU positions.
+        if r.cpus.is_empty() {
+            let n = samples.first().map_or(0, |s| s.cpu_busy_pct.len());
+            r.cpus = (0..n as u32).collect();
+        }
+        r.notes.push(format!(
+            "the agent's stream ended early after {} samples: {e}",
+            samples.len()
+        ));
+    }
     // The agent keeps no samples: the summary's per-sample figures come from ours.
     let queues = std::mem::take(&mut r.summary.queues);
     r.summary = super::sampler::summarize(&samples);
@@ -266,7 +278,69 @@ fn receive(
     // The agent's t_s = 0 on this machine's clock.
     r.start_unix_s = Some(start_unix_ns as f64 / 1e9 - clock.offset_ms / 1e3);
     r.agent = Some(clock);
-    Ok(r)
+    Received { result: r, error }
+}
+
+/// Reads Chunks until the final document (returned) or an error; samples go to `samples`
+/// (and `live`) as they arrive.
+fn read_stream(
+    s: &mut TcpStream,
+    addr: SocketAddr,
+    until: Instant,
+    live: Option<&SyncSender<MonitorSample>>,
+    samples: &mut Vec<MonitorSample>,
+) -> (Option<Vec<u8>>, Option<MonitorError>) {
+    let mut doc = Vec::new();
+    while Instant::now() < until {
+        let m = match read_frame(s) {
+            Ok(m) => m,
+            Err(error) => {
+                // read_exact's "failed to fill whole buffer" is the agent closing the stream.
+                let error = if error.kind() == std::io::ErrorKind::UnexpectedEof {
+                    std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the agent closed the connection",
+                    )
+                } else {
+                    error
+                };
+                return (None, Some(MonitorError::BrokeOff { addr, error }));
+            }
+        };
+        let AgentMessage::Chunk { kind, last, bytes } = m else {
+            return (None, Some(unexpected(addr, "a Chunk", &m)));
+        };
+        if doc.len() + bytes.len() > 16 << 20 {
+            return (None, Some(MonitorError::TooLarge { addr }));
+        }
+        doc.extend_from_slice(&bytes);
+        if !last {
+            continue;
+        }
+        let d = std::mem::take(&mut doc);
+        match kind {
+            ChunkKind::Sample => match serde_json::from_slice::<MonitorSample>(&d) {
+                Ok(sample) => {
+                    if let Some(tx) = live {
+                        let _ = tx.try_send(sample.clone());
+                    }
+                    if samples.len() < 86_400 {
+                        samples.push(sample);
+                    }
+                }
+                Err(error) => {
+                    let e = MonitorError::BadJson {
+                        addr,
+                        what: "a sample",
+                        error,
+                    };
+                    return (None, Some(e));
+                }
+            },
+            ChunkKind::Final => return (Some(d), None),
+        }
+    }
+    (None, Some(MonitorError::NoFinal { addr }))
 }
 
 /// Moves samples onto a test's time axis: `t_s` becomes seconds since `t0_unix` (this

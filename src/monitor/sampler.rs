@@ -1,13 +1,15 @@
 //! A background sampler: started before a test, stopped after it, it returns a
 //! `MonitorResult`. Bounded in samples and duration so it can never run away.
 
+use super::health::{self, KernelLog};
 use super::processes::{busiest, process_ticks};
 use super::procfs::{self, CpuTicks, SoftnetRow};
 use super::queues::QueueReader;
 use super::sources::{self, ProcFiles};
-use crate::results::monitor::{MonitorResult, MonitorSample, MonitorSummary};
+use super::thermal::{self, Sensor};
+use crate::results::monitor::{MonitorResult, MonitorSample, MonitorSummary, ZoneTemperature};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::SyncSender;
@@ -99,11 +101,14 @@ struct Snapshot {
     net_tx: Vec<u32>,
     softnet: Option<Vec<SoftnetRow>>,
     temp_max_c: Option<f64>,
+    temps: Vec<ZoneTemperature>,
     irq_cpus: Vec<u32>,
     irq_sums: Vec<u64>,
+    /// Per device (not `lo`): errors and drops since boot.
+    netdev: Option<HashMap<String, (u64, u64)>>,
 }
 
-fn snapshot(files: &mut ProcFiles, sensors: &[String]) -> Snapshot {
+fn snapshot(files: &mut ProcFiles, sensors: &[Sensor]) -> Snapshot {
     let mut s = Snapshot {
         at: Some(Instant::now()),
         ..Default::default()
@@ -117,50 +122,12 @@ fn snapshot(files: &mut ProcFiles, sensors: &[String]) -> Snapshot {
     s.softnet = files
         .read("proc/net/softnet_stat")
         .map(procfs::parse_softnet);
-    s.temp_max_c = max_temperature(files, sensors);
+    (s.temps, s.temp_max_c) = thermal::read(files, sensors);
     if let Some(t) = files.read("proc/interrupts") {
         (s.irq_cpus, s.irq_sums) = sources::parse_interrupts(t);
     }
+    s.netdev = files.read("proc/net/dev").map(health::parse_net_dev);
     s
-}
-
-/// Thermal zone and hwmon temperature files (relative to the root), found once.
-fn temperature_sensors(root: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Ok(dir) = std::fs::read_dir(root.join("sys/class/thermal")) {
-        for e in dir.flatten().take(64) {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with("thermal_zone") {
-                out.push(format!("sys/class/thermal/{name}/temp"));
-            }
-        }
-    }
-    if let Ok(dir) = std::fs::read_dir(root.join("sys/class/hwmon")) {
-        for e in dir.flatten().take(64) {
-            let name = e.file_name().to_string_lossy().into_owned();
-            for i in 1..=8 {
-                let rel = format!("sys/class/hwmon/{name}/temp{i}_input");
-                if root.join(&rel).exists() {
-                    out.push(rel);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// The hottest sensor, °C (millidegree files).
-fn max_temperature(files: &mut ProcFiles, sensors: &[String]) -> Option<f64> {
-    let mut best: Option<f64> = None;
-    for rel in sensors {
-        if let Some(v) = files.read(rel).and_then(|t| t.trim().parse::<f64>().ok()) {
-            let c = v / 1000.0;
-            if (-40.0..200.0).contains(&c) {
-                best = Some(best.map_or(c, |b: f64| b.max(c)));
-            }
-        }
-    }
-    best
 }
 
 fn interval(prev: &Snapshot, cur: &Snapshot, t_s: f64) -> MonitorSample {
@@ -171,8 +138,14 @@ fn interval(prev: &Snapshot, cur: &Snapshot, t_s: f64) -> MonitorSample {
     let mut s = MonitorSample {
         t_s,
         temperature_max_c: cur.temp_max_c,
+        temperatures: cur.temps.clone(),
         ..Default::default()
     };
+    if let (Some(p), Some(c)) = (&prev.netdev, &cur.netdev) {
+        let (errors, dropped) = health::net_dev_delta(p, c);
+        s.netdev_errors = Some(errors);
+        s.netdev_dropped = Some(dropped);
+    }
     for (id, now) in &cur.cpus {
         let Some((_, before)) = prev.cpus.iter().find(|(p, _)| p == id) else {
             continue;
@@ -229,7 +202,7 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
     let start = Instant::now();
     let procs_before = process_ticks(&cfg.root);
     let mut files = ProcFiles::new(&cfg.root);
-    let sensors = temperature_sensors(&cfg.root);
+    let sensors = thermal::sensors(&cfg.root);
     let first = snapshot(&mut files, &sensors);
     let mut result = MonitorResult {
         interval_s: cfg.interval.as_secs_f64(),
@@ -240,6 +213,8 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
     let has_meminfo = files.read("proc/meminfo").is_some();
     let has_cpufreq = !sources::cpu_freq_mhz(&mut files, &result.cpus).is_empty();
     result.notes = missing_sources(&first, has_meminfo, has_cpufreq);
+    let kmsg = KernelLog::open(&cfg.root);
+    result.notes.extend(kmsg.missing.clone());
     let queue_gap = cfg.queue_interval.clamp(
         Duration::from_millis(10),
         cfg.interval.max(Duration::from_millis(10)),
@@ -257,6 +232,7 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
         queues,
         queue_gap,
         has_meminfo,
+        kmsg,
     };
     run.sample_until_stopped(start, first, stop, &mut result);
     let elapsed = start.elapsed().as_secs_f64().max(1e-6);
@@ -293,7 +269,10 @@ fn missing_sources(first: &Snapshot, has_meminfo: bool, has_cpufreq: bool) -> Ve
         );
     }
     if first.temp_max_c.is_none() {
-        notes.push("no temperature sensor".into());
+        notes.push("no temperature sensor (no thermal zone, no hwmon input)".into());
+    }
+    if first.netdev.is_none() {
+        notes.push("/proc/net/dev missing: no device errors or drops".into());
     }
     notes
 }
@@ -302,10 +281,11 @@ fn missing_sources(first: &Snapshot, has_meminfo: bool, has_cpufreq: bool) -> Ve
 struct Run<'a> {
     cfg: &'a SamplerConfig,
     files: ProcFiles,
-    sensors: Vec<String>,
+    sensors: Vec<Sensor>,
     queues: QueueReader,
     queue_gap: Duration,
     has_meminfo: bool,
+    kmsg: KernelLog,
     procs_prev: HashMap<u32, (String, u64)>,
     procs_at: Instant,
 }
@@ -391,6 +371,15 @@ impl Run<'_> {
             .read("proc/net/wireless")
             .map(sources::parse_wireless)
             .unwrap_or_default();
+        s.uptime_s = self
+            .files
+            .read("proc/uptime")
+            .and_then(health::parse_uptime_s);
+        s.oom_kills = self
+            .files
+            .read("proc/vmstat")
+            .and_then(health::parse_oom_kills);
+        s.kernel_log = self.kmsg.drain();
         // The busiest process about once a second: a scan reads every /proc/PID/stat.
         if self.procs_at.elapsed() >= Duration::from_millis(950) {
             let now = process_ticks(&self.cfg.root);
@@ -538,8 +527,10 @@ mod tests {
                 time_squeeze: 7,
             }]),
             temp_max_c: None,
+            temps: Vec::new(),
             irq_cpus: vec![0],
             irq_sums: vec![100],
+            netdev: None,
         };
         let cur = Snapshot {
             at: Some(at + Duration::from_secs(1)),
@@ -562,8 +553,10 @@ mod tests {
                 time_squeeze: 9,
             }]),
             temp_max_c: Some(51.0),
+            temps: Vec::new(),
             irq_cpus: vec![0],
             irq_sums: vec![350],
+            netdev: None,
         };
         let s = interval(&prev, &cur, 1.0);
         assert_eq!(s.cpu_busy_pct, [50.0]);

@@ -1,4 +1,4 @@
-//! The rest of the router (spec/monitor-aqm.md §A5, §A11–§A13): device interrupts per CPU from
+//! The rest of the router (docs/protocols/router-signals.md §A5, §A11–§A13): device interrupts per CPU from
 //! /proc/interrupts, cpufreq, MemAvailable, /proc/net/wireless. Pure parsers plus small readers;
 //! every file is optional (a missing file is a missing series, noted once by the sampler).
 
@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-/// Files read every sample, opened once and re-read from offset 0 (spec/monitor-aqm.md §0:
+/// Files read every sample, opened once and re-read from offset 0 (docs/protocols/router-signals.md §0:
 /// a seq_file or sysfs attribute regenerates on each read), with one reused buffer: no
 /// open/stat/close per sample. A file that cannot be opened is remembered as missing.
 pub struct ProcFiles {

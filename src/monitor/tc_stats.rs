@@ -1,4 +1,4 @@
-//! Byte parsers for one rtnetlink `RTM_NEWQDISC` message (spec/monitor-aqm.md §A8): the
+//! Byte parsers for one rtnetlink `RTM_NEWQDISC` message (docs/protocols/router-signals.md §A8): the
 //! `tcmsg` header, `TCA_KIND`, the `TCA_STATS2` basic and queue counters, the shaped rate of
 //! tbf and CAKE from `TCA_OPTIONS`, and the qdisc-specific xstats of fq_codel (§A8.3) and
 //! CAKE's nested per-tin NLAs (§A8.4). No I/O: `netlink` reads, this parses.

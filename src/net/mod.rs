@@ -7,6 +7,7 @@
 //! The latency tests use the items re-exported here as `crate::net::…`.
 
 pub mod addr;
+pub mod bpf;
 pub mod deadline;
 pub mod poll;
 pub mod sockopt;

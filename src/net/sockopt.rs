@@ -62,7 +62,7 @@ pub fn parse_int(t: &str) -> Option<u64> {
 
 /// Sets the TOS byte on an IPv4 or IPv6 socket. On an IPv6 socket both `IPV6_TCLASS` and
 /// `IP_TOS` are set, so IPv4-mapped peers on a dual-stack socket are marked too (iperf3 3.12
-/// missed this; spec/iperf3.md §12). The `IP_TOS` failure on a v6-only socket is ignored.
+/// missed this; docs/protocols/iperf3.md §12). The `IP_TOS` failure on a v6-only socket is ignored.
 pub fn set_tos<S: AsFd>(sock: &S, tos: u8, ipv6: bool) -> io::Result<()> {
     let s = SockRef::from(sock);
     if ipv6 {

@@ -1,4 +1,4 @@
-//! Rendering of a crypto result: the readable table, the OpenWrt wiki row (spec/crypto.md §1,
+//! Rendering of a crypto result: the readable table, the OpenWrt wiki row (docs/protocols/openssl-speed.md §1,
 //! §6.5) and `openssl speed`'s own summary text (§2, §6.4) so existing awk scripts keep working.
 //! Nothing here measures.
 

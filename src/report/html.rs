@@ -154,6 +154,16 @@ fn result_section(run: &RunResult, source: &str) -> String {
     for n in &run.notes {
         out.push_str(&format!("<p class=\"note\">note: {}</p>\n", esc(n)));
     }
+    if let Some(s) = &run.stress {
+        out.push_str("<h3>Stress: can it crash, overheat or throttle?</h3>\n");
+        out.push_str(&format!(
+            "<pre>{}</pre>\n",
+            esc(&crate::report::stress::render_summary(s))
+        ));
+        if let Some(fig) = plot::stress::figure(run) {
+            out.push_str(&figure_html(&fig));
+        }
+    }
     if let Some(t) = &run.throughput {
         out.push_str("<h3>Throughput</h3>\n");
         out.push_str(&format!(

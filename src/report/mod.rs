@@ -18,4 +18,5 @@ pub mod reference;
 #[cfg(feature = "plots")]
 pub mod rows;
 pub mod rpm;
+pub mod stress;
 pub mod summary;

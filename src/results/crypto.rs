@@ -1,4 +1,4 @@
-//! The crypto benchmark's results (spec/crypto.md §2/§6): byte rates per algorithm and block size,
+//! The crypto benchmark's results (docs/protocols/openssl-speed.md §2/§6): byte rates per algorithm and block size,
 //! RSA/DSA sign and verify operations per second, and where the numbers came from (measured by an
 //! engine, or imported from saved `openssl speed` output).
 

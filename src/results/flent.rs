@@ -1,4 +1,4 @@
-//! Export of a latency result to flent's data format, version 4 (spec/latency.md §1.7): gzip
+//! Export of a latency result to flent's data format, version 4 (docs/protocols/latency.md §1.7): gzip
 //! JSON with `version`, `x_values` (the step grid), `results` (every series interpolated onto
 //! the grid, null outside its samples), `raw_values` (`{t, val, …}` with absolute Unix `t`) and
 //! `metadata` (NAME, LENGTH, TOTAL_LENGTH, STEP_SIZE, T0, HOSTS, SERIES_META, …), so that

@@ -533,3 +533,19 @@ pub struct RouterVerdict {
     pub vm_died_at_s: Option<f64>,
     pub line: String,
 }
+
+impl LabResult {
+    /// The section of a lab that is only up (configured, nothing measured in it yet).
+    pub fn new(config: LabConfig, theory: LabTheory) -> Self {
+        LabResult {
+            config,
+            theory,
+            capacity: None,
+            accuracy: Vec::new(),
+            test: None,
+            checks: Vec::new(),
+            tap_queues: Vec::new(),
+            router_verdict: None,
+        }
+    }
+}

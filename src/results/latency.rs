@@ -118,7 +118,7 @@ pub struct ProbeResult {
     pub note: Option<String>,
 }
 
-/// Clock offset between client and server (crusader's method, spec/latency.md §2.3).
+/// Clock offset between client and server (crusader's method, docs/protocols/latency.md §2.3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClockSync {
     /// server clock − client clock at the start, ms (lowest third of idle RTTs).
@@ -140,7 +140,7 @@ pub struct LatencySummary {
     pub loaded_rtt_ms: SeriesStats,
     /// Mean loaded − mean idle, ms (DSLReports "bloat").
     pub increase_ms: Option<f64>,
-    /// A+ < 5 ms, A < 30, B < 60, C < 200, D < 400, F (spec/latency.md §5).
+    /// A+ < 5 ms, A < 30, B < 60, C < 200, D < 400, F (docs/protocols/latency.md §5).
     pub grade: Option<String>,
     /// Round trips per minute under load: 60000 / mean loaded probe RTT in ms. Not the IETF
     /// responsiveness draft's "RPM" (that one times TCP, TLS and HTTP exchanges on new and on

@@ -10,10 +10,12 @@ pub mod crypto;
 pub mod device;
 pub mod flent;
 mod flent_voip;
+pub mod iperf3_doc;
 pub mod lab;
 pub mod latency;
 pub mod monitor;
 pub mod rpm;
+pub mod stress;
 pub mod throughput;
 
 /// Bumped on any incompatible change of the JSON layout; readers refuse a newer major.
@@ -76,6 +78,10 @@ pub struct RunResult {
     /// --side-by-side`: kernel cake, kernel fq_codel+htb, userspace cake).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sqm_side_by_side: Vec<lab::SqmCapacity>,
+    /// `routerbench stress`: the workload, the load's own series, events and the analysis
+    /// (the machine's series are `monitor` and `router`, on the same time axis).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stress: Option<stress::StressResult>,
     /// Things a reader must know to trust the numbers (missing sources, skipped parts).
     #[serde(default)]
     pub notes: Vec<String>,
@@ -101,6 +107,7 @@ impl RunResult {
             throughput: None,
             sqm_capacity: None,
             sqm_side_by_side: Vec::new(),
+            stress: None,
             notes: Vec::new(),
             interrupted: false,
         }
@@ -110,15 +117,13 @@ impl RunResult {
 /// Errors reading a saved result file.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("cannot read {path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("{path} is not a routerbench result file: {source}")]
+    // The causes are in the messages and not `#[source]`: `{:#}` would print them twice.
+    #[error("cannot read {path}: {cause}")]
+    Io { path: String, cause: std::io::Error },
+    #[error("{path} is not a routerbench result file: {cause}")]
     Json {
         path: String,
-        source: serde_json::Error,
+        cause: serde_json::Error,
     },
     #[error(
         "{path} was written by a newer routerbench (schema {found}); this one reads {expected}: \
@@ -131,13 +136,20 @@ pub enum LoadError {
     },
     #[error(
         "{path} was written by an older routerbench (schema {found}) and does not convert to \
-         {expected}: {source}; re-run the test with this version"
+         {expected}: {cause}; re-run the test with this version"
     )]
     Older {
         path: String,
         found: String,
         expected: &'static str,
-        source: serde_json::Error,
+        cause: serde_json::Error,
+    },
+    /// A file of another kind of output that did not read as one (`what` says which).
+    #[error("{path}: {what}: {why}")]
+    Kind {
+        path: String,
+        what: &'static str,
+        why: String,
     },
     #[error("{path} is not a routerbench result file ({why}): {hint}")]
     NotOurs {
@@ -162,15 +174,100 @@ fn schema_major(schema: &str) -> Option<u32> {
 /// message naming the version.
 pub fn load(path: &std::path::Path) -> Result<RunResult, LoadError> {
     let p = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
+    let text = std::fs::read_to_string(path).map_err(|cause| LoadError::Io {
         path: p.clone(),
-        source,
+        cause,
     })?;
     let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|source| LoadError::Json {
+        serde_json::from_str(&text).map_err(|cause| LoadError::Json {
             path: p.clone(),
-            source,
+            cause,
         })?;
+    from_value(value, p)
+}
+
+/// Every result in a file written by any command's `--json`: a result envelope (`run`,
+/// `crypto`, the latency tests, `lab run/measure/capacity`), iperf3 `-J` documents (`client`,
+/// `loopback`; `server` appends one per test, so a file may hold several), `device`, `monitor`,
+/// `lab up` and `lab status`. Each becomes an envelope with its one section.
+pub fn load_any(path: &std::path::Path) -> Result<Vec<RunResult>, LoadError> {
+    let p = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|cause| LoadError::Io {
+        path: p.clone(),
+        cause,
+    })?;
+    let mut out = Vec::new();
+    for doc in serde_json::Deserializer::from_str(&text).into_iter::<serde_json::Value>() {
+        let doc = doc.map_err(|cause| LoadError::Json {
+            path: p.clone(),
+            cause,
+        })?;
+        out.push(from_any_value(doc, &p)?);
+    }
+    if out.is_empty() {
+        return Err(LoadError::NotOurs {
+            path: p,
+            why: "it is empty".into(),
+            hint: "give a file written by a routerbench command's --json",
+        });
+    }
+    Ok(out)
+}
+
+/// One document of any `--json` kind as an envelope (see [`load_any`]).
+fn from_any_value(doc: serde_json::Value, p: &str) -> Result<RunResult, LoadError> {
+    let has = |k: &str| doc.get(k).is_some();
+    let kind = |what: &'static str| {
+        move |e: serde_json::Error| LoadError::Kind {
+            path: p.to_string(),
+            what,
+            why: e.to_string(),
+        }
+    };
+    let started = crate::util::time::now_rfc3339();
+    let mut r = RunResult::new(started);
+    if has("schema") {
+        return from_value(doc, p.to_string());
+    } else if iperf3_doc::is_iperf3_doc(&doc) {
+        let t = iperf3_doc::from_iperf3_json(&doc).map_err(|why| LoadError::Kind {
+            path: p.to_string(),
+            what: "iperf3 -J output",
+            why,
+        })?;
+        r.started_at = crate::util::time::rfc3339_utc(t.timesecs as i64);
+        r.finished_at = r.started_at.clone();
+        r.interrupted = t.interrupted;
+        r.throughput = Some(t);
+    } else if has("samples") && has("summary") && has("cpus") {
+        r.monitor = Some(serde_json::from_value(doc).map_err(kind("monitor --json output"))?);
+    } else if has("namespaces") && has("up") {
+        let st: lab::LabStatus =
+            serde_json::from_value(doc).map_err(kind("lab status --json output"))?;
+        let (Some(config), Some(theory)) = (st.config, st.theory) else {
+            return Err(LoadError::Kind {
+                path: p.to_string(),
+                what: "lab status --json output",
+                why: format!("lab {} is not up: nothing to report", st.name),
+            });
+        };
+        r.lab = Some(lab::LabResult::new(config, theory));
+    } else if has("config") && has("theory") {
+        let up: lab::LabUp = serde_json::from_value(doc).map_err(kind("lab up --json output"))?;
+        r.lab = Some(lab::LabResult::new(up.config, up.theory));
+    } else if has("kernel") || has("cpu_model") || has("soc") {
+        r.device = Some(serde_json::from_value(doc).map_err(kind("device --json output"))?);
+    } else {
+        return Err(LoadError::NotOurs {
+            path: p.to_string(),
+            why: "it is none of the --json outputs (no \"schema\", iperf3 \"start\"/\"end\", device, monitor or lab keys)".into(),
+            hint: "give a file written by a routerbench command's --json",
+        });
+    }
+    Ok(r)
+}
+
+/// A result envelope from its JSON (the schema checked).
+fn from_value(value: serde_json::Value, p: String) -> Result<RunResult, LoadError> {
     let found = value
         .get("schema")
         .and_then(|s| s.as_str())
@@ -201,16 +298,16 @@ pub fn load(path: &std::path::Path) -> Result<RunResult, LoadError> {
             expected: SCHEMA,
         });
     }
-    serde_json::from_value(value).map_err(|source| {
+    serde_json::from_value(value).map_err(|cause| {
         if major < ours {
             LoadError::Older {
                 path: p,
                 found,
                 expected: SCHEMA,
-                source,
+                cause,
             }
         } else {
-            LoadError::Json { path: p, source }
+            LoadError::Json { path: p, cause }
         }
     })
 }

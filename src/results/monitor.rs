@@ -81,6 +81,34 @@ pub struct MonitorSample {
     /// Wireless interfaces from /proc/net/wireless (link quality, signal dBm), where present.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wireless: Vec<WirelessSample>,
+    /// Every temperature sensor (thermal zones and hwmon inputs), in a stable order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub temperatures: Vec<ZoneTemperature>,
+    /// Seconds since boot (/proc/uptime): going back means the device rebooted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uptime_s: Option<f64>,
+    /// Processes the kernel's OOM killer killed since boot (/proc/vmstat `oom_kill`, ≥ 4.13).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oom_kills: Option<u64>,
+    /// Receive + transmit errors of every device but `lo` in this interval (/proc/net/dev).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netdev_errors: Option<u64>,
+    /// Receive + transmit drops of every device but `lo` in this interval (/proc/net/dev).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netdev_dropped: Option<u64>,
+    /// Kernel log lines since the previous sample that are warnings or worse, or name an OOM
+    /// kill, an oops, a lockup or throttling (/dev/kmsg, where readable: root).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_log: Vec<String>,
+}
+
+/// One temperature sensor's reading.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ZoneTemperature {
+    /// `x86_pkg_temp (thermal_zone0)`, `k10temp Tctl (hwmon1)`: the sensor's type or chip and
+    /// label, and where it is.
+    pub zone: String,
+    pub c: f64,
 }
 
 /// One line of /proc/net/wireless.

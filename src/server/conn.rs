@@ -6,7 +6,7 @@ use super::broker::Route;
 use super::{ServerEvent, ServerObserver, Shared};
 use crate::iperf3::session::{self, SessionEnv, StreamBroker};
 use crate::results::throughput::ThroughputResult;
-use crate::service::limits::ConnGuard;
+use crate::service::fair::{self, Seat};
 use crate::wire::ROUTERBENCH_MAGIC;
 use crate::wire::iperf3::{COOKIE_SIZE, Cookie, State};
 use std::io::{Read, Write};
@@ -44,6 +44,25 @@ fn read_prefix(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> Res
     Ok(())
 }
 
+/// A connection refused at the accept (a cap reached): one byte `0xff` and a close. iperf3
+/// clients print "the server is busy running a test. try again later"; routerbench clients
+/// read it as "busy" too (the byte starts no frame of theirs).
+pub(super) fn refuse_at_accept(mut stream: TcpStream) {
+    let _ = stream.write(&[crate::wire::BUSY_BYTE]);
+}
+
+/// Why a handshake read failed: the connection's seat was taken by a lighter host's
+/// newcomer (its read side was shut for that), or the peer's own failure.
+fn or_evicted(seat: &Seat, why: String) -> String {
+    if seat.is_evicted() {
+        "evicted in its handshake: the server was full and a host holding fewer connections \
+         needed the slot"
+            .into()
+    } else {
+        why
+    }
+}
+
 fn deny(sh: &Shared, mut stream: TcpStream, peer: SocketAddr, reason: String) {
     let _ = stream.write_all(&[State::AccessDenied.to_byte()]);
     sh.refused.fetch_add(1, Ordering::Relaxed);
@@ -55,18 +74,19 @@ pub(super) fn handle_connection(
     mut stream: TcpStream,
     peer: SocketAddr,
     seq: u64,
-    guard: ConnGuard,
+    seat: Seat,
+    accepted_at: Instant,
 ) {
     let _ = stream.set_nonblocking(false);
-    let deadline = Instant::now() + sh.cfg.first_bytes_timeout;
-    // A routerbench session keeps its host's connection slot (`guard`) for its whole life.
+    // One deadline for the whole first message: the cookie, or the magic and the first frame.
+    let deadline = accepted_at + sh.cfg.first_bytes_timeout;
     if !sh.cfg.iperf3 {
-        return routerbench_only(sh, stream, peer, deadline);
+        return routerbench_only(sh, stream, peer, deadline, seat);
     }
     let mut first = [0u8; 1];
     if let Err(why) = read_prefix(&mut stream, &mut first, deadline) {
         sh.refused.fetch_add(1, Ordering::Relaxed);
-        log_refusal(sh, peer, format!("no cookie: {why}"));
+        log_refusal(sh, peer, format!("no cookie: {}", or_evicted(&seat, why)));
         return;
     }
     if Cookie::is_routerbench(first[0]) {
@@ -74,11 +94,11 @@ pub(super) fn handle_connection(
         magic[0] = first[0];
         let read = read_prefix(&mut stream, &mut magic[1..], deadline);
         let error = match read {
-            Err(why) => Some(format!("routerbench magic: {why}")),
+            Err(why) => Some(format!("routerbench magic: {}", or_evicted(&seat, why))),
             Ok(()) if magic != ROUTERBENCH_MAGIC => {
                 Some("first byte 0xFF but not the routerbench magic".into())
             }
-            Ok(()) => hand_over(sh, stream, &magic),
+            Ok(()) => hand_over(sh, stream, &magic, deadline, seat),
         };
         return report_handoff(sh, peer, error);
     }
@@ -86,12 +106,16 @@ pub(super) fn handle_connection(
     cookie_buf[0] = first[0];
     if let Err(why) = read_prefix(&mut stream, &mut cookie_buf[1..], deadline) {
         sh.refused.fetch_add(1, Ordering::Relaxed);
-        log_refusal(sh, peer, format!("incomplete cookie: {why}"));
+        log_refusal(
+            sh,
+            peer,
+            format!("incomplete cookie: {}", or_evicted(&seat, why)),
+        );
         return;
     }
     let cookie = Cookie(cookie_buf);
     if !cookie.is_plausible() {
-        // Not an iperf3 client: close at once, one log line, no slot taken.
+        // Not an iperf3 client: close at once, one log line, a strike for its host.
         sh.refused.fetch_add(1, Ordering::Relaxed);
         log_refusal(
             sh,
@@ -100,9 +124,9 @@ pub(super) fn handle_connection(
         );
         return;
     }
-    // Classified: a data stream or a test holds no half-open slot of its host any more
-    // (routerbench sessions keep theirs, above, for their whole life).
-    drop(guard);
+    // Classified: a data stream or a test holds no connection seat any more (a test takes one
+    // in the test pool; routerbench sessions keep theirs, above, for their whole life).
+    seat.succeed();
     match sh.broker.route(&cookie) {
         Route::Stream(tx) => {
             if let Err(e) = tx.send((seq, stream)) {
@@ -126,26 +150,51 @@ pub(super) fn handle_connection(
 
 /// A server of the routerbench protocol alone: the whole magic within the deadline, or a
 /// refusal.
-fn routerbench_only(sh: &Shared, mut stream: TcpStream, peer: SocketAddr, deadline: Instant) {
+fn routerbench_only(
+    sh: &Shared,
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    deadline: Instant,
+    seat: Seat,
+) {
     let mut magic = [0u8; ROUTERBENCH_MAGIC.len()];
     let refusal = match read_prefix(&mut stream, &mut magic, deadline) {
-        Err(why) => format!("no magic within the handshake timeout: {why}"),
+        Err(why) => format!(
+            "no magic within the handshake timeout: {}",
+            or_evicted(&seat, why)
+        ),
         Ok(()) if magic != ROUTERBENCH_MAGIC => {
             format!("not a routerbench client (first bytes {magic:02x?})")
         }
-        Ok(()) => return report_handoff(sh, peer, hand_over(sh, stream, &magic)),
+        Ok(()) => {
+            return report_handoff(sh, peer, hand_over(sh, stream, &magic, deadline, seat));
+        }
     };
     sh.refused.fetch_add(1, Ordering::Relaxed);
     log_refusal(sh, peer, refusal);
 }
 
-/// Hands a connection that sent the routerbench magic to the handler; its error, if any.
-fn hand_over(sh: &Shared, stream: TcpStream, magic: &[u8]) -> Option<String> {
+/// Hands a connection that sent the routerbench magic to the handler, with the rest of its
+/// handshake deadline and its connection seat; its error, if any.
+fn hand_over(
+    sh: &Shared,
+    stream: TcpStream,
+    magic: &[u8],
+    deadline: Instant,
+    seat: Seat,
+) -> Option<String> {
     let Some(h) = &sh.handler else {
         return Some("routerbench protocol not enabled on this server".into());
     };
     let _ = stream.set_read_timeout(None);
-    h.handle(stream, magic).err().map(|e| e.to_string())
+    h.handle(crate::service::Handoff {
+        stream,
+        prefix: magic.to_vec(),
+        deadline,
+        seat: Some(seat),
+    })
+    .err()
+    .map(|e| e.to_string())
 }
 
 fn report_handoff(sh: &Shared, peer: SocketAddr, error: Option<String>) {
@@ -194,23 +243,26 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, cookie: Cooki
             "server is stopping (test limit reached)".into(),
         );
     }
-    let _host_slot = match sh.ledger.test(peer.ip()) {
-        Ok(g) => g,
+    let admission = sh
+        .tests
+        .acquire(peer.ip(), fair::shut_reader(&stream, None));
+    let seat = match admission {
+        Ok(a) => a,
         Err(why) => return deny(sh, stream, peer, format!("busy: {why}")),
     };
-    let active = sh.active_tests.fetch_add(1, Ordering::Relaxed);
-    if active >= sh.cfg.max_concurrent_tests {
-        sh.active_tests.fetch_sub(1, Ordering::Relaxed);
-        return deny(
+    if let Some(ip) = seat.evicted {
+        log_refusal(
             sh,
-            stream,
             peer,
             format!(
-                "busy: {active} tests running (limit {})",
-                sh.cfg.max_concurrent_tests
+                "test slots full: took the slot of a test of {} still in its set-up (that host \
+                 holds the most)",
+                crate::net::addr::display_ip(ip)
             ),
         );
     }
+    let seat = seat.seat;
+    sh.active_tests.fetch_add(1, Ordering::Relaxed);
     if !sh.broker.claim(&cookie) {
         sh.active_tests.fetch_sub(1, Ordering::Relaxed);
         return deny(sh, stream, peer, "duplicate cookie".into());
@@ -233,6 +285,7 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, cookie: Cooki
         render_text: &render,
         ledger: &sh.ledger,
         auth: sh.cfg.auth.as_deref(),
+        seat: Some(&seat),
     };
     let outcome = crate::iperf3::control::Control::new(stream, sh.cfg.session.control_timeout)
         .and_then(|ctl| session::serve(ctl, cookie, &env));

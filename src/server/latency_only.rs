@@ -8,8 +8,8 @@ use super::{Server, ServerConfig, ServerError, ServerEvent, ServerObserver};
 use crate::latency::server::{Bounds, Service};
 use crate::service::limits::Caps;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 
 /// The server's settings for `service`'s bounds, listening on `bind`.
 pub fn config(bind: SocketAddr, bounds: &Bounds) -> ServerConfig {
@@ -34,15 +34,42 @@ pub fn config(bind: SocketAddr, bounds: &Bounds) -> ServerConfig {
 /// Binds the shared server on `bind` for `service` (not yet running): the protocol handler,
 /// refusals logged by the service, a stop when the service shuts down.
 pub fn bind(bind: SocketAddr, service: &Service) -> Result<Server, ServerError> {
+    let log = Arc::new(ServiceLog(OnceLock::new()));
+    let _ = log.0.set(service.clone());
     let cfg = config(bind, &service.inner.bounds);
-    let observer = Arc::new(ServiceLog(service.clone()));
-    let server = Server::bind(cfg, observer).map_err(|e| ServerError::io("latency server", e))?;
+    let server = Server::bind(cfg, log).map_err(|e| ServerError::io("latency server", e))?;
+    Ok(hosting(server, service))
+}
+
+/// Binds the TCP port first, then starts the service with its reflector on the same port
+/// number when `udp_follows` (so `-p 0` gives one port number for TCP and UDP), and returns
+/// both, not yet running.
+pub fn bind_with_service(
+    bind: SocketAddr,
+    mut bounds: Bounds,
+    udp_follows: bool,
+) -> Result<(Server, Service), ServerError> {
+    let log = Arc::new(ServiceLog(OnceLock::new()));
+    let server = Server::bind(config(bind, &bounds), log.clone())
+        .map_err(|e| ServerError::io("latency server", e))?;
+    if udp_follows {
+        bounds.udp_port = server
+            .local_addr()
+            .map_err(|e| ServerError::io("latency server address", e))?
+            .port();
+    }
+    let service = Service::new(bounds).map_err(|e| ServerError::Service(format!("{e:#}")))?;
+    let _ = log.0.set(service.clone());
+    Ok((hosting(server, &service), service))
+}
+
+fn hosting(server: Server, service: &Service) -> Server {
     let watched = service.clone();
-    Ok(server
+    server
         .with_handler(Arc::new(service.clone()))
         .stop_when(Arc::new(move || {
             watched.inner.shutdown.load(Ordering::SeqCst)
-        })))
+        }))
 }
 
 /// Starts a service and the server hosting it on a thread, listening on `bind` (port 0 =
@@ -66,17 +93,19 @@ pub fn spawn_in_process(
     Ok((addr, service))
 }
 
-/// Refusals and failed hand-offs go to the service's log, one line each (`peer: why`).
-struct ServiceLog(Service);
+/// Refusals and failed hand-offs go to the service's log, one line each (`peer: why`); set
+/// once the service exists (the TCP port may be bound before it).
+struct ServiceLog(OnceLock<Service>);
 
 impl ServerObserver for ServiceLog {
     fn event(&self, e: &ServerEvent<'_>) {
+        let Some(svc) = self.0.get() else { return };
         match e {
-            ServerEvent::Refused { peer, reason } => self.0.inner.log(format!("{peer}: {reason}")),
+            ServerEvent::Refused { peer, reason } => svc.inner.log(format!("{peer}: {reason}")),
             ServerEvent::Handoff {
                 peer,
                 error: Some(error),
-            } => self.0.inner.log(format!("{peer}: {error}")),
+            } => svc.inner.log(format!("{peer}: {error}")),
             _ => {}
         }
     }

@@ -23,6 +23,7 @@ use crate::iperf3::Iperf3Error;
 use crate::iperf3::auth::ServerAuth;
 use crate::iperf3::session::{SessionConfig, UdpAcceptor};
 use crate::results::throughput::ThroughputResult;
+use crate::service::fair::{self, FairPool};
 use crate::service::limits::{Caps, Ledger};
 use crate::service::logcap::LogCap;
 use broker::Broker;
@@ -76,11 +77,14 @@ pub struct ServerConfig {
     /// Address to listen on (TCP, and UDP for UDP tests). `[::]` is dual-stack.
     pub bind: SocketAddr,
     pub session: SessionConfig,
-    /// Tests running at once; more get ACCESS_DENIED ("server is busy").
+    /// Tests at once (in their set-up or running); more get ACCESS_DENIED ("server is busy"),
+    /// unless a test still in its set-up from a heavier host can be evicted (`service::fair`).
     pub max_concurrent_tests: usize,
     /// Stop after this many tests (finished or failed); `None` runs until a signal.
     pub max_tests: Option<u64>,
-    /// Connections still in their first bytes, or open, at once; more are closed at once.
+    /// Connections still in their first bytes, or serving a routerbench session, at once;
+    /// more are refused with a busy byte (`0xff`), unless one still in its handshake from a
+    /// heavier host can be evicted (`service::fair`).
     pub max_connections: usize,
     /// A new connection must send its whole cookie or magic within this time (a deadline,
     /// not a per-read timeout: dribbling bytes does not extend it).
@@ -209,9 +213,12 @@ struct Shared {
     observer: Arc<dyn ServerObserver>,
     handler: Option<Arc<dyn ProtocolHandler>>,
     ledger: Arc<Ledger>,
+    /// Connections in their handshake (and routerbench sessions with their flows).
+    conns: Arc<FairPool>,
+    /// iperf3 tests, from the cookie to the end.
+    tests: Arc<FairPool>,
     logcap: LogCap,
     active_tests: AtomicUsize,
-    connections: AtomicUsize,
     started_tests: AtomicU64,
     accepted: AtomicU64,
     done: AtomicU64,
@@ -253,6 +260,18 @@ impl Server {
             shared: Arc::new(Shared {
                 udp: UdpAcceptor::new(bind),
                 ledger: Arc::new(Ledger::new(cfg.caps.clone())),
+                conns: FairPool::new(
+                    "connections",
+                    cfg.max_connections,
+                    cfg.caps.conns_per_host,
+                    cfg.first_bytes_timeout,
+                ),
+                tests: FairPool::new(
+                    "iperf3 tests",
+                    cfg.max_concurrent_tests,
+                    cfg.caps.tests_per_host,
+                    cfg.first_bytes_timeout,
+                ),
                 logcap: LogCap::new(20),
                 cfg,
                 broker: Broker::default(),
@@ -261,7 +280,6 @@ impl Server {
                 observer,
                 handler: None,
                 active_tests: AtomicUsize::new(0),
-                connections: AtomicUsize::new(0),
                 started_tests: AtomicU64::new(0),
                 accepted: AtomicU64::new(0),
                 done: AtomicU64::new(0),
@@ -282,13 +300,11 @@ impl Server {
     }
 
     /// Lets another reader of the UDP port (the latency probe reflector on the same port
-    /// number) hand iperf3 UDP hellos to the tests: send each non-probe datagram's source
-    /// address to the returned sender. Call before `run`; `None` if already running.
-    pub fn share_udp_port(&mut self) -> Option<std::sync::mpsc::SyncSender<SocketAddr>> {
+    /// number) offer iperf3 UDP hellos to the tests: pass each datagram that is not a probe to
+    /// the returned table's `offer`. Call before `run`; `None` if already running.
+    pub fn share_udp_port(&mut self) -> Option<Arc<crate::iperf3::udp_port::HelloTable>> {
         let s = Arc::get_mut(&mut self.shared)?;
-        let (tx, rx) = std::sync::mpsc::sync_channel(256);
-        s.udp.hellos = Some(Mutex::new(rx));
-        Some(tx)
+        Some(s.udp.share())
     }
 
     /// Stops the server (as its stop flag does) once `when` returns true; call before `run`.
@@ -371,39 +387,45 @@ impl Server {
                     continue;
                 }
             };
-            let limit = if sh.connections.load(Ordering::Relaxed) >= sh.cfg.max_connections {
-                Err(format!(
-                    "{} connections open: limit reached",
-                    sh.cfg.max_connections
-                ))
-            } else if !sh.ledger.thread_room() {
+            let accepted_at = Instant::now();
+            let admission = if !sh.ledger.thread_room() {
                 Err(format!(
                     "{} threads running: limit reached",
                     sh.cfg.caps.max_threads
                 ))
             } else {
-                sh.ledger.connection(peer.ip())
+                sh.conns
+                    .acquire(peer.ip(), fair::shut_reader(&stream, None))
             };
-            let guard = match limit {
-                Ok(g) => g,
+            let seat = match admission {
+                Ok(a) => {
+                    if let Some(ip) = a.evicted {
+                        conn::log_refusal(
+                            sh,
+                            peer,
+                            format!(
+                                "connection slots full: took the slot of a connection of {} \
+                                 still in its handshake (that host holds the most)",
+                                crate::net::addr::display_ip(ip)
+                            ),
+                        );
+                    }
+                    a.seat
+                }
                 Err(reason) => {
                     sh.refused.fetch_add(1, Ordering::Relaxed);
-                    conn::log_refusal(sh, peer, reason);
+                    conn::refuse_at_accept(stream);
+                    conn::log_refusal(sh, peer, format!("busy: {reason}"));
                     continue;
                 }
             };
-            sh.connections.fetch_add(1, Ordering::Relaxed);
             let seq = sh.accepted.fetch_add(1, Ordering::Relaxed);
             let shared = sh.clone();
-            let spawned = std::thread::Builder::new()
+            let _ = std::thread::Builder::new()
                 .name("rb-conn".into())
                 .spawn(move || {
-                    conn::handle_connection(&shared, stream, peer, seq, guard);
-                    shared.connections.fetch_sub(1, Ordering::Relaxed);
+                    conn::handle_connection(&shared, stream, peer, seq, seat, accepted_at);
                 });
-            if spawned.is_err() {
-                sh.connections.fetch_sub(1, Ordering::Relaxed);
-            }
         };
         sh.observer.event(&ServerEvent::Stopping { reason });
         sh.stop.store(true, Ordering::Relaxed);

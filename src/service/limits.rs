@@ -1,16 +1,15 @@
-//! Who holds what on the server: connections and tests per client address, streams and buffer
-//! memory over all tests, and the process's thread count, each against a cap sized for a
-//! 128 MB router. Every grant is an RAII guard, so a failing test can never leak a slot.
+//! Who holds what on the server: streams and buffer memory over all tests and the process's
+//! thread count, each against a cap sized for a 128 MB router, and the caps of the
+//! connection and test pools (`fair.rs` shares those between hosts). Every grant is an RAII
+//! guard, so a failing test can never leak a slot.
 
-use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
 /// The caps (see docs/throughput.md for the defaults and why).
 #[derive(Debug, Clone)]
 pub struct Caps {
     /// Connections one address may have open before they are classified (cookie or magic
-    /// still arriving) or while they serve a routerbench session.
+    /// still arriving) or while they serve a routerbench session (below the server-wide cap).
     pub conns_per_host: usize,
     /// iperf3 tests one address may run at once.
     pub tests_per_host: usize,
@@ -36,8 +35,6 @@ impl Default for Caps {
 
 #[derive(Debug, Default)]
 struct Held {
-    conns: HashMap<IpAddr, usize>,
-    tests: HashMap<IpAddr, usize>,
     streams: usize,
     buffer: u64,
 }
@@ -52,20 +49,6 @@ pub struct Ledger {
 /// Why a grant was refused (the text goes into the log line).
 pub type Refusal = String;
 
-/// A connection slot of one address; released on drop.
-#[derive(Debug)]
-pub struct ConnGuard {
-    ledger: Arc<Ledger>,
-    ip: IpAddr,
-}
-
-/// A test slot of one address; released on drop.
-#[derive(Debug)]
-pub struct TestGuard {
-    ledger: Arc<Ledger>,
-    ip: IpAddr,
-}
-
 /// Streams and buffer bytes reserved for one test; released on drop.
 #[derive(Debug)]
 pub struct StreamGuard {
@@ -74,65 +57,12 @@ pub struct StreamGuard {
     buffer: u64,
 }
 
-fn dec(map: &mut HashMap<IpAddr, usize>, ip: IpAddr) {
-    if let Some(n) = map.get_mut(&ip) {
-        *n = n.saturating_sub(1);
-        if *n == 0 {
-            map.remove(&ip);
-        }
-    }
-}
-
 impl Ledger {
     pub fn new(caps: Caps) -> Self {
         Ledger {
             caps,
             held: Mutex::new(Held::default()),
         }
-    }
-
-    /// A new connection from `ip`.
-    pub fn connection(self: &Arc<Self>, ip: IpAddr) -> Result<ConnGuard, Refusal> {
-        // The v4-mapped form and the plain IPv4 form of an address count as one host.
-        let ip = crate::net::addr::canonical_ip(ip);
-        let mut h = self
-            .held
-            .lock()
-            .map_err(|_| "ledger poisoned".to_string())?;
-        let n = h.conns.entry(ip).or_insert(0);
-        if *n >= self.caps.conns_per_host {
-            return Err(format!(
-                "{n} connections from this address already open (limit {} per host)",
-                self.caps.conns_per_host
-            ));
-        }
-        *n += 1;
-        Ok(ConnGuard {
-            ledger: self.clone(),
-            ip,
-        })
-    }
-
-    /// A new test from `ip`.
-    pub fn test(self: &Arc<Self>, ip: IpAddr) -> Result<TestGuard, Refusal> {
-        // The v4-mapped form and the plain IPv4 form of an address count as one host.
-        let ip = crate::net::addr::canonical_ip(ip);
-        let mut h = self
-            .held
-            .lock()
-            .map_err(|_| "ledger poisoned".to_string())?;
-        let n = h.tests.entry(ip).or_insert(0);
-        if *n >= self.caps.tests_per_host {
-            return Err(format!(
-                "{n} tests from this address already running (limit {} per host)",
-                self.caps.tests_per_host
-            ));
-        }
-        *n += 1;
-        Ok(TestGuard {
-            ledger: self.clone(),
-            ip,
-        })
     }
 
     /// Reserves `streams` streams of `block` bytes each over all tests.
@@ -186,22 +116,6 @@ impl Ledger {
     }
 }
 
-impl Drop for ConnGuard {
-    fn drop(&mut self) {
-        if let Ok(mut h) = self.ledger.held.lock() {
-            dec(&mut h.conns, self.ip);
-        }
-    }
-}
-
-impl Drop for TestGuard {
-    fn drop(&mut self) {
-        if let Ok(mut h) = self.ledger.held.lock() {
-            dec(&mut h.tests, self.ip);
-        }
-    }
-}
-
 impl Drop for StreamGuard {
     fn drop(&mut self) {
         if let Ok(mut h) = self.ledger.held.lock() {
@@ -229,31 +143,6 @@ mod tests {
 
     fn ledger(caps: Caps) -> Arc<Ledger> {
         Arc::new(Ledger::new(caps))
-    }
-
-    #[test]
-    fn per_host_connections_and_tests_are_released_on_drop() {
-        let l = ledger(Caps {
-            conns_per_host: 2,
-            tests_per_host: 1,
-            ..Caps::default()
-        });
-        let a: IpAddr = "10.0.0.1".parse().unwrap();
-        let mapped: IpAddr = "::ffff:10.0.0.1".parse().unwrap();
-        let b: IpAddr = "10.0.0.2".parse().unwrap();
-        let c1 = l.connection(a).unwrap();
-        let _c2 = l.connection(mapped).unwrap();
-        assert!(
-            l.connection(a).is_err(),
-            "v4-mapped counts as the same host"
-        );
-        assert!(l.connection(b).is_ok(), "another host is not affected");
-        drop(c1);
-        assert!(l.connection(a).is_ok());
-        let t = l.test(a).unwrap();
-        assert!(l.test(a).unwrap_err().contains("limit 1 per host"));
-        drop(t);
-        assert!(l.test(a).is_ok());
     }
 
     #[test]

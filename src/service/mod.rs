@@ -1,20 +1,50 @@
 //! What a protocol hosted on the shared port needs from the daemon, without depending on it:
 //! the [`ProtocolHandler`] trait the daemon hands connections to, the [`limits::Ledger`] of what
-//! every client holds, the [`logcap::LogCap`] on log lines, and [`same_token`] (the one token
-//! comparison of the routerbench protocol and the agent). `iperf3`, `latency` and
-//! `monitor::agent` use these; `server` (the daemon) composes them.
+//! every client holds, the [`fair::FairPool`]s that share capped slots between hosts, the
+//! [`logcap::LogCap`] on log lines, [`backoff::Backoff`] (slow guessing of secrets) and
+//! [`same_token`] (the one token comparison of the routerbench protocol and the agent).
+//! `iperf3`, `latency` and `monitor::agent` use these; `server` (the daemon) composes them.
 
+pub mod backoff;
+pub mod fair;
 pub mod limits;
 pub mod logcap;
 
 use crate::util::error::{BoxError, chain};
 use std::net::TcpStream;
+use std::time::Instant;
+
+/// A connection handed to a hosted protocol once its first bytes identified it.
+#[derive(Debug)]
+pub struct Handoff {
+    pub stream: TcpStream,
+    /// The bytes the server already read (the full magic).
+    pub prefix: Vec<u8>,
+    /// The handshake deadline, counted from the accept: the protocol's first message must be
+    /// complete by then (the magic and the Hello share one deadline, however they are dribbled).
+    pub deadline: Instant,
+    /// The connection's seat in the server's connection pool: pending (a newcomer from a
+    /// lighter host may take it) until the protocol marks it running.
+    pub seat: Option<fair::Seat>,
+}
+
+impl Handoff {
+    /// A hand-off with no seat and `wait` from now (tests, and servers without a pool).
+    pub fn new(stream: TcpStream, prefix: &[u8], wait: std::time::Duration) -> Self {
+        Handoff {
+            stream,
+            prefix: prefix.to_vec(),
+            deadline: Instant::now() + wait,
+            seat: None,
+        }
+    }
+}
 
 /// A protocol served on the shared port besides iperf3 (routerbench's own protocol).
 /// The server calls `handle` on a thread of its own after the first bytes identified the
-/// protocol; `prefix` holds the bytes the server already read (the full magic).
+/// protocol.
 pub trait ProtocolHandler: Send + Sync {
-    fn handle(&self, stream: TcpStream, prefix: &[u8]) -> Result<(), HandlerError>;
+    fn handle(&self, conn: Handoff) -> Result<(), HandlerError>;
 }
 
 /// Why a hosted protocol's connection ended in an error: that protocol's own typed error

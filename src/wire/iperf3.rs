@@ -1,4 +1,4 @@
-//! iperf3's control protocol on the wire (spec/iperf3.md §2–§4, §11): the 37-byte cookie, the
+//! iperf3's control protocol on the wire (docs/protocols/iperf3.md §2–§4, §11): the 37-byte cookie, the
 //! one-byte states, the 4-byte JSON length framing and the SERVER_ERROR payload. No I/O.
 //!
 //! Submodules hold the JSON messages ([`params`], [`results`]) and the UDP datagram header

@@ -6,6 +6,11 @@
 /// in a cookie, so one byte decides.
 pub const ROUTERBENCH_MAGIC: [u8; 8] = [0xFF, b'R', b'B', b'E', b'N', b'C', b'H', 0x00];
 
+/// The one byte a server at its connection limit sends before it closes a connection it has
+/// not read: iperf3's ACCESS_DENIED state, which iperf3 clients print as "the server is busy";
+/// no routerbench frame starts with it, so routerbench clients read it as "busy" too.
+pub const BUSY_BYTE: u8 = 0xff;
+
 pub mod iperf3;
 pub mod rb;
 pub mod rb_agent;

@@ -156,3 +156,121 @@ pub fn iperf3_client(port: u16, args: &[&str], limit: Duration, tag: &str) -> (b
     let text = format!("{}{}", c.stdout_text(), c.stderr_text());
     (st.is_some_and(|s| s.success()), text)
 }
+
+/// The "honest" host of the fairness tests, an address no attacker uses.
+pub const HONEST: &str = "127.0.0.12";
+
+/// The `i`-th of up to ten attacking hosts: 127.0.0.2 … 127.0.0.11.
+pub fn attacker(i: usize) -> String {
+    format!("127.0.0.{}", 2 + i % 10)
+}
+
+/// A routerbench server on 127.0.0.1 and a port it picks (`-p 0`), with `extra` options; the
+/// port is read from its banner (what `-p 0` must print).
+pub fn server_any(extra: &[&str], tag: &str) -> (Proc, u16) {
+    server_any_with(std::path::Path::new(ROUTERBENCH), extra, tag)
+}
+
+/// [`server_any`] with another routerbench binary (the figures compare builds).
+pub fn server_any_with(program: &std::path::Path, extra: &[&str], tag: &str) -> (Proc, u16) {
+    let mut args = vec!["server", "-V", "-p", "0", "-B", "127.0.0.1"];
+    args.extend_from_slice(extra);
+    let s = Proc::start(program, &args, tag);
+    let end = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < end {
+        let out = s.stdout_text();
+        let port = out
+            .lines()
+            .find_map(|l| l.strip_prefix("Server listening on "))
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|p| p.parse::<u16>().ok());
+        if let Some(port) = port {
+            assert!(port != 0, "-p 0 must print the port it got:\n{out}");
+            wait_listening(port);
+            return (s, port);
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!(
+        "no banner from `server -p 0`:\n{}\n{}",
+        s.stdout_text(),
+        s.stderr_text()
+    );
+}
+
+/// iperf3 3.21 (the newest release) when the shared peers are there; CI may lack them.
+pub fn iperf3_321() -> Option<std::path::PathBuf> {
+    let p = std::path::PathBuf::from("/work/shared/peers/iperf3-3.21");
+    p.exists().then_some(p)
+}
+
+/// Runs `program -c 127.0.0.1 -B src -p port args`: (exit ok, stdout+stderr, seconds it took).
+pub fn client_from(
+    program: &std::path::Path,
+    src: &str,
+    port: u16,
+    args: &[&str],
+    limit: Duration,
+    tag: &str,
+) -> (bool, String, f64) {
+    let p = port.to_string();
+    let mut all = vec!["-c", "127.0.0.1", "-B", src, "-p", &p];
+    all.extend_from_slice(args);
+    let t = Instant::now();
+    let mut c = Proc::start(program, &all, tag);
+    let st = c.wait(limit);
+    let text = format!("{}{}", c.stdout_text(), c.stderr_text());
+    (
+        st.is_some_and(|s| s.success()),
+        text,
+        t.elapsed().as_secs_f64(),
+    )
+}
+
+/// Runs routerbench with `args` (a client command), bounded: (exit ok, output, seconds).
+pub fn routerbench(args: &[&str], limit: Duration, tag: &str) -> (bool, String, f64) {
+    let t = Instant::now();
+    let mut c = Proc::start(std::path::Path::new(ROUTERBENCH), args, tag);
+    let st = c.wait(limit);
+    let text = format!("{}{}", c.stdout_text(), c.stderr_text());
+    (
+        st.is_some_and(|s| s.success()),
+        text,
+        t.elapsed().as_secs_f64(),
+    )
+}
+
+/// CPU seconds (user + system) a process has used, from /proc/PID/stat.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the ")" that ends the command name: utime is the 12th, stime the 13th.
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    (ticks(11) + ticks(12)) / hz
+}
+
+/// A stop flag the attack threads poll, set on drop (so a failing test stops them too).
+pub struct Stop(pub std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Stop {
+    pub fn new() -> Stop {
+        Stop(std::sync::Arc::new(std::sync::atomic::AtomicBool::new(
+            false,
+        )))
+    }
+    pub fn set(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    pub fn raise(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        self.raise();
+    }
+}

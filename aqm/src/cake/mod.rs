@@ -1,4 +1,4 @@
-//! A CAKE-style qdisc ("Piece of CAKE", Linux `sch_cake.c`; spec/monitor-aqm.md B3): a
+//! A CAKE-style qdisc ("Piece of CAKE", Linux `sch_cake.c`; docs/protocols/router-signals.md B3): a
 //! deficit-mode shaper with overhead compensation in front of DiffServ tins, each with 1024
 //! flow queues in an 8-way set-associative hash, DRR++ (sparse, bulk and decaying lists), host
 //! fairness (triple-isolate by default) and COBALT per flow. Sojourn times start at the packet's

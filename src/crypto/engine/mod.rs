@@ -40,6 +40,9 @@ pub enum EngineError {
     /// An operation failed (a bug or a broken library).
     #[error("{0}")]
     Failed(String),
+    /// The run was stopped (SIGINT/SIGTERM) before its time was up.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 /// Hashes or encrypts one block size, `n` times.

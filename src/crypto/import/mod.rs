@@ -1,4 +1,4 @@
-//! Import of saved `openssl speed` output (spec/crypto.md §1.3, §2): OpenSSL 1.0.2 (5 sizes),
+//! Import of saved `openssl speed` output (docs/protocols/openssl-speed.md §1.3, §2): OpenSSL 1.0.2 (5 sizes),
 //! 1.1.1 (`OpenSSL 1.1.1w` line, two-word cipher labels), 3.0/3.1 (`version: 3.0.19`, one-word
 //! labels), 3.2+ (RSA line with encrypt/decrypt columns), `-evp` upper-case labels, `-mr` lines
 //! and the `-multi` parent output. Stdout-only captures and captures with the stderr `Doing …`

@@ -105,6 +105,7 @@ where
     draw_lines(chart, p, &mut legend)?;
     draw_marks(chart, p, y_lo, y_hi, &mut legend)?;
     draw_hlines(chart, p, &mut legend)?;
+    draw_vlines(chart, p, y_lo, y_hi, &mut legend)?;
     bars(chart, p, y_lo, &mut legend)?;
     boxes(chart, p, &mut legend)?;
     draw_note(chart, p, y_lo, y_hi)?;
@@ -274,6 +275,35 @@ where
             .map_err(err)?
             .label(h.label.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], dark));
+    }
+    Ok(())
+}
+
+/// Dashed vertical event markers, each in the legend.
+fn draw_vlines<'a, DB, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
+    p: &Panel,
+    y_lo: f64,
+    y_hi: f64,
+    legend: &mut bool,
+) -> Result<(), PlotError>
+where
+    DB: DrawingBackend + 'a,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    for (i, v) in p.vlines.iter().enumerate() {
+        let c = if i == 0 { LOST } else { RGBColor(90, 90, 90) };
+        *legend = true;
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(v.x, y_lo), (v.x, y_hi)],
+                5,
+                4,
+                c.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label(v.label.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c));
     }
     Ok(())
 }

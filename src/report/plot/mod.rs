@@ -8,9 +8,10 @@ pub mod latency;
 pub mod model;
 pub mod scale;
 pub mod series;
+pub mod stress;
 
 pub use draw::{PlotError, to_svg};
-pub use model::{Figure, HLine};
+pub use model::{Figure, HLine, VLine};
 
 use crate::results::RunResult;
 
@@ -30,6 +31,8 @@ pub enum Kind {
     Throughput,
     /// CPU, softirq, queue backlog, temperature.
     Monitor,
+    /// A stress run: temperature, frequency, throughput and latency on one time axis.
+    Stress,
 }
 
 /// The lab's theory lines for a latency result that went through the lab: the standing-queue
@@ -85,6 +88,7 @@ pub fn figure(kind: Kind, run: &RunResult, source: &str) -> Result<Figure, Strin
         Kind::Throughput => Ok(series::throughput(
             run.throughput.as_ref().ok_or_else(|| need("throughput"))?,
         )),
+        Kind::Stress => stress::figure(run).ok_or_else(|| need("stress")),
         // The router's own view (from its agent) when there is one, else this machine's.
         Kind::Monitor => Ok(series::monitor(
             run.router

@@ -40,6 +40,13 @@ pub struct HLine {
     pub y: f64,
 }
 
+/// A vertical marker at a time (an event: a reboot, a lost agent, the onset of throttling).
+#[derive(Debug, Clone, PartialEq)]
+pub struct VLine {
+    pub label: String,
+    pub x: f64,
+}
+
 /// One bar of a grouped bar chart: `group` is the category (column), `member` the device.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bar {
@@ -79,6 +86,7 @@ pub struct Panel {
     pub lines: Vec<Line>,
     pub marks: Vec<Marks>,
     pub hlines: Vec<HLine>,
+    pub vlines: Vec<VLine>,
     pub bars: Vec<Bar>,
     pub boxes: Vec<BoxStat>,
     /// Shown inside the panel when it has no data ("not measured: …").
@@ -99,6 +107,7 @@ impl Panel {
             lines: Vec::new(),
             marks: Vec::new(),
             hlines: Vec::new(),
+            vlines: Vec::new(),
             bars: Vec::new(),
             boxes: Vec::new(),
             note: None,

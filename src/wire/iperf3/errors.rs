@@ -1,4 +1,4 @@
-//! SERVER_ERROR (`0xfe`) payloads and iperf3's `i_errno` codes (spec/iperf3.md §3, §11).
+//! SERVER_ERROR (`0xfe`) payloads and iperf3's `i_errno` codes (docs/protocols/iperf3.md §3, §11).
 
 use super::WireError;
 

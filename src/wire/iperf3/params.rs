@@ -1,4 +1,4 @@
-//! The parameter JSON a client sends after PARAM_EXCHANGE (spec/iperf3.md §6).
+//! The parameter JSON a client sends after PARAM_EXCHANGE (docs/protocols/iperf3.md §6).
 //!
 //! Server semantics follow every iperf3: flag keys count by **presence** (`"reverse":false`
 //! enables reverse), keys are case-insensitive, unknown keys and wrongly typed values are
@@ -343,7 +343,7 @@ impl TestParams {
 mod tests {
     use super::*;
 
-    // Real parameter bodies from spec/iperf3.md §6 and §13.
+    // Real parameter bodies from docs/protocols/iperf3.md §6 and §13.
     const TCP: &str = r#"{"tcp":true,"omit":0,"time":2,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#;
     const REVERSE: &str = r#"{"tcp":true,"omit":0,"time":2,"num":0,"blockcount":0,"parallel":1,"reverse":true,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#;
     const UDP321: &str = r#"{"udp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":1,"len":32768,"bandwidth":10000000,"pacing_timer":1000,"gso":0,"gso_dg_size":0,"gso_bf_size":65507,"gro":0,"gro_bf_size":65507,"client_version":"3.21"}"#;

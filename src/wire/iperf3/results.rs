@@ -1,4 +1,4 @@
-//! The results JSON both sides exchange after EXCHANGE_RESULTS (spec/iperf3.md §10).
+//! The results JSON both sides exchange after EXCHANGE_RESULTS (docs/protocols/iperf3.md §10).
 //!
 //! Required on receipt: the three `cpu_util_*`, `sender_has_retransmits` and `streams[]` with
 //! `id`, `bytes`, `retransmits`, `jitter`, `errors`, `packets`; `omitted_errors` and

@@ -1,4 +1,4 @@
-//! iperf3's UDP data datagram header and the 4-byte stream hello (spec/iperf3.md §5.4, §7.2).
+//! iperf3's UDP data datagram header and the 4-byte stream hello (docs/protocols/iperf3.md §5.4, §7.2).
 //!
 //! ```text
 //! 0      4      8               12/16

@@ -5,7 +5,7 @@
 //! operation on one context (new nonce, `EVP_EncryptUpdate`, `EVP_EncryptFinal_ex`, the tag), as
 //! WireGuard does and as the RustCrypto engine does; `openssl speed -evp` 3.0/3.1 streams
 //! instead (docs/crypto.md says what that changes). An implicit fetch per call would cost
-//! ~20 % at 1 KiB on OpenSSL 3 (spec/crypto.md §4 note ¹), so 3.x gets `EVP_MD_fetch`; 1.1.1 has
+//! ~20 % at 1 KiB on OpenSSL 3 (docs/protocols/openssl-speed.md §4 note ¹), so 3.x gets `EVP_MD_fetch`; 1.1.1 has
 //! no fetch and uses `EVP_get_digestbyname`. Single DES needs OpenSSL 3's legacy provider.
 
 use std::ffi::{CString, c_int, c_uint};
