@@ -6,8 +6,57 @@
 mod lab_support;
 
 use routerbench::lab::vm::nlconf::{self, Netlink, QdiscPlan};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// `Command::output` with a time limit: a routerbench command that hangs is killed (its PID)
+/// and the test fails, and the lab guard then removes the lab (qemu, wireguard-go and the
+/// namespaces' other processes by PID, the taps with qemu, the namespaces by name).
+trait Bounded {
+    fn bounded(&mut self, limit: Duration) -> Output;
+}
+
+impl Bounded for Command {
+    fn bounded(&mut self, limit: Duration) -> Output {
+        let mut child = self
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+        let o = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut out, &mut v);
+            v
+        });
+        let e = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut err, &mut v);
+            v
+        });
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if t0.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "{self:?} did not finish within {} s: killed",
+                    limit.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        Output {
+            status,
+            stdout: o.join().unwrap(),
+            stderr: e.join().unwrap(),
+        }
+    }
+}
 
 fn name(tag: &str) -> String {
     static N: AtomicU32 = AtomicU32::new(0);
@@ -99,16 +148,21 @@ fn netlink_configuration_on_this_kernel() {
 /// The VM router end to end: boot it (`lab up --router vm`, Debian's armmp kernel under
 /// qemu-system-arm), a short RRUL through it with the router's agent, then `lab down`: no qemu,
 /// namespace, cgroup or state file left. Needs root, qemu-system-arm, the armhf architecture in
-/// apt and the static armv7 build (`TARGETS=armv7 bench/cross.sh`); CI has all of them, so there
-/// a missing one fails instead of skipping.
+/// apt, the static armv7 build (`TARGETS=armv7 bench/cross.sh`) and wireguard-go + wg; CI has
+/// all of them, so there (`CI` or `ROUTERBENCH_REQUIRE_VM` set) a missing one fails instead of
+/// skipping.
 #[test]
 fn vm_router_boots_and_carries_an_rrul() {
-    let ci = std::env::var_os("CI").is_some();
+    // `.ci/run` sets ROUTERBENCH_REQUIRE_VM as root (after bench/cross.sh built the armv7 binary).
+    let ci =
+        std::env::var_os("CI").is_some() || std::env::var_os("ROUTERBENCH_REQUIRE_VM").is_some();
     let missing = if !routerbench::lab::sys::is_root() {
         Some("not root".to_string())
     } else if let Err(e) = routerbench::lab::vm::preflight() {
         Some(e.to_string())
     } else if let Err(e) = routerbench::lab::vm::assets::router_binary(None) {
+        Some(e.to_string())
+    } else if let Err(e) = routerbench::lab::vm::wan_wg::preflight() {
         Some(e.to_string())
     } else {
         None
@@ -122,9 +176,17 @@ fn vm_router_boots_and_carries_an_rrul() {
     let _guard = lab_support::guard(&lab);
     let rb = env!("CARGO_BIN_EXE_routerbench");
     let out = Command::new(rb)
-        .args(["lab", "up", "--router", "vm", "--name", &lab, "--json"])
-        .output()
-        .unwrap();
+        .args([
+            "lab",
+            "up",
+            "--router",
+            "vm",
+            "--wireguard",
+            "--name",
+            &lab,
+            "--json",
+        ])
+        .bounded(Duration::from_secs(300));
     assert!(
         out.status.success(),
         "{}",
@@ -135,6 +197,54 @@ fn vm_router_boots_and_carries_an_rrul() {
     assert_eq!(vm["identity"]["arch"], "arm", "{vm}");
     assert!(vm["kernel"].as_str().unwrap().ends_with("-armmp"), "{vm}");
     let pid = vm["qemu_pid"].as_i64().unwrap();
+    let wg = &vm["wireguard"];
+    assert_eq!(wg["wan_tunnel_ip"], "10.202.0.2", "{vm}");
+    let wg_pid = wg["wireguard_go_pid"].as_i64().unwrap();
+    assert!(
+        vm["steps"]
+            .to_string()
+            .contains("WireGuard wg0 10.202.0.1/24"),
+        "{vm}"
+    );
+    // The control port: routerbench run inside the VM, its output back on the host.
+    let out = Command::new(rb)
+        .args(["lab", "exec", "--name", &lab, "--", "device", "--json", "-"])
+        .bounded(Duration::from_secs(300));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dev: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(dev["arch"], "arm", "{dev}");
+    // A command that fails inside the VM fails here, with its status.
+    let out = Command::new(rb)
+        .args(["lab", "exec", "--name", &lab, "--", "no-such-command"])
+        .bounded(Duration::from_secs(300));
+    assert_eq!(out.status.code(), Some(2));
+    // Through the tunnel: a short upload to the WAN host's tunnel address.
+    let out = Command::new(rb)
+        .args([
+            "lab", "run", "tcp_nup", "--name", &lab, "--tunnel", "-l", "3", "--delay", "0.5", "-n",
+            "1", "-q", "--json", "-",
+        ])
+        .bounded(Duration::from_secs(300));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        t["latency"]["summary"]["upload_mbps"].as_f64().unwrap() > 0.5,
+        "{}",
+        t["latency"]["summary"]
+    );
+    assert_eq!(
+        t["latency"]["host"], "10.202.0.2",
+        "{}",
+        t["latency"]["host"]
+    );
     let json = std::env::temp_dir().join(format!("{lab}.json"));
     let out = Command::new(rb)
         .args([
@@ -142,8 +252,7 @@ fn vm_router_boots_and_carries_an_rrul() {
         ])
         .arg("--json")
         .arg(&json)
-        .output()
-        .unwrap();
+        .bounded(Duration::from_secs(300));
     assert!(
         out.status.success(),
         "{}",
@@ -168,6 +277,10 @@ fn vm_router_boots_and_carries_an_rrul() {
             .unwrap()
             .contains("router CPU")
     );
+    // The taps' tun rings were counted (qdisc and /proc/net/dev inside the namespaces).
+    for t in r["lab"]["tap_queues"].as_array().unwrap() {
+        assert!(t["ring"]["capacity_packets"].as_u64().unwrap() > 0, "{t}");
+    }
     // Kernel stamps at both ends of the UDP probes through the router (this host's kernel at
     // both ends: the far end is the WAN namespace's server).
     for p in r["latency"]["probes"].as_array().unwrap() {
@@ -192,8 +305,7 @@ fn vm_router_boots_and_carries_an_rrul() {
         ])
         .args(["-p", "5201", "-l", "3", "--delay", "1", "-q", "--json"])
         .arg(&json)
-        .output()
-        .unwrap();
+        .bounded(Duration::from_secs(300));
     assert!(
         out.status.success(),
         "{}",
@@ -223,8 +335,7 @@ fn vm_router_boots_and_carries_an_rrul() {
     assert!(udp >= 1, "no UDP probe series against the VM's server: {r}");
     let out = Command::new(rb)
         .args(["lab", "down", "--name", &lab])
-        .output()
-        .unwrap();
+        .bounded(Duration::from_secs(300));
     assert!(out.status.success());
     assert!(
         !std::path::Path::new(&format!("/proc/{pid}/cmdline")).exists()
@@ -232,6 +343,13 @@ fn vm_router_boots_and_carries_an_rrul() {
                 .unwrap_or_default()
                 .contains("qemu")
     );
+    assert!(
+        !std::path::Path::new(&format!("/proc/{wg_pid}")).exists() || {
+            let c = std::fs::read_to_string(format!("/proc/{wg_pid}/cmdline")).unwrap_or_default();
+            !c.contains("wireguard-go")
+        }
+    );
+    assert!(!std::path::Path::new(&format!("/run/routerbench-lab/{lab}.ctl")).exists());
     for part in ["lan", "rtr", "wan"] {
         assert!(!std::path::Path::new(&format!("/run/netns/{lab}-{part}")).exists());
     }

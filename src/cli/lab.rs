@@ -28,6 +28,21 @@ pub enum LabCommand {
     /// A latency test through the lab (server in the WAN host, client in the LAN host, monitor
     /// in the router), compared with theory.
     Run(RunArgs),
+    /// Run routerbench inside the lab's VM router (`lab up --router vm`) through its control
+    /// port, e.g. `lab exec --name N -- crypto --algorithms wireguard`; its output is printed.
+    Exec(ExecArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    #[command(flatten)]
+    pub name: NameArg,
+    /// Seconds before the command is killed inside the VM.
+    #[arg(long, default_value_t = 600.0)]
+    pub timeout: f64,
+    /// routerbench's arguments inside the VM (after `--`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    pub args: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -86,6 +101,10 @@ pub struct RunArgs {
     /// Print only the comparison rows (no header, no latency report): for bench scripts.
     #[arg(long)]
     pub rows: bool,
+    /// Through the VM router's WireGuard tunnel (`lab up --router vm --wireguard`): the test
+    /// goes to the WAN host's tunnel address.
+    #[arg(long)]
+    pub tunnel: bool,
 }
 
 #[derive(Debug, Args)]
@@ -182,16 +201,23 @@ pub struct VmArgs {
     /// `TARGETS=armv7 bench/cross.sh` built under target/cross-std).
     #[arg(long, value_name = "FILE")]
     pub router_bin: Option<std::path::PathBuf>,
+    /// With --router vm: a WireGuard tunnel from the router (its kernel's module) to the WAN
+    /// host (wireguard-go + wg there); `lab run/measure --tunnel` go through it, `lab
+    /// capacity` adds the tunnel's throughput and its prediction from the crypto row.
+    #[arg(long)]
+    pub wireguard: bool,
 }
 
 impl VmArgs {
-    pub fn spec(&self, qdisc: aqm::QdiscKind) -> lab::vm::VmSpec {
+    pub fn spec(&self, qdisc: aqm::QdiscKind, userspace: bool) -> lab::vm::VmSpec {
         let mut v = lab::vm::VmSpec {
             vcpus: self.vcpus,
             memory_mib: self.vm_memory,
             cpu_budget_pct: self.cpu_budget,
             router_bin: self.router_bin.clone(),
             qdisc,
+            userspace_aqm: userspace,
+            wireguard: self.wireguard,
             ..Default::default()
         };
         if let Some(c) = &self.cache {
@@ -262,6 +288,9 @@ pub struct MeasureArgs {
     pub row: bool,
     #[command(flatten)]
     pub json: super::json_arg::JsonArg,
+    /// Through the VM router's WireGuard tunnel (`lab up --router vm --wireguard`).
+    #[arg(long)]
+    pub tunnel: bool,
 }
 
 #[derive(Debug, Args)]
@@ -299,6 +328,11 @@ pub struct CapacityArgs {
     /// With --qdisc: seconds after which no new point starts.
     #[arg(long, default_value_t = 300)]
     pub budget: u64,
+    /// With --router vm: SQM capacity of kernel cake, kernel fq_codel+htb and routerbench's
+    /// userspace cake (inside the VM) on the same VM and CPU budget, one after the other in
+    /// one run, as one table (--budget applies to each).
+    #[arg(long)]
+    pub side_by_side: bool,
     #[command(flatten)]
     pub json: super::json_arg::JsonArg,
     #[command(flatten)]
@@ -313,7 +347,25 @@ pub fn run(args: LabArgs) -> anyhow::Result<i32> {
         LabCommand::Measure(a) => cmd_measure(a),
         LabCommand::Capacity(a) => cmd_capacity(a),
         LabCommand::Run(a) => cmd_run(a),
+        LabCommand::Exec(a) => cmd_exec(a),
     }
+}
+
+fn cmd_exec(a: ExecArgs) -> anyhow::Result<i32> {
+    lab::sys::require_root()?;
+    if !(a.timeout.is_finite() && (1.0..=7200.0).contains(&a.timeout)) {
+        anyhow::bail!("--timeout must be 1-7200 s");
+    }
+    let cfg = lab::load_config(&a.name.name)?;
+    let r = lab::vm::control::exec(&cfg, &a.args, Duration::from_secs_f64(a.timeout))?;
+    crate::out!("{}", r.stdout);
+    if !r.stderr.is_empty() {
+        crate::err!("{}", r.stderr);
+    }
+    if r.timed_out {
+        anyhow::bail!("the command was killed inside the VM after {} s", a.timeout);
+    }
+    Ok(r.status.unwrap_or(1))
 }
 
 fn spec_from(a: &UpArgs) -> anyhow::Result<LabSpec> {
@@ -367,14 +419,12 @@ fn cmd_up(a: UpArgs) -> anyhow::Result<i32> {
         }
     }
     let vm = a.vm.router == RouterArg::Vm;
-    if vm && matches!(a.aqm, AqmArg::Userspace) {
-        anyhow::bail!(
-            "--aqm userspace with --router vm is not built yet: the VM router runs the kernel's \
-             qdiscs (--qdisc cake|fq_codel|codel|fifo)"
-        );
+    if a.vm.wireguard && !vm {
+        anyhow::bail!("--wireguard needs --router vm (this host's kernel has no wireguard)");
     }
     let cfg = if vm {
-        lab::vm::up(&spec, &a.vm.spec(a.qdisc.kind()))?
+        let userspace = matches!(a.aqm, AqmArg::Userspace);
+        lab::vm::up(&spec, &a.vm.spec(a.qdisc.kind(), userspace))?
     } else {
         lab::up(&spec)?
     };
@@ -488,6 +538,11 @@ fn cmd_measure(a: MeasureArgs) -> anyhow::Result<i32> {
     lab::sys::require_root()?;
     let started = crate::util::time::now_rfc3339();
     let cfg = lab::load_config(&a.name.name)?;
+    let cfg = if a.tunnel {
+        lab::vm::via_tunnel(&cfg)?
+    } else {
+        cfg
+    };
     if !(0.0..=60.0).contains(&a.warmup) {
         anyhow::bail!("--warmup must be 0-60 s");
     }
@@ -520,6 +575,76 @@ fn cmd_measure(a: MeasureArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+fn cmd_sqm_side_by_side(a: &CapacityArgs) -> anyhow::Result<i32> {
+    use crate::cli::shape::QdiscArg;
+    if a.vm.router != RouterArg::Vm {
+        anyhow::bail!(
+            "--side-by-side needs --router vm: this host's kernel has neither cake nor fq_codel"
+        );
+    }
+    if a.qdisc.is_some() || !matches!(a.aqm, AqmArg::Auto) {
+        anyhow::bail!("--side-by-side picks its own qdiscs: leave out --qdisc and --aqm");
+    }
+    lab::capacity::check_lab_is_free(&a.name)?;
+    let guard = (!a.keep).then(|| guard(&a.name));
+    let quiet = a.json.on_stdout();
+    let mut all = Vec::new();
+    for (q, userspace) in [
+        (QdiscArg::Cake, false),
+        (QdiscArg::FqCodel, false),
+        (QdiscArg::Cake, true),
+    ] {
+        let mut plan = sqm_plan(a, q)?;
+        plan.place = Some(if userspace {
+            lab::shape_fwd::AqmPlace::Userspace
+        } else {
+            lab::shape_fwd::AqmPlace::Kernel
+        });
+        plan.vm = Some(a.vm.spec(q.kind(), userspace));
+        if !quiet {
+            crate::errln!(
+                "SQM capacity: {} in {}",
+                q.kind().name(),
+                if userspace { "userspace" } else { "kernel" }
+            );
+        }
+        let sqm = lab::sqm_capacity::search(&plan, generator(a.load), &mut |p| {
+            if !quiet {
+                crate::err!("{}", crate::report::lab::sqm_point(p));
+            }
+        })?;
+        all.push(sqm);
+    }
+    drop(guard);
+    if !quiet {
+        crate::out!("{}", crate::report::lab::sqm_side_by_side(&all));
+    }
+    if a.json.is_set() {
+        let mut r = RunResult::new(crate::util::time::now_rfc3339());
+        r.sqm_side_by_side = all;
+        if let Some(path) = a.json.write(&r)? {
+            crate::outln!("saved {}", path.display());
+        }
+    }
+    Ok(0)
+}
+
+/// The search plan from `lab capacity`'s flags, for qdisc `q`.
+fn sqm_plan(
+    a: &CapacityArgs,
+    q: crate::cli::shape::QdiscArg,
+) -> anyhow::Result<lab::sqm_capacity::SqmPlan> {
+    let mut plan =
+        lab::sqm_capacity::SqmPlan::new(&a.name, q.kind(), lab::shape_fwd::routerbench_exe()?);
+    plan.seconds = a.length.max(5);
+    plan.flows = a.flows.iter().copied().max().unwrap_or(4);
+    plan.cc = a.cc.clone();
+    plan.max_bps = shape::parse_rate(&a.max_rate)?
+        .ok_or_else(|| anyhow::anyhow!("--max-rate must be a rate, not none"))?;
+    plan.budget = Duration::from_secs(a.budget.clamp(10, 3600));
+    Ok(plan)
+}
+
 fn cmd_sqm_capacity(a: &CapacityArgs, q: crate::cli::shape::QdiscArg) -> anyhow::Result<i32> {
     use lab::shape_fwd::AqmPlace;
     let mut plan =
@@ -536,13 +661,8 @@ fn cmd_sqm_capacity(a: &CapacityArgs, q: crate::cli::shape::QdiscArg) -> anyhow:
         .ok_or_else(|| anyhow::anyhow!("--max-rate must be a rate, not none"))?;
     plan.budget = Duration::from_secs(a.budget.clamp(10, 3600));
     if a.vm.router == RouterArg::Vm {
-        if matches!(a.aqm, AqmArg::Userspace) {
-            anyhow::bail!(
-                "--aqm userspace with --router vm is not built yet: the VM router runs its kernel's qdiscs"
-            );
-        }
         lab::capacity::check_lab_is_free(&a.name)?;
-        plan.vm = Some(a.vm.spec(q.kind()));
+        plan.vm = Some(a.vm.spec(q.kind(), matches!(a.aqm, AqmArg::Userspace)));
     }
     let guard = (!a.keep).then(|| guard(&a.name));
     let quiet = a.json.on_stdout();
@@ -568,6 +688,9 @@ fn cmd_sqm_capacity(a: &CapacityArgs, q: crate::cli::shape::QdiscArg) -> anyhow:
 fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
     a.json.check()?;
     lab::sys::require_root()?;
+    if a.side_by_side {
+        return cmd_sqm_side_by_side(&a);
+    }
     if let Some(q) = a.qdisc {
         return cmd_sqm_capacity(&a, q);
     }
@@ -586,7 +709,7 @@ fn cmd_capacity(a: CapacityArgs) -> anyhow::Result<i32> {
         seconds: a.length,
         flows: a.flows.clone(),
         cc: a.cc.clone(),
-        vm: (a.vm.router == RouterArg::Vm).then(|| a.vm.spec(aqm::QdiscKind::Fifo)),
+        vm: (a.vm.router == RouterArg::Vm).then(|| a.vm.spec(aqm::QdiscKind::Fifo, false)),
     };
     let cap = lab::capacity::run(&plan, generator(a.load).as_ref())?;
     let cfg = lab::load_config(&a.name)?;
@@ -629,6 +752,11 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         None => step,
     };
     let cfg = lab::load_config(&a.name.name)?;
+    let cfg = if a.tunnel {
+        lab::vm::via_tunnel(&cfg)?
+    } else {
+        cfg
+    };
     let kind = match a.test {
         TestArg::Rrul => TestKind::Rrul,
         TestArg::RrulBe => TestKind::RrulBe,
@@ -737,26 +865,86 @@ pub struct VmRouterArgs {
     /// The router's configuration (JSON from `lab up --router vm`).
     #[arg(long, default_value = "/etc/routerbench/router.json")]
     pub config: std::path::PathBuf,
+    /// Internal: serve the control port (`lab exec`).
+    #[arg(long, hide = true)]
+    pub control: bool,
+    /// Internal: run the userspace AQM forwarder.
+    #[arg(long, hide = true)]
+    pub shape: bool,
 }
 
-/// `routerbench vm-router` inside the VM: configure, say ready (or failed) on the console,
-/// then become `routerbench server --monitor` (exec, so the server is the agent's process).
-pub fn vm_router(a: VmRouterArgs) -> anyhow::Result<i32> {
-    use lab::vm::guest;
-    let applied = guest::load(&a.config).and_then(|cfg| guest::apply(&cfg));
-    let (cfg, steps) = match applied {
-        Ok(x) => x,
-        Err(e) => {
-            crate::outln!("{}{}", guest::FAILED, lab::error::chain(&e));
-            return Ok(1);
+/// Waits (at most `limit`) until the kernel's forwarding of `devs` is off: the forwarder's
+/// sign that its sockets are open.
+fn forwarding_off(devs: &[&str], limit: Duration) -> bool {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < limit {
+        if devs.iter().all(|d| {
+            std::fs::read_to_string(format!("/proc/sys/net/ipv4/conf/{d}/forwarding"))
+                .is_ok_and(|v| v.trim() == "0")
+        }) {
+            return true;
         }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// `routerbench vm-router` inside the VM: configure, start the control port (and the userspace
+/// forwarder when asked), say ready (or failed) on the console, then become `routerbench server
+/// --monitor` (exec, so the server is the agent's process).
+pub fn vm_router(a: VmRouterArgs) -> anyhow::Result<i32> {
+    use lab::vm::{guest, guest_run};
+    if a.control {
+        guest_run::serve_control()?;
+        return Ok(0);
+    }
+    if a.shape {
+        let cfg = guest::load(&a.config).and_then(|c| guest::resolve(&c))?;
+        guest_run::serve_shape(&guest::shape_plan(&cfg)?)?;
+        return Ok(0);
+    }
+    let failed = |e: String| {
+        crate::outln!("{}{}", guest::FAILED, e);
+        Ok(1)
     };
+    let applied = guest::load(&a.config).and_then(|cfg| guest::apply(&cfg));
+    let (cfg, mut steps) = match applied {
+        Ok(x) => x,
+        Err(e) => return failed(lab::error::chain(&e)),
+    };
+    let exe = std::env::current_exe()?;
+    let config = a.config.display().to_string();
+    let spawn = |flag: &str| {
+        std::process::Command::new(&exe)
+            .args(["vm-router", "--config", &config, flag])
+            .stdin(std::process::Stdio::null())
+            .spawn()
+    };
+    match spawn("--control") {
+        Ok(_) => steps.push(format!("control port {}", guest_run::CONTROL_PORT)),
+        Err(e) => return failed(format!("cannot start the control port: {e}")),
+    }
+    if let Some(q) = &cfg.userspace_aqm {
+        let mut child = match spawn("--shape") {
+            Ok(c) => c,
+            Err(e) => return failed(format!("cannot start the userspace forwarder: {e}")),
+        };
+        let off = forwarding_off(&[&cfg.lan_dev, &cfg.wan_dev], Duration::from_secs(10));
+        if !off || child.try_wait().ok().flatten().is_some() {
+            return failed(format!(
+                "the userspace forwarder ({q}) did not come up within 10 s"
+            ));
+        }
+        steps.push(format!(
+            "routerbench's userspace {q} forwarding {} <-> {} (kernel forwarding of both off)",
+            cfg.lan_dev, cfg.wan_dev
+        ));
+    }
     let ready = guest::GuestReady {
         identity: crate::device::detect(),
         steps,
     };
     crate::outln!("{}{}", guest::READY, serde_json::to_string(&ready)?);
-    let exe = std::env::current_exe()?;
     let err = std::os::unix::process::CommandExt::exec(std::process::Command::new(exe).args([
         "server",
         "-p",

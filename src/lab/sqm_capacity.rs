@@ -95,7 +95,12 @@ fn point(
         v.qdisc = plan.qdisc;
         let cfg = super::vm::up(&spec, &v)?;
         *place_seen = format!(
-            "kernel (VM router: {})",
+            "{} (VM router: {})",
+            if v.userspace_aqm {
+                "userspace"
+            } else {
+                "kernel"
+            },
             cfg.router_vm
                 .as_ref()
                 .map_or(String::new(), |r| r.qdisc_up.clone())
@@ -223,7 +228,21 @@ pub fn search(
             "{} TCP {} upload flows for {} s per point + UDP round-trip probes every 0.1 s; buffer 4 x rate x 100 ms (>= 300 KB); one re-measure on a miss",
             plan.flows, plan.cc, plan.seconds
         ),
+        router: plan.vm.as_ref().map(vm_router_words),
     })
+}
+
+/// The VM router in words, with its CPU budget.
+pub fn vm_router_words(v: &super::vm::VmSpec) -> String {
+    format!(
+        "VM router (qemu-system-arm cortex-a15, {} vCPU, {} MiB), CPU budget {}",
+        v.vcpus,
+        v.memory_mib,
+        v.cpu_budget_pct
+            .map_or("none (no cgroup limit)".to_string(), |p| format!(
+                "{p} % of one host core (cgroup cpu quota on qemu)"
+            ))
+    )
 }
 
 #[cfg(test)]

@@ -302,6 +302,14 @@ pub fn down(name: &str) -> Result<DownReport> {
             std::thread::sleep(Duration::from_millis(300));
         }
     }
+    // Reap what this process started (a VM's qemu, a forwarder): otherwise each stays a
+    // zombie until we exit. ECHILD (not our child) is fine; WNOHANG never blocks.
+    for &pid in &report.killed {
+        let _ = nix::sys::wait::waitpid(
+            nix::unistd::Pid::from_raw(pid),
+            Some(nix::sys::wait::WaitPidFlag::WNOHANG),
+        );
+    }
     let mut failed = Vec::new();
     for ns in &present {
         match run_tool("ip", &["netns", "del", ns]) {

@@ -110,12 +110,13 @@ pub fn render_result(r: &LabResult) -> String {
 /// One line per SQM capacity point (progress of `lab capacity --qdisc`).
 pub fn sqm_point(p: &crate::results::lab::SqmPoint) -> String {
     format!(
-        "  {:>10}: goodput {} ({:.3} of theory), p99 +{} -> {}{}{}\n",
+        "  {:>10}: goodput {} ({:.3} of theory), p99 {} -> {}{}{}\n",
         fmt_rate(p.rate_bps as f64),
         fmt_rate(p.goodput_bps),
         p.goodput_of_theory,
+        // Signed: below zero, the idle baseline's p99 was the worse one (a disturbed host).
         p.p99_increase_ms
-            .map_or("n/a".to_string(), |v| format!("{v:.2} ms")),
+            .map_or("+n/a".to_string(), |v| format!("{v:+.2} ms")),
         if p.pass { "pass" } else { "FAIL" },
         if p.remeasured { " (re-measured)" } else { "" },
         p.forwarder_cpu_us_per_packet
@@ -135,8 +136,39 @@ pub fn sqm_capacity(c: &crate::results::lab::SqmCapacity) -> String {
         c.criteria,
         c.method
     );
+    if let Some(r) = &c.router {
+        let _ = writeln!(s, "  router: {r}");
+    }
     for p in &c.points {
         s.push_str(&sqm_point(p));
+    }
+    s
+}
+
+/// Several SQM capacities on one router, as one table, then each search's points.
+pub fn sqm_side_by_side(all: &[crate::results::lab::SqmCapacity]) -> String {
+    let mut s = String::new();
+    if let Some(r) = all.iter().find_map(|c| c.router.as_ref()) {
+        let _ = writeln!(s, "SQM capacity side by side on one router: {r}");
+    }
+    let _ = writeln!(s, "| qdisc | where | SQM capacity | points |");
+    let _ = writeln!(s, "|---|---|---|---|");
+    for c in all {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} |",
+            c.qdisc,
+            c.place,
+            capacity_words(c),
+            c.points.len()
+        );
+    }
+    if let Some(c) = all.first() {
+        let _ = writeln!(s, "criteria: {}", c.criteria);
+    }
+    for c in all {
+        s.push('\n');
+        s.push_str(&sqm_capacity(c));
     }
     s
 }
@@ -265,6 +297,18 @@ pub fn router_verdict(
             "  tap {} ({}, {} side, in front of the router): backlog peak {} B, p95 {} B, {} drops",
             t.dev, t.qdisc, t.direction, t.backlog_max_bytes, t.backlog_p95_bytes, t.drops
         );
+        if let Some(r) = &t.ring {
+            let _ = writeln!(
+                s,
+                "    its tun ring ({} packets): peak {} packets / {} B, p95 {} B, {} dropped when full",
+                r.capacity_packets
+                    .map_or("size unknown".to_string(), |c| c.to_string()),
+                r.max_packets,
+                r.max_bytes,
+                r.p95_bytes,
+                r.drops
+            );
+        }
     }
     if let (Some(sq), Some(ts)) = (v.softirq_max_pct, v.time_squeeze_total) {
         let _ = writeln!(s, "  router softirq max {sq:.0} %, time_squeeze {ts}");
@@ -380,6 +424,50 @@ pub fn capacity(c: &CapacityResult) -> String {
             p.retransmits
                 .map(|r| r.to_string())
                 .unwrap_or_else(|| "n/a".into())
+        );
+    }
+    if let Some(b) = c.cpu_budget_pct {
+        let _ = writeln!(s, "VM router CPU budget: {b} % of one host core");
+    }
+    if !c.wireguard.is_empty() {
+        s.push_str(&wireguard(&c.wireguard));
+    }
+    s
+}
+
+/// The WireGuard tunnel's goodput beside the model's prediction.
+pub fn wireguard(w: &[crate::results::lab::WireguardCheck]) -> String {
+    let mut s = String::from(
+        "WireGuard through the router (kernel module in the VM <-> wireguard-go on the WAN host)\n",
+    );
+    let _ = writeln!(
+        s,
+        "| flows | unencrypted | forward µs/pkt | {} | crypto µs/pkt | predicted | measured | error |",
+        w.first().map_or("crypto".to_string(), |c| format!(
+            "{} at 1456 B",
+            c.crypto_algorithm
+        ))
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
+    for c in w {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.1} | {:.2} MB/s | {:.1} | {} | {} | {:+.1} % |",
+            c.flows,
+            fmt_rate(c.plain_goodput_bps),
+            c.forward_us_per_packet,
+            c.crypto_bytes_per_s / 1e6,
+            c.crypto_us_per_packet,
+            fmt_rate(c.predicted_goodput_bps),
+            fmt_rate(c.measured_goodput_bps),
+            c.error_pct
+        );
+    }
+    if let Some(c) = w.first() {
+        let _ = writeln!(
+            s,
+            "model: goodput = 1368 B / (1 / unencrypted packets per s + 1456 B / crypto rate); crypto row inside the VM: {}",
+            c.crypto_engine
         );
     }
     s
@@ -579,6 +667,7 @@ mod tests {
         r.capacity = Some(CapacityResult {
             generator: "g".into(),
             points: Vec::new(),
+            ..Default::default()
         });
         assert!(render_result(&r).contains("forwarding capacity"));
     }
@@ -663,6 +752,7 @@ mod tests {
                 seconds: 5.0,
                 retransmits: None,
             }],
+            ..Default::default()
         };
         let t = capacity(&c);
         assert!(

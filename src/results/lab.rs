@@ -65,6 +65,23 @@ pub struct LabConfig {
     pub router_vm: Option<RouterVm>,
 }
 
+/// The VM router's WireGuard tunnel: the kernel module in the VM, wireguard-go (userspace)
+/// on the WAN host, whose kernel has no wireguard.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct VmWireguard {
+    /// The router's tunnel address (its `wg0`).
+    pub rtr_tunnel_ip: String,
+    /// The WAN host's tunnel address: tests through the tunnel go to it.
+    pub wan_tunnel_ip: String,
+    pub tunnel_net: String,
+    /// The WAN host's WireGuard interface (wireguard-go's TUN device).
+    pub wan_ifname: String,
+    pub wan_implementation: String,
+    pub listen_port: u16,
+    pub mtu: u32,
+    pub wireguard_go_pid: i32,
+}
+
 /// A Debian package the VM router was built from.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct VmPackage {
@@ -107,6 +124,9 @@ pub struct RouterVm {
     /// The configuration steps the router reported.
     #[serde(default)]
     pub steps: Vec<String>,
+    /// A WireGuard tunnel from the router to the WAN host (`lab up --router vm --wireguard`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wireguard: Option<VmWireguard>,
 }
 
 /// The four veth ends of a lab, the same in every lab (each lab has its own namespaces).
@@ -166,11 +186,47 @@ pub struct CapacityPoint {
 }
 
 /// `routerbench lab capacity`: what the router namespace forwards when nothing shapes it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct CapacityResult {
     /// Which client/server moved the bytes (e.g. "iperf3 3.12 (external)", "routerbench").
     pub generator: String,
     pub points: Vec<CapacityPoint>,
+    /// The VM router's CPU budget the points were measured at (percent of one host core;
+    /// None = no limit, or the namespace router).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_budget_pct: Option<u32>,
+    /// Through the VM router's WireGuard tunnel, beside the crypto row's prediction, per flow
+    /// count (`lab capacity --router vm --wireguard`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wireguard: Vec<WireguardCheck>,
+}
+
+/// The tunnel's measured goodput against the model (docs/vm-router.md, "WireGuard"): per
+/// packet, the router spends its unencrypted forwarding time plus the AEAD's time for one
+/// 1456-byte packet, both measured on the same VM at the same CPU budget.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct WireguardCheck {
+    pub flows: u32,
+    /// Unencrypted goodput on the same boot, bit/s, and the packets per second it means.
+    pub plain_goodput_bps: f64,
+    pub plain_packets_per_s: f64,
+    /// Forwarding time per packet, µs (1 / plain_packets_per_s).
+    pub forward_us_per_packet: f64,
+    /// The crypto row inside the VM: engine, algorithm, bytes/s at 1456 B (per wall second).
+    pub crypto_engine: String,
+    pub crypto_algorithm: String,
+    pub crypto_bytes_per_s: f64,
+    /// AEAD time for one 1456-byte packet, µs.
+    pub crypto_us_per_packet: f64,
+    /// The model's goodput: TCP payload per tunnel packet / (forward + crypto time).
+    pub predicted_goodput_bps: f64,
+    /// Through the tunnel, bit/s.
+    pub measured_goodput_bps: f64,
+    pub measured_seconds: f64,
+    pub retransmits: Option<u64>,
+    /// (measured − predicted) / predicted, percent.
+    pub error_pct: f64,
+    pub cpu_budget_pct: Option<u32>,
 }
 
 /// Latency samples of one probe series, ms.
@@ -353,6 +409,9 @@ pub struct SqmCapacity {
     pub points: Vec<SqmPoint>,
     /// Flows, seconds per point, buffer rule.
     pub method: String,
+    /// The router it ran on, with its CPU budget (the VM router: vCPUs, budget, how).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router: Option<String>,
 }
 
 /// Which AQM a lab runs and where (`lab up --qdisc Q --aqm kernel|userspace`).
@@ -421,6 +480,32 @@ pub struct TapQueue {
     pub backlog_p95_bytes: u64,
     /// Drops of the tap's root qdisc during the test.
     pub drops: u64,
+    /// The tun device's own ring behind the qdisc (`tx_queue_len` packets; qemu reads from
+    /// it): packets the qdisc handed on minus packets qemu read minus packets the ring dropped,
+    /// from the qdisc's counters and /proc/net/dev, every 0.1 s. Absent in older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ring: Option<TunRing>,
+}
+
+/// What sat in a tap's tun ring during a test (estimated from counters, see `TapQueue::ring`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct TunRing {
+    /// The ring's size, packets (the tap's `tx_queue_len` when qemu attached).
+    pub capacity_packets: Option<u64>,
+    pub max_packets: u64,
+    pub max_bytes: u64,
+    pub p95_bytes: u64,
+    /// Packets the tun device dropped because its ring was full (`tx_drop` delta).
+    pub drops: u64,
+}
+
+/// One place a queue can build on the VM router's path.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct QueuePlace {
+    /// "router qdisc", "tun ring in front of the router", "tap qdisc in front of the router".
+    pub place: String,
+    pub dev: String,
+    pub peak_bytes: u64,
 }
 
 /// One line's worth of judgement on the VM router during a test.
@@ -431,8 +516,12 @@ pub struct RouterVerdict {
     pub busiest_cpu_p95_pct: Option<f64>,
     pub softirq_max_pct: Option<f64>,
     pub time_squeeze_total: Option<u64>,
-    /// "router qdisc", "tap in front of the router", "both" or "none".
+    /// Where the largest queue built: "router qdisc", "tun ring in front of the router",
+    /// "tap qdisc in front of the router" or "none" (older results: also "both").
     pub queue_at: String,
+    /// Every place whose queue held at least ~10 full frames, largest first, with its peak.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queues_built: Vec<QueuePlace>,
     /// The router's own fullest qdisc (device, peak bytes).
     pub router_queue_dev: Option<String>,
     pub router_queue_peak_bytes: Option<u64>,

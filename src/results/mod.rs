@@ -74,6 +74,10 @@ pub struct RunResult {
     /// The highest shaped rate this CPU sustains with SQM (cake / fq_codel), from the lab.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sqm_capacity: Option<lab::SqmCapacity>,
+    /// Several SQM capacities measured side by side on one router (`lab capacity --router vm
+    /// --side-by-side`: kernel cake, kernel fq_codel+htb, userspace cake).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sqm_side_by_side: Vec<lab::SqmCapacity>,
     /// `routerbench stress`: the workload, the load's own series, events and the analysis
     /// (the machine's series are `monitor` and `router`, on the same time axis).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -102,6 +106,7 @@ impl RunResult {
             lab: None,
             throughput: None,
             sqm_capacity: None,
+            sqm_side_by_side: Vec::new(),
             stress: None,
             notes: Vec::new(),
             interrupted: false,

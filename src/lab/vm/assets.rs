@@ -104,11 +104,23 @@ pub fn fetch(cache: &Path) -> Result<Assets> {
     std::fs::create_dir_all(cache)
         .map_err(|e| LabError::Sys(format!("cannot create {}: {e}", cache.display())))?;
     let manifest_path = cache.join("manifest.json");
-    let kernel_pkg = kernel_package()?;
+    // A kernel already in the cache is used as it is: asking apt which one the meta package
+    // names takes `apt-cache` seconds to tens of seconds on a loaded host, and `lab capacity`
+    // boots the VM once per point. Delete the cache to pick up a newer kernel.
+    let cached_kernel = find_kernel_deb(cache);
+    let kernel_pkg = match &cached_kernel {
+        Some(_) => String::new(),
+        None => kernel_package()?,
+    };
     let mut manifest = Manifest::default();
     for pkg in [kernel_pkg.as_str(), BUSYBOX] {
-        let base = pkg.split(':').next().unwrap_or(pkg);
-        let deb = find_deb(cache, base).map_or_else(|| download(cache, pkg, base), Ok)?;
+        let deb = match (&cached_kernel, pkg.is_empty()) {
+            (Some(k), true) => k.clone(),
+            _ => {
+                let base = pkg.split(':').next().unwrap_or(pkg);
+                find_deb(cache, base).map_or_else(|| download(cache, pkg, base), Ok)?
+            }
+        };
         let rec = PackageRecord {
             package: deb_field(&deb, "Package")?,
             version: deb_field(&deb, "Version")?,
@@ -153,6 +165,26 @@ pub fn fetch(cache: &Path) -> Result<Assets> {
         modules_dir: root.join("lib/modules").join(&release),
         manifest,
     })
+}
+
+/// The newest-named `linux-image-*-armmp_*_armhf.deb` in the cache.
+fn find_kernel_deb(cache: &Path) -> Option<PathBuf> {
+    let mut debs: Vec<PathBuf> = std::fs::read_dir(cache)
+        .ok()?
+        .flatten()
+        .filter(|e| is_kernel_deb(&e.file_name().to_string_lossy()))
+        .map(|e| e.path())
+        .collect();
+    debs.sort();
+    debs.pop()
+}
+
+fn is_kernel_deb(n: &str) -> bool {
+    // linux-image-6.1.0-57-armmp_…, not the meta package linux-image-armmp_….
+    n.strip_prefix("linux-image-")
+        .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+        && n.contains("-armmp_")
+        && n.ends_with("_armhf.deb")
 }
 
 fn find_deb(cache: &Path, base: &str) -> Option<PathBuf> {
@@ -276,6 +308,18 @@ pub fn check_arm_elf(head: &[u8]) -> std::result::Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cached_kernel_package_names() {
+        assert!(is_kernel_deb(
+            "linux-image-6.1.0-57-armmp_6.1.192-3_armhf.deb"
+        ));
+        assert!(!is_kernel_deb("linux-image-armmp_6.1.192-3_armhf.deb"));
+        assert!(!is_kernel_deb(
+            "linux-image-6.1.0-57-armmp_6.1.192-3_arm64.deb"
+        ));
+        assert!(!is_kernel_deb("busybox-static_1.35.0-4_armhf.deb"));
+    }
 
     #[test]
     fn kernel_dependency_line() {

@@ -45,6 +45,80 @@ pub struct GuestConfig {
     pub offloads: bool,
     pub agent_port: u16,
     pub agent_token: String,
+    /// routerbench's userspace forwarder (this qdisc kind, at `up`/`down`'s rates and
+    /// buffers) instead of the kernel's qdiscs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub userspace_aqm: Option<String>,
+    /// MAC addresses of the host-side taps: the forwarder's next hops.
+    #[serde(default)]
+    pub lan_peer_mac: String,
+    #[serde(default)]
+    pub wan_peer_mac: String,
+    /// A WireGuard tunnel from the router to the WAN host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wireguard: Option<GuestWireguard>,
+}
+
+/// The router's end of the WireGuard tunnel (keys in base64, as `wg` writes them).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GuestWireguard {
+    pub ifname: String,
+    pub private_key: String,
+    pub listen_port: u16,
+    pub address: String,
+    pub prefix_len: u8,
+    pub peer_public_key: String,
+    /// `ip:port` of the WAN host's end.
+    pub peer_endpoint: String,
+    /// `net/len` the peer sends from and is routed to.
+    pub allowed_ips: Vec<String>,
+}
+
+impl GuestWireguard {
+    /// The netlink view of this configuration.
+    pub fn device(&self) -> Result<super::wg::WgDevice> {
+        let key = |k: &str, what: &str| {
+            super::wg::key_from_base64(k)
+                .map_err(|e| LabError::Input(format!("WireGuard {what}: {e}")))
+        };
+        let mut allowed = Vec::new();
+        for a in &self.allowed_ips {
+            let (net, len) = a
+                .split_once('/')
+                .ok_or_else(|| LabError::Input(format!("allowed IP {a:?}: want net/len")))?;
+            let len: u8 = len
+                .parse()
+                .ok()
+                .filter(|l| *l <= 32)
+                .ok_or_else(|| LabError::Input(format!("allowed IP {a:?}: bad length")))?;
+            allowed.push((ip(net)?, len));
+        }
+        Ok(super::wg::WgDevice {
+            ifname: self.ifname.clone(),
+            private_key: key(&self.private_key, "private key")?,
+            listen_port: self.listen_port,
+            peer_public_key: key(&self.peer_public_key, "peer key")?,
+            peer_endpoint: self.peer_endpoint.parse().map_err(|_| {
+                LabError::Input(format!("bad WireGuard endpoint {:?}", self.peer_endpoint))
+            })?,
+            allowed_ips: allowed,
+            keepalive_s: 0,
+        })
+    }
+}
+
+/// `aa:bb:cc:dd:ee:ff` as bytes.
+pub fn parse_mac(s: &str) -> Result<[u8; 6]> {
+    let bad = || LabError::Input(format!("bad MAC address {s:?}"));
+    let parts: Vec<&str> = s.split(':').collect();
+    if parts.len() != 6 {
+        return Err(bad());
+    }
+    let mut mac = [0u8; 6];
+    for (m, p) in mac.iter_mut().zip(parts) {
+        *m = u8::from_str_radix(p, 16).map_err(|_| bad())?;
+    }
+    Ok(mac)
 }
 
 /// What the VM reports on its ready line.
@@ -105,9 +179,53 @@ fn dev_by_mac(mac: &str) -> Option<String> {
     })
 }
 
-/// Applies `cfg` to this machine (the VM), after resolving the device names by MAC. Returns
-/// the configuration actually applied and what was done.
-pub fn apply(cfg: &GuestConfig) -> Result<(GuestConfig, Vec<String>)> {
+/// The userspace forwarder's plan for `cfg` (device names resolved).
+pub fn shape_plan(cfg: &GuestConfig) -> Result<super::guest_run::GuestShape> {
+    let kind = cfg
+        .userspace_aqm
+        .as_deref()
+        .ok_or_else(|| LabError::Input("no userspace AQM asked for".into()))?;
+    let qdisc = aqm::QdiscKind::parse(kind)
+        .ok_or_else(|| LabError::Input(format!("unknown userspace qdisc {kind:?}")))?;
+    let local_ips = vec![ip(&cfg.lan_ip)?.octets(), ip(&cfg.wan_ip)?.octets()];
+    let dir = |name: &str, in_dev: &str, out_dev: &str, out_mac: &str, peer: &str, port| {
+        Ok::<_, LabError>(crate::lab::shape_fwd::forward::Direction {
+            name: name.into(),
+            in_dev: in_dev.into(),
+            out_dev: out_dev.into(),
+            out_mac: parse_mac(out_mac)?,
+            next_hop_mac: parse_mac(peer)?,
+            local_ips: local_ips.clone(),
+            in_port: port,
+        })
+    };
+    let buffer = |q: &Option<GuestQdisc>| q.as_ref().map_or(300_000, |q| q.buffer_bytes);
+    Ok(super::guest_run::GuestShape {
+        qdisc,
+        up_rate_bps: cfg.up.as_ref().map(|q| q.rate_bps),
+        down_rate_bps: cfg.down.as_ref().map(|q| q.rate_bps),
+        buffer_bytes: buffer(&cfg.up).max(buffer(&cfg.down)),
+        up: dir(
+            "up",
+            &cfg.lan_dev,
+            &cfg.wan_dev,
+            &cfg.wan_mac,
+            &cfg.wan_peer_mac,
+            0,
+        )?,
+        down: dir(
+            "down",
+            &cfg.wan_dev,
+            &cfg.lan_dev,
+            &cfg.lan_mac,
+            &cfg.lan_peer_mac,
+            1,
+        )?,
+    })
+}
+
+/// `cfg` with its device names found by their MAC addresses.
+pub fn resolve(cfg: &GuestConfig) -> Result<GuestConfig> {
     let mut cfg = cfg.clone();
     for (mac, dev) in [
         (cfg.lan_mac.clone(), &mut cfg.lan_dev),
@@ -122,7 +240,13 @@ pub fn apply(cfg: &GuestConfig) -> Result<(GuestConfig, Vec<String>)> {
             }
         }
     }
-    let cfg = &cfg;
+    Ok(cfg)
+}
+
+/// Applies `cfg` to this machine (the VM), after resolving the device names by MAC. Returns
+/// the configuration actually applied and what was done.
+pub fn apply(cfg: &GuestConfig) -> Result<(GuestConfig, Vec<String>)> {
+    let cfg = &resolve(cfg)?;
     let mut steps = Vec::new();
     let mut nl = Netlink::route().map_err(io)?;
     nlconf::link_up(&mut nl, "lo").map_err(io)?;
@@ -153,6 +277,10 @@ pub fn apply(cfg: &GuestConfig) -> Result<(GuestConfig, Vec<String>)> {
     sysctl("/proc/sys/net/ipv4/ip_forward", "1")?;
     steps.push("ip_forward=1".into());
     for (dev, q) in [(&cfg.wan_dev, &cfg.up), (&cfg.lan_dev, &cfg.down)] {
+        if cfg.userspace_aqm.is_some() {
+            // routerbench's forwarder shapes; the kernel's qdiscs stay the defaults.
+            break;
+        }
         if let Some(q) = q {
             nlconf::qdisc_set(&mut nl, dev, q.plan(cfg.nat)?).map_err(io)?;
             steps.push(format!(
@@ -162,6 +290,17 @@ pub fn apply(cfg: &GuestConfig) -> Result<(GuestConfig, Vec<String>)> {
                 q.buffer_bytes
             ));
         }
+    }
+    if let Some(w) = &cfg.wireguard {
+        super::wg::configure(&w.device()?, ip(&w.address)?, w.prefix_len).map_err(io)?;
+        steps.push(format!(
+            "WireGuard {} {}/{} (kernel module), peer {} allowed {}",
+            w.ifname,
+            w.address,
+            w.prefix_len,
+            w.peer_endpoint,
+            w.allowed_ips.join(",")
+        ));
     }
     if cfg.nat {
         nlconf::masquerade(crate::lab::NFT_TABLE, &cfg.wan_dev).map_err(io)?;

@@ -11,12 +11,16 @@
 //! ```
 
 pub mod assets;
+pub mod control;
 pub mod files;
 pub mod guest;
+pub mod guest_run;
 pub mod initramfs;
 pub mod nlconf;
 pub mod qemu;
+pub mod wan_wg;
 pub mod watch;
+pub mod wg;
 
 use super::error::{Context, LabError, Result};
 use super::router::ip;
@@ -35,6 +39,10 @@ pub use files::{console_path, qemu_log_path, running, stop, stop_pid};
 /// MAC addresses of the VM's two NICs (locally administered, qemu's prefix).
 pub const LAN_MAC: &str = "52:54:00:19:01:01";
 pub const WAN_MAC: &str = "52:54:00:19:02:01";
+/// MAC addresses of the host-side taps (set, so the userspace forwarder in the VM knows its
+/// next hops without ARP of its own).
+pub const LAN_TAP_MAC: &str = "52:54:00:19:01:02";
+pub const WAN_TAP_MAC: &str = "52:54:00:19:02:02";
 /// The agent and test server inside the VM.
 pub const AGENT_PORT: u16 = 5201;
 /// The modules the router loads (with their dependencies, found in the package).
@@ -47,7 +55,10 @@ pub const MODULES: &[&str] = &[
     "crc32c_generic",
     "nft_chain_nat",
     "nft_masq",
+    "virtio_console",
 ];
+/// Loaded only with `--wireguard` (it pulls the kernel's ChaCha20/Poly1305/Curve25519 code).
+pub const WIREGUARD_MODULES: &[&str] = &["wireguard"];
 
 /// How to build the VM router.
 #[derive(Debug, Clone)]
@@ -61,6 +72,10 @@ pub struct VmSpec {
     /// The router's qdisc on both egresses when shaped (fifo = htb + bfifo).
     pub qdisc: QdiscKind,
     pub boot_timeout: Duration,
+    /// routerbench's userspace forwarder inside the VM shapes with `qdisc` (not the kernel).
+    pub userspace_aqm: bool,
+    /// A WireGuard tunnel from the router to the WAN host.
+    pub wireguard: bool,
 }
 
 impl Default for VmSpec {
@@ -73,6 +88,8 @@ impl Default for VmSpec {
             router_bin: None,
             qdisc: QdiscKind::Fifo,
             boot_timeout: Duration::from_secs(120),
+            userspace_aqm: false,
+            wireguard: false,
         }
     }
 }
@@ -130,9 +147,14 @@ fn qdisc_for(kind: QdiscKind, rate: Option<u64>, buffer: u64) -> Option<GuestQdi
     })
 }
 
-fn describe(q: &Option<GuestQdisc>) -> String {
+fn describe(q: &Option<GuestQdisc>, userspace: bool) -> String {
     match q {
         None => "default (unshaped: the kernel's default qdisc)".into(),
+        Some(q) if userspace => format!(
+            "routerbench's userspace {} at {} (AF_PACKET forwarder in the VM)",
+            q.kind,
+            crate::util::units::human_rate(q.rate_bps as f64)
+        ),
         Some(q) => {
             let what = match q.kind.as_str() {
                 "cake" => "cake".to_string(),
@@ -163,12 +185,31 @@ pub fn up(spec: &LabSpec, vm: &VmSpec) -> Result<LabConfig> {
             vm.qdisc.name()
         )));
     }
+    if vm.userspace_aqm {
+        if spec.nat {
+            return Err(LabError::Input(
+                "the userspace forwarder does not do NAT: --aqm userspace without --nat".into(),
+            ));
+        }
+        if spec.offloads {
+            return Err(LabError::Input(
+                "the userspace forwarder needs MTU-sized frames: --aqm userspace with --offloads off".into(),
+            ));
+        }
+    }
+    if vm.wireguard {
+        wan_wg::preflight()?;
+    }
     let bin = assets::router_binary(vm.router_bin.as_deref())?;
     let bin_bytes = std::fs::read(&bin)
         .map_err(|e| LabError::Sys(format!("cannot read {}: {e}", bin.display())))?;
     let assets = assets::fetch(&vm.cache)?;
     let index = initramfs::index_modules(&assets.modules_dir)?;
-    let modules = initramfs::load_order(&index, MODULES)?;
+    let mut wanted: Vec<&str> = MODULES.to_vec();
+    if vm.wireguard {
+        wanted.extend_from_slice(WIREGUARD_MODULES);
+    }
+    let modules = initramfs::load_order(&index, &wanted)?;
     let busybox = std::fs::read(&assets.busybox)
         .map_err(|e| LabError::Sys(format!("cannot read {}: {e}", assets.busybox.display())))?;
     let ns_cc = ns_default_cc(&spec.cc)?;
@@ -201,7 +242,11 @@ fn build(
     make_namespaces([&lan, &rtr, &wan])?;
     let lan_tap = qemu::open_tap(&lan, DEV_LAN, spec.offloads)?;
     let wan_tap = qemu::open_tap(&wan, DEV_WAN, spec.offloads)?;
-    for (ns, dev, addr) in [(&lan, DEV_LAN, LAN_IP), (&wan, DEV_WAN, WAN_IP)] {
+    for (ns, dev, addr, mac) in [
+        (&lan, DEV_LAN, LAN_IP, LAN_TAP_MAC),
+        (&wan, DEV_WAN, WAN_IP, WAN_TAP_MAC),
+    ] {
+        ip(ns, &["link", "set", dev, "address", mac])?;
         ip(ns, &["addr", "replace", &format!("{addr}/24"), "dev", dev])?;
         ip(ns, &["link", "set", dev, "up"])?;
         let d = dev.to_string();
@@ -214,6 +259,11 @@ fn build(
     ip(&lan, &["route", "replace", "default", "via", RTR_LAN_IP])?;
     apply_nat_routes(&wan, spec.nat)?;
 
+    let wg_keys = if vm.wireguard {
+        Some(wan_wg::make_keys()?)
+    } else {
+        None
+    };
     let mut token = [0u8; 16];
     crate::util::random::fill(&mut token);
     let token = hex(&token);
@@ -233,6 +283,10 @@ fn build(
         offloads: spec.offloads,
         agent_port: AGENT_PORT,
         agent_token: token.clone(),
+        userspace_aqm: vm.userspace_aqm.then(|| vm.qdisc.name().to_string()),
+        lan_peer_mac: LAN_TAP_MAC.into(),
+        wan_peer_mac: WAN_TAP_MAC.into(),
+        wireguard: wg_keys.as_ref().map(|k| k.guest()),
     };
     let gjson = serde_json::to_string(&gcfg).context("VM router config")?;
     let image = initramfs::build(&initramfs::ImageParts {
@@ -262,6 +316,7 @@ fn build(
         memory_mib: vm.memory_mib,
         macs: [LAN_MAC.into(), WAN_MAC.into()],
         vnet_hdr: spec.offloads,
+        control: files::control_path(&spec.name),
     };
     let t0 = Instant::now();
     let mut child = qemu::spawn(
@@ -300,6 +355,10 @@ fn build(
     drop(child);
     let agent = format!("{RTR_LAN_IP}:{AGENT_PORT}");
     wait_agent(&lan, Duration::from_secs(30))?;
+    let wireguard = wg_keys
+        .as_ref()
+        .map(|k| wan_wg::start(&spec.name, &wan, k))
+        .transpose()?;
     let cfg = LabConfig {
         name: spec.name.clone(),
         ns_lan: lan,
@@ -348,8 +407,8 @@ fn build(
             memory_mib: vm.memory_mib,
             cpu_budget_pct: vm.cpu_budget_pct,
             cpu_budget_how: budget.map(|b| b.how).unwrap_or_default(),
-            qdisc_up: describe(&up_q),
-            qdisc_down: describe(&down_q),
+            qdisc_up: describe(&up_q, vm.userspace_aqm),
+            qdisc_down: describe(&down_q, vm.userspace_aqm),
             agent,
             agent_token: token,
             qemu_pid: pid,
@@ -357,10 +416,29 @@ fn build(
             boot_s,
             identity: Some(ready.identity),
             steps: ready.steps,
+            wireguard,
         }),
     };
     state::save_config(&cfg)?;
     Ok(cfg)
+}
+
+/// `cfg` with its tests aimed through the VM router's WireGuard tunnel: the WAN host's tunnel
+/// address replaces its lab address (the servers bind to it, the clients send to it).
+pub fn via_tunnel(cfg: &LabConfig) -> Result<LabConfig> {
+    let wg = cfg
+        .router_vm
+        .as_ref()
+        .and_then(|v| v.wireguard.as_ref())
+        .ok_or_else(|| {
+            LabError::State(format!(
+                "lab {} has no WireGuard tunnel: `lab up --router vm --wireguard`",
+                cfg.name
+            ))
+        })?;
+    let mut c = cfg.clone();
+    c.wan_ip = wg.wan_tunnel_ip.clone();
+    Ok(c)
 }
 
 fn apply_nat_routes(wan: &str, nat: bool) -> Result<()> {

@@ -137,6 +137,11 @@ impl Netlink {
         Self::open(SockProtocol::NetlinkNetFilter, "nfnetlink")
     }
 
+    /// Generic netlink (WireGuard's configuration, docs/vm-router.md).
+    pub fn generic() -> io::Result<Self> {
+        Self::open(SockProtocol::NetlinkGeneric, "generic netlink")
+    }
+
     fn open(proto: SockProtocol, what: &'static str) -> io::Result<Self> {
         let fd = socket::socket(
             AddressFamily::Netlink,
@@ -154,6 +159,18 @@ impl Netlink {
     /// Sends the messages as one datagram and waits for the ACK of each one that asked for it
     /// (`acked` = their sequence numbers). The first error the kernel returns is the result.
     fn transact(&mut self, msgs: Vec<Msg>, need_ack: &[bool], step: &str) -> io::Result<()> {
+        self.transact_replies(msgs, need_ack, step, &mut Vec::new())
+    }
+
+    /// As `transact`, keeping every message that is not an ACK or error (whole, header
+    /// included) in `replies`: the answers of a GET.
+    fn transact_replies(
+        &mut self,
+        msgs: Vec<Msg>,
+        need_ack: &[bool],
+        step: &str,
+        replies: &mut Vec<Vec<u8>>,
+    ) -> io::Result<()> {
         let mut out = Vec::new();
         let mut waiting = Vec::new();
         for (m, ack) in msgs.into_iter().zip(need_ack) {
@@ -200,6 +217,8 @@ impl Netlink {
                         ));
                     }
                     waiting.retain(|&s| s != seq);
+                } else if replies.len() < 64 {
+                    replies.push(b[..len].to_vec());
                 }
                 b = b.get(len.next_multiple_of(4)..).unwrap_or(&[]);
             }
@@ -213,6 +232,13 @@ impl Netlink {
     /// One request, acknowledged.
     pub fn request(&mut self, m: Msg, step: &str) -> io::Result<()> {
         self.transact(vec![m], &[true], step)
+    }
+
+    /// One request, acknowledged, and the kernel's answers before the ACK.
+    pub fn query(&mut self, m: Msg, step: &str) -> io::Result<Vec<Vec<u8>>> {
+        let mut replies = Vec::new();
+        self.transact_replies(vec![m], &[true], step, &mut replies)?;
+        Ok(replies)
     }
 }
 

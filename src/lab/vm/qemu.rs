@@ -149,6 +149,8 @@ pub struct QemuPlan {
     pub memory_mib: u32,
     pub macs: [String; 2],
     pub vnet_hdr: bool,
+    /// qemu's listening socket for the VM's control port (a virtio-serial port).
+    pub control: PathBuf,
 }
 
 impl QemuPlan {
@@ -182,6 +184,20 @@ impl QemuPlan {
             "console=ttyAMA0 panic=-1 quiet".into(),
             "-serial".into(),
             format!("file:{}", self.console.display()),
+        ]);
+        a.extend([
+            "-device".into(),
+            "virtio-serial-pci".into(),
+            "-chardev".into(),
+            format!(
+                "socket,id=ctl,path={},server=on,wait=off",
+                self.control.display()
+            ),
+            "-device".into(),
+            format!(
+                "virtserialport,chardev=ctl,name={}",
+                super::guest_run::CONTROL_PORT
+            ),
         ]);
         // With fd= qemu takes the vnet header from how the tap was opened (IFF_VNET_HDR).
         for (i, fd) in [3, 4].iter().enumerate() {
@@ -254,6 +270,7 @@ pub fn console_tail(console: &Path, n: usize) -> String {
 }
 
 /// What the wait for the router found.
+#[derive(Debug, PartialEq)]
 pub enum Boot {
     /// The ready line's JSON.
     Ready(String),
@@ -262,6 +279,26 @@ pub enum Boot {
 }
 
 /// Waits until the console shows the ready (or failed) line, qemu exits, or `limit` passes.
+/// The router's ready or failed line in the console text so far. Only whole lines count: the
+/// guest writes its long ready line through the emulated serial port a piece at a time, and on a
+/// loaded host the console file was read mid-line (the JSON cut off at column 780).
+pub fn boot_outcome(text: &str) -> Option<Boot> {
+    for line in text.split_inclusive('\n').filter(|l| l.ends_with('\n')) {
+        let line = line.trim_end_matches(['\n', '\r']);
+        if let Some(j) = line.find(super::guest::READY) {
+            return Some(Boot::Ready(
+                line[j + super::guest::READY.len()..].to_string(),
+            ));
+        }
+        if let Some(j) = line.find(super::guest::FAILED) {
+            return Some(Boot::Failed(
+                line[j + super::guest::FAILED.len()..].to_string(),
+            ));
+        }
+    }
+    None
+}
+
 pub fn wait_ready(
     child: &mut std::process::Child,
     console: &Path,
@@ -273,18 +310,8 @@ pub fn wait_ready(
         let text = std::fs::read(console)
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .unwrap_or_default();
-        for line in text.lines() {
-            let line = line.trim_end_matches('\r');
-            if let Some(j) = line.find(super::guest::READY) {
-                return Ok(Boot::Ready(
-                    line[j + super::guest::READY.len()..].to_string(),
-                ));
-            }
-            if let Some(j) = line.find(super::guest::FAILED) {
-                return Ok(Boot::Failed(
-                    line[j + super::guest::FAILED.len()..].to_string(),
-                ));
-            }
+        if let Some(b) = boot_outcome(&text) {
+            return Ok(b);
         }
         if let Ok(Some(status)) = child.try_wait() {
             let err = std::fs::read_to_string(log).unwrap_or_default();
@@ -335,6 +362,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn ready_line_only_when_whole() {
+        let r = super::super::guest::READY;
+        let f = super::super::guest::FAILED;
+        // Written so far: the ready line without its end. Not yet.
+        let part = format!("[    1.2] virtio_net\r\n{r}{{\"identity\":{{\"arch\":\"ar");
+        assert_eq!(boot_outcome(&part), None);
+        let whole = format!("{part}m\"}}}}\r\nmore");
+        assert_eq!(
+            boot_outcome(&whole),
+            Some(Boot::Ready("{\"identity\":{\"arch\":\"arm\"}}".into()))
+        );
+        assert_eq!(
+            boot_outcome(&format!("x\n{f}no eth1\n")),
+            Some(Boot::Failed("no eth1".into()))
+        );
+        assert_eq!(boot_outcome(""), None);
+    }
+
+    #[test]
     fn qemu_arguments() {
         let p = QemuPlan {
             qemu: "qemu-system-arm".into(),
@@ -345,6 +391,7 @@ mod tests {
             memory_mib: 256,
             macs: ["52:54:00:00:00:01".into(), "52:54:00:00:00:02".into()],
             vnet_hdr: false,
+            control: "/r/x.ctl".into(),
         };
         let a = p.args().join(" ");
         assert!(a.contains("-M virt,highmem=off -cpu cortex-a15"), "{a}");
@@ -352,6 +399,10 @@ mod tests {
         assert!(a.contains("tap,id=n0,fd=3 "));
         assert!(a.contains("virtio-net-pci,netdev=n1,mac=52:54:00:00:00:02"));
         assert!(a.contains("-serial file:/r/c.log"));
+        assert!(
+            a.contains("socket,id=ctl,path=/r/x.ctl,server=on,wait=off -device virtserialport,chardev=ctl,name=routerbench.ctl"),
+            "{a}"
+        );
     }
 
     #[test]

@@ -1,0 +1,290 @@
+//! What the VM router runs beside its agent: the userspace AQM forwarder (`routerbench shape`'s
+//! loops on the VM's own NICs, `--aqm userspace --router vm`) and the control port, a
+//! virtio-serial port on which the host asks the VM to run routerbench with given arguments
+//! (`lab exec`): one JSON request line in, one JSON reply line out. Only the routerbench binary
+//! runs, never a shell; the port is reached through a root-only socket of qemu's on the host.
+
+use crate::lab::error::{IoContext, LabError, Result};
+use crate::lab::shape_fwd::forward::{self, Direction, DirectionReport};
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The virtio-serial port's name (qemu's `virtserialport,name=`).
+pub const CONTROL_PORT: &str = "routerbench.ctl";
+/// A request or reply line is at most this long.
+pub const MAX_LINE: usize = 1 << 20;
+/// Each of stdout and stderr of a command is kept up to this many bytes.
+pub const MAX_OUTPUT: usize = 4 << 20;
+
+/// Run routerbench inside the VM with these arguments.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ExecRequest {
+    /// Echoed in the reply, so a reply left over from an earlier client is told apart.
+    #[serde(default)]
+    pub id: u64,
+    pub args: Vec<String>,
+    /// Killed after this long.
+    pub timeout_s: f64,
+}
+
+/// What the command did.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct ExecReply {
+    #[serde(default)]
+    pub id: u64,
+    /// Exit code; None when killed or not started.
+    pub status: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub timed_out: bool,
+    /// Why the command could not run at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Reads up to `max` bytes of `r` (the rest is drained and dropped).
+fn read_capped(mut r: impl Read, max: usize) -> String {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = r.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        let room = max.saturating_sub(out.len());
+        out.extend_from_slice(&buf[..n.min(room)]);
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Runs `exe req.args` with the request's timeout.
+pub fn run_request(exe: &std::path::Path, req: &ExecRequest) -> ExecReply {
+    use std::process::{Command, Stdio};
+    let timeout = if req.timeout_s.is_finite() {
+        Duration::from_secs_f64(req.timeout_s.clamp(1.0, 7200.0))
+    } else {
+        Duration::from_secs(600)
+    };
+    let mut child = match Command::new(exe)
+        .args(&req.args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            return ExecReply {
+                error: Some(format!("cannot start {}: {e}", exe.display())),
+                ..Default::default()
+            };
+        }
+    };
+    let out = child
+        .stdout
+        .take()
+        .map(|o| std::thread::spawn(move || read_capped(o, MAX_OUTPUT)));
+    let err = child
+        .stderr
+        .take()
+        .map(|e| std::thread::spawn(move || read_capped(e, MAX_OUTPUT)));
+    let t0 = Instant::now();
+    let mut timed_out = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s.code(),
+            Ok(None) if t0.elapsed() > timeout => {
+                timed_out = true;
+                let _ = child.kill();
+                break child.wait().ok().and_then(|s| s.code());
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(_) => break None,
+        }
+    };
+    let join = |h: Option<std::thread::JoinHandle<String>>| {
+        h.and_then(|h| h.join().ok()).unwrap_or_default()
+    };
+    ExecReply {
+        id: req.id,
+        status,
+        stdout: join(out),
+        stderr: join(err),
+        timed_out,
+        error: None,
+    }
+}
+
+/// The device node of the virtio port named `name` (`/sys/class/virtio-ports/*/name`).
+fn find_port(name: &str) -> Option<std::path::PathBuf> {
+    let rd = std::fs::read_dir("/sys/class/virtio-ports").ok()?;
+    rd.flatten().take(64).find_map(|e| {
+        let n = std::fs::read_to_string(e.path().join("name")).ok()?;
+        (n.trim() == name).then(|| std::path::Path::new("/dev").join(e.file_name()))
+    })
+}
+
+/// Serves the control port forever: a request line in, the command run, a reply line out.
+/// A host that is not connected reads as end of file: the loop waits and reads again.
+pub fn serve_control() -> Result<()> {
+    let exe = std::env::current_exe().io_context(|| "cannot find this executable".into())?;
+    let mut port = None;
+    for _ in 0..50 {
+        port = find_port(CONTROL_PORT);
+        if port.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let path = port.ok_or_else(|| {
+        LabError::State(format!(
+            "no virtio port {CONTROL_PORT} (virtio_console not loaded, or qemu without it)"
+        ))
+    })?;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .io_context(|| format!("cannot open {}", path.display()))?;
+    let mut line = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = match f.read(&mut buf) {
+            Ok(0) | Err(_) => {
+                line.clear();
+                std::thread::sleep(Duration::from_millis(200));
+                continue;
+            }
+            Ok(n) => n,
+        };
+        for &b in &buf[..n] {
+            if b != b'\n' {
+                if line.len() < MAX_LINE {
+                    line.push(b);
+                }
+                continue;
+            }
+            let reply = match serde_json::from_slice::<ExecRequest>(&line) {
+                Ok(req) => ExecReply {
+                    id: req.id,
+                    ..run_request(&exe, &req)
+                },
+                Err(e) => ExecReply {
+                    error: Some(format!("not a request: {e}")),
+                    ..Default::default()
+                },
+            };
+            line.clear();
+            let mut text = serde_json::to_vec(&reply).unwrap_or_default();
+            text.push(b'\n');
+            let _ = f.write_all(&text);
+        }
+    }
+}
+
+/// The userspace forwarder's two directions inside the VM.
+#[derive(Debug, Clone)]
+pub struct GuestShape {
+    pub qdisc: aqm::QdiscKind,
+    pub up_rate_bps: Option<u64>,
+    pub down_rate_bps: Option<u64>,
+    pub buffer_bytes: u64,
+    pub up: Direction,
+    pub down: Direction,
+}
+
+/// Runs the forwarder until killed (the VM's power-off): the kernel's forwarding of the two
+/// NICs goes off once the packet sockets are open, as in the namespace lab's worker.
+pub fn serve_shape(s: &GuestShape) -> Result<()> {
+    let mut key = [0u8; 16];
+    crate::util::random::fill(&mut key);
+    let (k0, k1) = key.split_at(8);
+    let hasher = aqm::FlowHasher::new(
+        u64::from_le_bytes(k0.try_into().unwrap_or_default()),
+        u64::from_le_bytes(k1.try_into().unwrap_or_default()),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for (d, rate) in [
+        (s.up.clone(), s.up_rate_bps),
+        (s.down.clone(), s.down_rate_bps),
+    ] {
+        let q = crate::lab::shape_fwd::make_qdisc(s.qdisc, rate, s.buffer_bytes);
+        let (st, rep) = (
+            stop.clone(),
+            Arc::new(Mutex::new(DirectionReport::default())),
+        );
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("shape-{}", d.name))
+                .spawn(move || forward::run(d, q, hasher, st, None, rep))
+                .io_context(|| "cannot start a forwarding thread".into())?,
+        );
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    for dev in [&s.up.in_dev, &s.down.in_dev] {
+        let p = format!("/proc/sys/net/ipv4/conf/{dev}/forwarding");
+        std::fs::write(&p, "0").io_context(|| format!("cannot write {p}"))?;
+    }
+    let mut result = Ok(());
+    for t in threads {
+        match t.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => result = Err(e),
+            Err(_) => result = Err(LabError::Panicked("a forwarding thread panicked")),
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_a_command_with_its_output_and_status() {
+        let sh = std::path::Path::new("/bin/sh");
+        let r = run_request(
+            sh,
+            &ExecRequest {
+                id: 9,
+                args: vec!["-c".into(), "echo out; echo err >&2; exit 3".into()],
+                timeout_s: 10.0,
+            },
+        );
+        assert_eq!(r.status, Some(3));
+        assert_eq!(r.id, 9);
+        assert_eq!(r.stdout, "out\n");
+        assert_eq!(r.stderr, "err\n");
+        assert!(!r.timed_out);
+        let slow = run_request(
+            sh,
+            &ExecRequest {
+                id: 1,
+                args: vec!["-c".into(), "sleep 30".into()],
+                timeout_s: 1.0,
+            },
+        );
+        assert!(slow.timed_out);
+        assert_eq!(slow.status, None);
+        let missing = run_request(
+            std::path::Path::new("/nonexistent/routerbench"),
+            &ExecRequest {
+                id: 2,
+                args: vec![],
+                timeout_s: 1.0,
+            },
+        );
+        assert!(missing.error.unwrap().contains("cannot start"));
+    }
+
+    #[test]
+    fn output_is_capped() {
+        let data = vec![b'x'; 10_000];
+        assert_eq!(read_capped(&data[..], 100).len(), 100);
+        assert_eq!(read_capped(&data[..], 1 << 20).len(), 10_000);
+    }
+}
