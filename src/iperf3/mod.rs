@@ -96,6 +96,9 @@ pub trait IntervalSink: Send + Sync {
     /// The data streams are connected (before the first interval).
     fn started(&self, _connected: &[crate::results::throughput::Connected]) {}
     fn interval(&self, interval: &Interval);
+    /// The server's result, once the client has it (before its IPERF_DONE is awaited, so that
+    /// a server's summary is printed before the next test's first line, as iperf3's is).
+    fn results(&self, _result: &crate::results::throughput::ThroughputResult) {}
 }
 
 /// Ignores intervals.

@@ -332,6 +332,7 @@ fn exchange_results(
     }
     ctl.send_json(&mine.emit())?;
     ctl.send_state(State::DisplayResults)?;
+    env.sink.results(&result);
     // IPERF_DONE (or a close) ends the session; either is fine once results are out.
     let _ = ctl.read_state_within(env.cfg.control_timeout.min(Duration::from_secs(5)));
     Ok(result)

@@ -35,6 +35,8 @@ pub struct CpuUtil {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct IntervalStream {
     /// Stream id (1, 3, 4, …); iperf3 shows the socket fd here, we show the id in `socket` too.
+    /// (Absent in iperf3's sums: 0 when read from an iperf3 document.)
+    #[serde(default)]
     pub socket: i32,
     /// Seconds since the test start.
     #[serde(rename = "start_s", alias = "start")]
@@ -95,6 +97,7 @@ pub struct Interval {
 /// End-of-test totals of one side of one stream, or a sum (iperf3 `end.sum_sent` etc.).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct EndSide {
+    #[serde(default)]
     pub socket: i32,
     #[serde(rename = "start_s", alias = "start")]
     pub start: f64,

@@ -231,6 +231,12 @@ impl crate::iperf3::IntervalSink for ObserverIntervals<'_> {
             parallel: if bidir { n / 2 } else { n },
         });
     }
+    fn results(&self, result: &ThroughputResult) {
+        self.observer.event(&ServerEvent::TestDone {
+            peer: self.peer,
+            result,
+        });
+    }
 }
 
 fn run_test(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, cookie: Cookie) {
@@ -291,11 +297,8 @@ fn run_test(sh: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, cookie: Cooki
         .and_then(|ctl| session::serve(ctl, cookie, &env));
     match outcome {
         Ok(result) => {
+            // The observer had TestDone from the session (`IntervalSink::results`).
             sh.done.fetch_add(1, Ordering::Relaxed);
-            sh.observer.event(&ServerEvent::TestDone {
-                peer,
-                result: &result,
-            });
             if sh.keep_results {
                 if let Ok(mut r) = sh.results.lock() {
                     r.push(result);
