@@ -176,6 +176,25 @@ pub fn set_dont_fragment<S: AsRawFd>(sock: &S) -> io::Result<()> {
     )
 }
 
+/// `setsockopt` of a C int on a raw fd (the batched UDP and zero-copy paths' options).
+pub(crate) fn setsockopt_int(fd: i32, level: i32, name: i32, v: libc::c_int) -> io::Result<()> {
+    // SAFETY: a c_int option passed by pointer with its size.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
 /// `setsockopt` of a 32-bit value, for the options nix has no wrapper for.
 fn setsockopt_u32<S: AsRawFd>(sock: &S, level: i32, name: i32, v: u32) -> io::Result<()> {
     // SAFETY: passes a pointer to a live u32 and its exact size; the kernel only reads it.

@@ -5,6 +5,7 @@
 //! datagram keeps its own bytes, so the caller's per-datagram accounting (sequence numbers,
 //! loss, reordering) is unchanged.
 
+use super::sockopt::setsockopt_int;
 use std::io;
 use std::os::fd::AsRawFd;
 
@@ -15,24 +16,6 @@ const UDP_GRO: libc::c_int = 104;
 pub const MAX_SEGMENTS: usize = 64;
 /// The largest UDP payload of one send, GSO or not.
 pub const MAX_UDP_PAYLOAD: usize = 65507;
-
-fn setsockopt_int(fd: i32, level: i32, name: i32, v: libc::c_int) -> io::Result<()> {
-    // SAFETY: a c_int option passed by pointer with its size.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
 
 /// How many datagrams of `len` bytes fit one GSO send.
 pub fn gso_segments(len: usize) -> usize {

@@ -14,6 +14,7 @@
 //! * `--skip-rx-copy`: `recv(MSG_TRUNC | MSG_WAITALL)` on TCP makes the kernel drop the bytes
 //!   without copying them to user space (tcp(7), MSG_TRUNC), as iperf3 3.19+ does.
 
+use super::sockopt::setsockopt_int;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
@@ -42,24 +43,6 @@ pub struct ZeroCopySender {
     /// The payload as a file, for the sendfile method.
     file: Option<OwnedFd>,
     len: usize,
-}
-
-fn setsockopt_int(fd: i32, level: i32, name: i32, v: libc::c_int) -> io::Result<()> {
-    // SAFETY: a c_int option passed by pointer with its size.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
 }
 
 /// A memfd holding `payload` (for sendfile).
