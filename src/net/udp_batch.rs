@@ -198,7 +198,8 @@ impl UdpRx {
                 m.msg_hdr.msg_iovlen = 1;
                 // SAFETY: within control.
                 m.msg_hdr.msg_control = unsafe { cbase.add(i * CONTROL_WORDS) }.cast();
-                m.msg_hdr.msg_controllen = CONTROL_WORDS * 8;
+                // `as _`: socklen_t on musl, size_t on glibc.
+                m.msg_hdr.msg_controllen = (CONTROL_WORDS * 8) as _;
                 m
             })
             .collect();
@@ -209,7 +210,8 @@ impl UdpRx {
                 sock.as_raw_fd(),
                 msgs.as_mut_ptr(),
                 slots as libc::c_uint,
-                libc::MSG_WAITFORONE,
+                // `as _`: musl's recvmmsg takes unsigned flags, glibc's signed.
+                libc::MSG_WAITFORONE as _,
                 std::ptr::null_mut(),
             )
         };

@@ -425,7 +425,8 @@ impl PacketSocket {
                 self.fd.as_raw_fd(),
                 msgs.as_mut_ptr(),
                 n as libc::c_uint,
-                libc::MSG_DONTWAIT,
+                // `as _`: musl's sendmmsg takes unsigned flags, glibc's signed.
+                libc::MSG_DONTWAIT as _,
             )
         };
         if r < 0 { 0 } else { r as usize }
