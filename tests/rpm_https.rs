@@ -191,6 +191,37 @@ fn bad_servers_and_tls_failures_get_clear_messages() {
         &["--url", &ng.url("/small"), "--ca", &ca],
         &["not a responsiveness configuration"],
     );
+    // No configuration document there (404), named as such.
+    expect(
+        &["--url", &ng.url("/.well-known/missing"), "--ca", &ca],
+        &["404", "not draft-conforming"],
+    );
+    // Plain HTTP/1.1 on the port (no TLS): said so, not a parser error.
+    let plain = format!("https://127.0.0.1:{}/.well-known/nq", ng.port_plain);
+    expect(&["--url", &plain, "--ca", &ca], &["not TLS", "plain http"]);
+    // A server that accepts, handshakes, and never answers the GET: a bounded wait (the 5 s
+    // request limit), then the reason. The bound is not asserted as a time (no wall-clock
+    // limits in tests); the message says which limit ended it.
+    expect(
+        &["--url", &ng.url("/.well-known/nq-stalled"), "--ca", &ca],
+        &[
+            "GET of the configuration",
+            "no answer within 5 s",
+            "stalled",
+        ],
+    );
+    // A silent TCP listener (connects, never a TLS byte): the handshake limit.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let sp = silent.local_addr().unwrap().port();
+    expect(
+        &[
+            "--url",
+            &format!("https://127.0.0.1:{sp}/.well-known/nq"),
+            "--insecure",
+        ],
+        &["TLS: no handshake within 5 s"],
+    );
+    drop(silent);
     // An upload URL that refuses bodies: the run stops with the reason, partial, Low.
     let (ok, stdout, _) = rpm(
         &[

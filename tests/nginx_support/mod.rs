@@ -3,15 +3,11 @@
 //! four endpoints (docs/rpm.md, "A responsiveness server with nginx"):
 //! - `/.well-known/nq`: the configuration JSON;
 //! - `/small`: 1 byte; `/large`: an 8 GiB sparse file (no disk space, read at memory speed);
-//! - `/upload`: POST of any size, read whole into memory and discarded. nginx's `return` answers
-//!   at once and resets an HTTP/2 upload unread; `mirror` with `mirror_request_body on` makes
-//!   nginx read the body first (its precontent phase), the static handler then refuses the POST
-//!   (404/405) and `error_page` turns that into a 200. `client_body_buffer_size` equals the
-//!   client's POST body (4 MiB), so nothing goes to disk, and it is also the HTTP/2 window
-//!   nginx opens to an upload.
+//! - `/upload`: POST of any size, read whole and discarded (how: `nginx.conf.in`).
 //!
 //! Also, for the bad cases: `/.well-known/nq-limited` (an upload URL that refuses large bodies,
-//! 413), and a second TLS port without HTTP/2.
+//! 413), `/.well-known/nq-stalled` (never answered), a TLS port without HTTP/2 and a plain-HTTP
+//! port.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -20,6 +16,9 @@ use std::time::{Duration, Instant};
 
 /// The POST body the client sends (src/latency/rpm/https/conn.rs UPLOAD_BODY).
 const UPLOAD_BODY: &str = "4m";
+
+/// The server's configuration (shared with bench/rpm-nginx.sh).
+const TEMPLATE: &str = include_str!("nginx.conf.in");
 
 /// True if nginx and openssl are installed; otherwise says why the test skips.
 pub fn available(test: &str) -> bool {
@@ -43,6 +42,9 @@ pub struct Nginx {
     pub port: u16,
     /// A TLS port without HTTP/2.
     pub port_h1: u16,
+    /// Plain HTTP/1.1, no TLS.
+    pub port_plain: u16,
+    _silent: std::net::TcpListener,
 }
 
 fn run(cmd: &mut Command) {
@@ -144,55 +146,29 @@ impl Nginx {
             .unwrap();
         std::fs::write(dir.join("config.json"), config(&host, "upload")).unwrap();
         std::fs::write(dir.join("limited.json"), config(&host, "upload-limited")).unwrap();
-        let d = dir.display();
         let listen = if ip.contains(':') {
             format!("[{ip}]")
         } else {
             ip.to_string()
         };
-        let conf = format!(
-            r#"worker_processes 1;
-daemon off;
-pid {d}/nginx.pid;
-error_log {d}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-  access_log off;
-  client_body_temp_path {d}/tmp/body;
-  proxy_temp_path {d}/tmp/proxy;
-  fastcgi_temp_path {d}/tmp/fastcgi;
-  uwsgi_temp_path {d}/tmp/uwsgi;
-  scgi_temp_path {d}/tmp/scgi;
-  default_type application/octet-stream;
-  keepalive_requests 1000000;
-  ssl_certificate {d}/cert.pem;
-  ssl_certificate_key {d}/key.pem;
-  ssl_protocols TLSv1.2 TLSv1.3;
-  server {{
-    listen {listen}:{port} ssl http2;
-    root {d}/html;
-    location = /.well-known/nq {{ default_type application/json; alias {d}/config.json; }}
-    location = /.well-known/nq-limited {{ default_type application/json; alias {d}/limited.json; }}
-    location = /small {{ alias {d}/small; }}
-    location = /large {{ alias {d}/large; }}
-    location = /upload {{
-      client_max_body_size 0;
-      client_body_buffer_size {UPLOAD_BODY};
-      mirror /discard;
-      mirror_request_body on;
-      error_page 404 405 = @uploaded;
-    }}
-    location = /upload-limited {{ client_max_body_size 1k; return 200; }}
-    location = /discard {{ internal; return 204; }}
-    location @uploaded {{ return 200; }}
-  }}
-  server {{
-    listen {listen}:{port_h1} ssl;
-    location / {{ return 200 "no http2 here"; }}
-  }}
-}}
-"#
-        );
+        // Bound and never accepted: connections to it complete in the kernel and then hear
+        // nothing (the stalled configuration URL's upstream).
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port_plain = match netns {
+            None => free_port(),
+            Some(_) => 8080,
+        };
+        let conf = TEMPLATE
+            .replace("@DIR@", &dir.display().to_string())
+            .replace("@LISTEN@", &listen)
+            .replace("@PORT@", &port.to_string())
+            .replace("@PORT_H1@", &port_h1.to_string())
+            .replace("@PORT_PLAIN@", &port_plain.to_string())
+            .replace(
+                "@PORT_SILENT@",
+                &silent.local_addr().unwrap().port().to_string(),
+            )
+            .replace("@UPLOAD_BODY@", UPLOAD_BODY);
         std::fs::write(dir.join("nginx.conf"), conf).unwrap();
         let mut cmd = match netns {
             Some(ns) => {
@@ -217,6 +193,8 @@ http {{
             ip: ip.into(),
             port,
             port_h1,
+            port_plain,
+            _silent: silent,
         };
         // Listening: its pid file appears once the configuration is read and the ports bound.
         let until = Instant::now() + Duration::from_secs(10);

@@ -136,13 +136,14 @@ pub async fn open(ep: &Endpoint, role: Role) -> Result<Opened, String> {
         };
         (if v13 { "TLS 1.3" } else { "TLS 1.2" }.to_string(), rt)
     };
-    let (send, connection) = h2::client::Builder::new()
+    let handshake = h2::client::Builder::new()
         .initial_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)
         .max_send_buffer_size(SEND_BUFFER)
         .enable_push(false)
-        .handshake::<_, Bytes>(tls)
-        .await
+        .handshake::<_, Bytes>(tls);
+    let (send, connection) = within(ep.timeout, "the HTTP/2 handshake", handshake)
+        .await?
         .map_err(h2err)?;
     tokio::spawn(async move {
         // Its errors reach the requests on it; nothing to add here.
@@ -155,6 +156,22 @@ pub async fn open(ep: &Endpoint, role: Role) -> Result<Opened, String> {
         tls_version,
         raw,
         send,
+    })
+}
+
+/// `f`, or an error naming `what` if it takes longer than `limit` (a server that accepts and
+/// then stalls must not hold a probe, or the configuration fetch, forever).
+pub async fn within<F: std::future::Future>(
+    limit: Duration,
+    what: &str,
+    f: F,
+) -> Result<F::Output, String> {
+    tokio::time::timeout(limit, f).await.map_err(|_| {
+        format!(
+            "{what}: no answer within {:.0} s (the server accepted the connection, then \
+             stalled)",
+            limit.as_secs_f64()
+        )
     })
 }
 
@@ -306,13 +323,17 @@ pub async fn self_probes(
     send: SendRequest<Bytes>,
     small: Uri,
     raw: TcpStream,
+    limit: Duration,
     mut tickets: tokio::sync::mpsc::UnboundedReceiver<Ticket>,
 ) {
     while let Some(t) = tickets.recv().await {
         let unsent = crate::latency::rpm::stream::unsent(&raw);
         let (send, small) = (send.clone(), small.clone());
         tokio::spawn(async move {
-            match get(&send, &small, |_| {}).await {
+            match within(limit, "a self probe", get(&send, &small, |_| {}))
+                .await
+                .and_then(|r| r)
+            {
                 Ok(_) => t.done(Timing {
                     http: t.launched.elapsed(),
                     unsent: Some(unsent),

@@ -83,12 +83,16 @@ impl HttpsTransport {
         let fetched = block_on(async {
             let o = conn::open(&first, Role::Probe).await?;
             let mut body = Vec::new();
-            let answer = conn::get(&o.send, &config_uri, |d| {
-                if body.len() < 64 * 1024 {
-                    body.extend_from_slice(d);
-                }
-            })
-            .await?;
+            let answer = conn::within(
+                timeout,
+                "GET of the configuration",
+                conn::get(&o.send, &config_uri, |d| {
+                    if body.len() < 64 * 1024 {
+                        body.extend_from_slice(d);
+                    }
+                }),
+            )
+            .await??;
             Ok::<_, String>((o.tls_version, answer, body))
         })?;
         let (tls_version, answer, body) =
@@ -169,7 +173,13 @@ impl Transport for HttpsTransport {
                     };
                     let _ = st.raw.set(raw1);
                     let _ = ready_tx.send(Ok(()));
-                    tokio::spawn(conn::self_probes(o.send.clone(), small, raw2, probe_rx));
+                    tokio::spawn(conn::self_probes(
+                        o.send.clone(),
+                        small,
+                        raw2,
+                        ep.timeout,
+                        probe_rx,
+                    ));
                     let why = match direction {
                         Direction::Download => {
                             let st2 = st.clone();
@@ -215,7 +225,12 @@ impl Transport for HttpsTransport {
                 let r = block_on(async {
                     let o = conn::open(&ep, Role::Probe).await?;
                     let h = std::time::Instant::now();
-                    conn::get(&o.send, &small, |_| {}).await?;
+                    conn::within(
+                        ep.timeout,
+                        "a foreign probe's GET",
+                        conn::get(&o.send, &small, |_| {}),
+                    )
+                    .await??;
                     Ok::<_, String>(Timing {
                         tcp: Some(o.tcp),
                         tls: Some(o.tls),

@@ -119,7 +119,8 @@ pub fn explain(e: &std::io::Error) -> String {
             "TLS: the server's certificate was refused ({c:?}): pass --ca FILE with the CA that \
              signed it (or the certificate itself), or --insecure for a self-signed test server"
         ),
-        Some(rustls::Error::NoApplicationProtocol) => {
+        Some(rustls::Error::NoApplicationProtocol)
+        | Some(rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol)) => {
             "TLS: the server offers no HTTP/2 (ALPN h2): a responsiveness server must speak \
              HTTP/2 over TLS (nginx: `listen … ssl http2`)"
                 .into()
@@ -127,8 +128,20 @@ pub fn explain(e: &std::io::Error) -> String {
         Some(rustls::Error::AlertReceived(a)) => {
             format!("TLS: the server refused the handshake (alert {a:?})")
         }
+        // A plain-text server (HTTP/1.1 without TLS, or another protocol) answered the
+        // ClientHello with bytes that are not a TLS record.
+        Some(rustls::Error::InvalidMessage(m)) => format!(
+            "TLS: the server's answer is not TLS ({m:?}): this port does not speak HTTPS (a \
+             plain http:// server?); a responsiveness server must speak HTTP/2 over TLS"
+        ),
         Some(other) => format!("TLS: {other}"),
-        None if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+        // Closed before answering: EOF, or a reset if the ClientHello was still unread when it
+        // closed (which of the two depends on timing).
+        None if matches!(
+            e.kind(),
+            std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset
+        ) =>
+        {
             "TLS: the server closed the connection during the handshake: is it an HTTPS server?"
                 .into()
         }
