@@ -4,7 +4,8 @@
 //! draft's TLS arithmetic recomputed from the raw probes in the JSON, with tcp_f, tls_f
 //! (normalised by its round trips) and http_f on every foreign probe; and the bad cases: an
 //! untrusted certificate, a TLS server without HTTP/2, a URL that is not a configuration
-//! document, an upload URL that refuses bodies, something that is not TLS at all. Skips
+//! document or answers 404, an upload URL that refuses bodies, something that is not TLS at
+//! all, plain HTTP, a silent listener and a server that stalls after the handshake. Skips
 //! (passing) without nginx or openssl. Through the lab's bottleneck: tests/lab_rpm.rs.
 #![cfg(feature = "https")]
 
@@ -26,31 +27,6 @@ fn rpm(args: &[&str], json: &std::path::Path) -> (bool, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-/// The draft's TLS-enabled arithmetic (§5.3.1.1) from the raw probes of the last MAD intervals:
-/// 95 % single-sided trimmed means; foreign = 60000 / mean(tcp_f, tls_f, http_f), loaded =
-/// 60000 / TM(http_l), RPM = their mean.
-pub fn recompute_tls(run: &serde_json::Value, mad: usize) -> f64 {
-    let n = run["intervals"].as_array().unwrap().len();
-    let first = n.saturating_sub(mad);
-    let tm = |kind: &str, field: &str| {
-        let mut v: Vec<f64> = run["probes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|p| p["kind"] == kind && p.get("error").is_none())
-            .filter(|p| p["interval"].as_u64().unwrap() as usize >= first)
-            .filter_map(|p| p[field].as_f64())
-            .collect();
-        v.sort_by(f64::total_cmp);
-        let keep = ((v.len() as f64 * 0.95).floor() as usize).max(1);
-        v[..keep].iter().sum::<f64>() / keep as f64
-    };
-    let foreign = 60000.0
-        / ((tm("foreign", "tcp_ms") + tm("foreign", "tls_ms") + tm("foreign", "http_ms")) / 3.0);
-    let loaded = 60000.0 / tm("self", "http_ms");
-    (foreign + loaded) / 2.0
 }
 
 fn load(json: &std::path::Path) -> serde_json::Value {
@@ -99,7 +75,7 @@ fn rpm_against_nginx_over_loopback_follows_the_drafts_arithmetic() {
             run["end"]
         );
         let rpm = run["score"]["rpm"].as_f64().unwrap();
-        let again = recompute_tls(run, 4);
+        let again = nginx_support::recompute_tls(run, 4);
         assert!(
             (rpm - again).abs() / again < 1e-9,
             "{dirn}: reported {rpm}, the draft's arithmetic {again}"
