@@ -2,7 +2,8 @@
 //! 64000 B at 20 Mbit/s holds 25.6 ms (buffer·8/rate, docs/lab.md): the foreign probes, whose
 //! SYN-ACK and reply cross the loaded download queue, must take that long (tcp_f and http_f,
 //! 0.6–1.1 × theory plus the idle round trip), and the self probes, which wait behind their own
-//! connection's data, at least that long. With fq_codel at the bottleneck (the userspace
+//! connection's data, that long plus the sender's backlog at the connection's share of the rate
+//! (0.7–1.5 × that model). With fq_codel at the bottleneck (the userspace
 //! forwarder) the foreign probes no longer queue: foreign RPM must rise at least fivefold.
 //! With the `https` feature, the same FIFO with Debian's nginx on the WAN host and `rpm --url`
 //! from the LAN host: tcp_f and the TLS round trip measure the queue the same way, and the RPM
@@ -82,6 +83,27 @@ fn rpm_through(name: &str, qdisc: &str) -> serde_json::Value {
     doc["rpm"]["runs"][0].clone()
 }
 
+/// The 95 % trimmed mean over the last MAD (4) intervals of each self probe's predicted time:
+/// queue + (unsent + one 4 KiB record) × 8 / (goodput / connections).
+fn self_probe_model(run: &serde_json::Value, queue_ms: f64) -> f64 {
+    let first = run["intervals"].as_array().unwrap().len().saturating_sub(4);
+    let share = run["download_mbps"].as_f64().unwrap() * 1e6 / run["connections"].as_f64().unwrap();
+    let mut v: Vec<f64> = run["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "self" && p.get("error").is_none())
+        .filter(|p| p["interval"].as_u64().unwrap() as usize >= first)
+        .map(|p| {
+            let ahead = p["sender_unsent_bytes"].as_f64().unwrap_or(0.0) + 4096.0;
+            queue_ms + ahead * 8.0 / share * 1e3
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    let keep = ((v.len() as f64 * 0.95).floor() as usize).max(1);
+    v[..keep].iter().sum::<f64>() / keep as f64
+}
+
 #[test]
 fn rpm_through_a_fifo_matches_theory_and_fq_codel_raises_it() {
     if !lab_support::can_run("lab_rpm", &["ip", "tc"]) {
@@ -106,6 +128,14 @@ fn rpm_through_a_fifo_matches_theory_and_fq_codel_raises_it() {
     );
     let g = fifo["download_mbps"].as_f64().unwrap();
     assert!(g > 0.9 * 20.0 * 1448.0 / 1514.0, "goodput {g:.1} Mbit/s");
+    // The self probes' model (docs/rpm.md, "The self-probe gap"): the queue, plus the sender's
+    // own backlog ahead of the response (its recorded unsent bytes, plus up to one Data record
+    // still being handed over) drained at the connection's share of the bottleneck.
+    let model = self_probe_model(&fifo, theory);
+    assert!(
+        (0.7 * model..=1.5 * model).contains(&selfp),
+        "self probes: TM {selfp:.1} ms, model {model:.1} ms"
+    );
     let fq = rpm_through(&name, "fq_codel");
     let (f0, f1) = (
         s["foreign_rpm"].as_f64().unwrap(),
