@@ -125,8 +125,9 @@ pub fn parse_url(text: &str) -> Result<TestUrl, NqError> {
 }
 
 /// The members of one JSON object in document order, duplicates kept (serde_json's map would
-/// keep only the last of a repeated name, and the draft makes a repeated name an error).
-struct Members(Vec<(String, serde_json::Value)>);
+/// keep only the last of a repeated name, and the draft makes a repeated name an error). Values
+/// stay raw text, so a nested object (`urls`) is read the same way.
+struct Members(Vec<(String, Box<serde_json::value::RawValue>)>);
 
 impl<'de> serde::Deserialize<'de> for Members {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -141,7 +142,9 @@ impl<'de> serde::Deserialize<'de> for Members {
                 mut m: A,
             ) -> Result<Members, A::Error> {
                 let mut v = Vec::new();
-                while let Some((k, val)) = m.next_entry::<String, serde_json::Value>()? {
+                while let Some((k, val)) =
+                    m.next_entry::<String, Box<serde_json::value::RawValue>>()?
+                {
                     v.push((k, val));
                 }
                 Ok(Members(v))
@@ -152,14 +155,24 @@ impl<'de> serde::Deserialize<'de> for Members {
 }
 
 impl Members {
-    /// The value of `name`: absent, once, or an error when repeated.
-    fn once(&self, name: &str) -> Result<Option<&serde_json::Value>, NqError> {
+    /// The raw value of `name`: absent, once, or an error when repeated.
+    fn once_raw(&self, name: &str) -> Result<Option<&serde_json::value::RawValue>, NqError> {
         let mut it = self.0.iter().filter(|(k, _)| k == name);
-        let first = it.next().map(|(_, v)| v);
+        let first = it.next().map(|(_, v)| v.as_ref());
         if it.next().is_some() {
             return Err(bad(format!("{name:?} appears more than once")));
         }
         Ok(first)
+    }
+
+    /// The value of `name`, parsed.
+    fn once(&self, name: &str) -> Result<Option<serde_json::Value>, NqError> {
+        match self.once_raw(name)? {
+            None => Ok(None),
+            Some(r) => serde_json::from_str(r.get())
+                .map(Some)
+                .map_err(|e| bad(format!("{name:?}: {e}"))),
+        }
     }
 }
 
@@ -176,9 +189,11 @@ pub fn parse_config(body: &[u8]) -> Result<NqConfig, NqError> {
         }
         None => return Err(bad("no \"version\"")),
     }
-    let urls_value = top.once("urls")?.ok_or_else(|| bad("no \"urls\" object"))?;
+    let urls_raw = top
+        .once_raw("urls")?
+        .ok_or_else(|| bad("no \"urls\" object"))?;
     let urls: Members =
-        serde_json::from_value(urls_value.clone()).map_err(|_| bad("\"urls\" is not an object"))?;
+        serde_json::from_str(urls_raw.get()).map_err(|_| bad("\"urls\" is not an object"))?;
     let url = |draft: &str, legacy: &str| -> Result<TestUrl, NqError> {
         let v = match urls.once(draft)? {
             Some(v) => v,
