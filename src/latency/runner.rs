@@ -549,7 +549,14 @@ fn assemble(
         ip_version,
         started_at,
         t0_ns,
-        length_s: ended.measured_load.as_secs_f64(),
+        // Without load (ping, voip) LENGTH is the whole probing time.
+        length_s: if has_load {
+            ended.measured_load.as_secs_f64()
+        } else if ended.interrupted {
+            ended.elapsed.min(total).as_secs_f64()
+        } else {
+            total.as_secs_f64()
+        },
         delay_s: cfg.delay.as_secs_f64(),
         // Phases' timeline is not DELAY + LENGTH + DELAY: say how long it is.
         total_length_s: (cfg.kind == TestKind::Phases).then(|| {
