@@ -1,5 +1,5 @@
 //! Test plans: which load flows and which latency probes a test runs, named exactly as flent
-//! names its series (spec/latency.md §9), so `.flent.gz` files plot with flent's own plots.
+//! names its series (docs/protocols/latency.md §9), so `.flent.gz` files plot with flent's own plots.
 
 use crate::wire::rb::Direction;
 

@@ -1,5 +1,5 @@
 //! Runs one test on flent's timeline: probes from T0 for TOTAL_LENGTH, the load flows from
-//! T0 + DELAY for LENGTH (spec/latency.md §9, docs/latency.md). A test has one session per
+//! T0 + DELAY for LENGTH (docs/protocols/latency.md §9, docs/latency.md). A test has one session per
 //! server address it uses (`session`): one for most tests, one per address family for rrul46,
 //! one per host for rtt_fair, one per phase for phases (whose loads follow each other). Each
 //! session opens when its probe window begins and closes when it ends; the runner drives them
