@@ -508,6 +508,7 @@ fn probes_to_a_closed_port_fail_quietly_without_spinning() {
         name: "Ping (ms) UDP BE".into(),
         kind: ProbeKind::Udp,
         tos: 0,
+        session: 0,
     }];
     let cpu = || {
         // SAFETY: getrusage fills the struct it is given.

@@ -70,6 +70,16 @@ pub enum Command {
     RrulVar(rrul::NflowArgs),
     /// flent's voip: a G.711-like UDP stream (20 ms, 172 B) with one-way delay, jitter, loss.
     Voip(rrul::LatencyArgs),
+    /// flent's rrul46: rrul with BE/BK over IPv4 and CS5/EF over IPv6 at once (HOST has an
+    /// IPv4 and an IPv6 address, or `HOST4 --also HOST6`).
+    Rrul46(rrul::RttFairArgs),
+    /// flent's rtt_fair: four streams (upload, download, ping each) spread over up to four
+    /// hosts (`HOST --also HOST2 …`), with the fairness between them.
+    #[command(name = "rtt_fair")]
+    RttFair(rrul::RttFairArgs),
+    /// crusader's phases: download, then upload, then both, each LENGTH long with `--flows N`
+    /// per loaded direction, latency probes throughout.
+    Phases(rrul::NflowArgs),
     /// A standalone server for the latency tests (routerbench protocol only).
     LatencyServer(rrul::ServerArgs),
     /// Sample this machine's CPU, softirq, softnet drops and temperature for a while.
@@ -191,6 +201,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Rpm(a) => rpm::run(a),
         Command::RrulVar(a) => rrul::run(crate::latency::TestKind::RrulVar, a.streams, a.common),
         Command::Voip(a) => rrul::run(crate::latency::TestKind::Voip, 1, a),
+        Command::Rrul46(a) => rrul::run_hosts(crate::latency::TestKind::Rrul46, a),
+        Command::RttFair(a) => rrul::run_hosts(crate::latency::TestKind::RttFair, a),
+        Command::Phases(a) => rrul::run(crate::latency::TestKind::Phases, a.streams, a.common),
         Command::Monitor(a) => monitor::run(a),
         Command::Stress(a) => stress::run(a),
         #[cfg(feature = "lab")]

@@ -1,5 +1,6 @@
-//! `routerbench rpm HOST` (routerbench's own protocol): responsiveness under working conditions
-//! as draft-ietf-ippm-responsiveness-09 defines it (docs/rpm.md).
+//! `routerbench rpm HOST` (routerbench's own protocol) and `routerbench rpm --url
+//! https://HOST/.well-known/nq` (HTTP/2 over TLS, cargo feature `https`): responsiveness under
+//! working conditions as draft-ietf-ippm-responsiveness-09 defines it (docs/rpm.md).
 
 use crate::latency::rpm::{self, Mode, Params};
 use clap::{Args, ValueEnum};
@@ -20,7 +21,18 @@ pub enum ModeArg {
 #[derive(Debug, Args)]
 pub struct RpmArgs {
     /// A routerbench server (`routerbench server` or `latency-server`).
-    pub host: String,
+    #[arg(required_unless_present = "url", conflicts_with = "url")]
+    pub host: Option<String>,
+    /// A draft-conforming responsiveness server instead: its configuration URL
+    /// (`https://HOST/.well-known/nq`); HTTP/2 over TLS (needs the `https` build feature).
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// With --url: accept any server certificate (a self-signed test server).
+    #[arg(long, requires = "url", conflicts_with = "ca")]
+    pub insecure: bool,
+    /// With --url: trust the CA (or self-signed) certificates in this PEM file.
+    #[arg(long, value_name = "FILE", requires = "url")]
+    pub ca: Option<std::path::PathBuf>,
     /// Server port (routerbench's protocol).
     #[arg(short, long, default_value_t = 5201, value_parser = clap::value_parser!(u16).range(1..))]
     pub port: u16,
@@ -98,42 +110,9 @@ pub fn run(a: RpmArgs) -> anyhow::Result<i32> {
         ModeArg::Download => Mode::Download,
         ModeArg::Upload => Mode::Upload,
     };
-    let runs = mode.runs().len() as u32;
-    let whole = params.time_limit * runs + Duration::from_secs(30);
-    let result = {
-        let host = a.host.clone();
-        let addr = (host.as_str(), a.port)
-            .to_socket_addrs()
-            .map_err(|e| anyhow::anyhow!("cannot resolve {host}: {e}"))?
-            .next()
-            .ok_or_else(|| anyhow::anyhow!("{host} has no address"))?;
-        let token = super::rrul::token_arg(&a.token)?.unwrap_or_default();
-        let t = rpm::rb::RbTransport::connect(
-            addr,
-            &token,
-            Duration::from_secs(5),
-            whole,
-            a.cc.clone(),
-        )?;
-        if t.max_connections < params.mnp * if mode == Mode::Concurrent { 2 } else { 1 } {
-            anyhow::bail!(
-                "this server takes at most {} connections per session: use --max-connections {}",
-                t.max_connections,
-                t.max_connections / if mode == Mode::Concurrent { 2 } else { 1 }
-            );
-        }
-        let mut r = rpm::run(
-            &t,
-            format!("{host}:{}", a.port),
-            mode,
-            &params,
-            progress.as_ref(),
-            Some(signal.0.clone()),
-        );
-        if let Some(n) = t.finish() {
-            r.notes.push(n);
-        }
-        r
+    let result = match &a.url {
+        Some(url) => over_https(&a, url, mode, &params, progress.as_ref(), &signal)?,
+        None => over_rb(&a, mode, &params, progress.as_ref(), &signal)?,
     };
     if !a.json.on_stdout() {
         crate::out!("{}", crate::report::rpm::render_text(&result));
@@ -154,4 +133,94 @@ pub fn run(a: RpmArgs) -> anyhow::Result<i32> {
     }
     let scored = result.runs.iter().all(|r| r.score.rpm.is_some());
     Ok(if result.interrupted || !scored { 1 } else { 0 })
+}
+
+/// Against a routerbench server (its RPM extension of the protocol).
+fn over_rb(
+    a: &RpmArgs,
+    mode: Mode,
+    params: &Params,
+    progress: &dyn crate::util::progress::Progress,
+    signal: &super::client::SignalFlag,
+) -> anyhow::Result<crate::results::rpm::RpmResult> {
+    let runs = mode.runs().len() as u32;
+    let whole = params.time_limit * runs + Duration::from_secs(30);
+    let host = a.host.clone().unwrap_or_default();
+    let addr = (host.as_str(), a.port)
+        .to_socket_addrs()
+        .map_err(|e| anyhow::anyhow!("cannot resolve {host}: {e}"))?
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("{host} has no address"))?;
+    let token = super::rrul::token_arg(&a.token)?.unwrap_or_default();
+    let t =
+        rpm::rb::RbTransport::connect(addr, &token, Duration::from_secs(5), whole, a.cc.clone())?;
+    let per_run = if mode == Mode::Concurrent { 2 } else { 1 };
+    if t.max_connections < params.mnp * per_run {
+        anyhow::bail!(
+            "this server takes at most {} connections per session: use --max-connections {}",
+            t.max_connections,
+            t.max_connections / per_run
+        );
+    }
+    let mut r = rpm::run(
+        &t,
+        format!("{host}:{}", a.port),
+        mode,
+        params,
+        progress,
+        Some(signal.0.clone()),
+    );
+    if let Some(n) = t.finish() {
+        r.notes.push(n);
+    }
+    Ok(r)
+}
+
+/// Against a draft-conforming HTTP/2 server (its configuration at `url`).
+#[cfg(feature = "https")]
+fn over_https(
+    a: &RpmArgs,
+    url: &str,
+    mode: Mode,
+    params: &Params,
+    progress: &dyn crate::util::progress::Progress,
+    signal: &super::client::SignalFlag,
+) -> anyhow::Result<crate::results::rpm::RpmResult> {
+    use crate::latency::rpm::https::{HttpsTransport, Trust};
+    let trust = match (&a.ca, a.insecure) {
+        (Some(f), _) => Trust::CaFile(f.clone()),
+        (None, true) => Trust::Insecure,
+        (None, false) => Trust::System,
+    };
+    let t = HttpsTransport::connect(url, &trust, Duration::from_secs(5), a.cc.clone())
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let mut r = rpm::run(
+        &t,
+        url.to_string(),
+        mode,
+        params,
+        progress,
+        Some(signal.0.clone()),
+    );
+    if a.insecure {
+        r.notes
+            .push("--insecure: the server's certificate was not checked".into());
+    }
+    Ok(r)
+}
+
+#[cfg(not(feature = "https"))]
+fn over_https(
+    _a: &RpmArgs,
+    _url: &str,
+    _mode: Mode,
+    _params: &Params,
+    _progress: &dyn crate::util::progress::Progress,
+    _signal: &super::client::SignalFlag,
+) -> anyhow::Result<crate::results::rpm::RpmResult> {
+    anyhow::bail!(
+        "rpm --url needs HTTP/2 and TLS, which this build leaves out: build with the `https` \
+         feature (cargo build --release --features https); `rpm HOST` against a routerbench \
+         server needs no TLS"
+    )
 }

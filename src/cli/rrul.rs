@@ -72,6 +72,24 @@ pub struct NflowArgs {
     pub common: LatencyArgs,
 }
 
+/// `rtt_fair` and `rrul46`: the shared options plus the other hosts.
+#[derive(Debug, Args)]
+pub struct RttFairArgs {
+    /// Another host running `routerbench latency-server`. rtt_fair: repeat, up to three more;
+    /// the four streams go to HOST, the --also hosts, HOST, … in turn, as flent's rtt_fair.
+    /// rrul46: the IPv6 host, when HOST's name has no IPv6 address.
+    #[arg(long = "also", value_name = "HOST")]
+    pub also: Vec<String>,
+    #[command(flatten)]
+    pub common: LatencyArgs,
+}
+
+/// `routerbench rtt_fair HOST [--also HOST]…`, `routerbench rrul46 HOST [--also HOST6]`.
+pub fn run_hosts(kind: TestKind, a: RttFairArgs) -> anyhow::Result<i32> {
+    let more = a.also.clone();
+    run_with(kind, 1, a.common, more)
+}
+
 /// `routerbench latency-server`.
 #[derive(Debug, Args)]
 pub struct ServerArgs {
@@ -129,8 +147,10 @@ fn positive_secs(v: f64, what: &str) -> anyhow::Result<Duration> {
 
 fn config(kind: TestKind, streams: u8, a: &LatencyArgs) -> anyhow::Result<TestConfig> {
     let step = positive_secs(a.step, "--step")?;
-    if kind == TestKind::RrulVar && streams > 16 {
-        anyhow::bail!("rrul_var --flows must be at most 16 (one UDP probe stream each)");
+    if matches!(kind, TestKind::RrulVar | TestKind::Phases) && streams > 16 {
+        anyhow::bail!(
+            "--flows must be at most 16 here (rrul_var: one UDP probe stream each; phases: 2N flows in its last phase)"
+        );
     }
     // flent's voip: G.711-like, one 172-byte packet every 20 ms (irtt -i 0.02s -l 172).
     let voip = kind == TestKind::Voip;
@@ -171,7 +191,17 @@ fn config(kind: TestKind, streams: u8, a: &LatencyArgs) -> anyhow::Result<TestCo
 /// Runs one latency test and writes its outputs. SIGINT/SIGTERM ends it early: what was
 /// measured is printed and saved, marked interrupted, and the exit status is 1.
 pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
+    run_with(kind, streams, a, Vec::new())
+}
+
+fn run_with(
+    kind: TestKind,
+    streams: u8,
+    a: LatencyArgs,
+    more_hosts: Vec<String>,
+) -> anyhow::Result<i32> {
     let mut cfg = config(kind, streams, &a)?;
+    cfg.more_hosts = more_hosts;
     a.json.check()?;
     if let Some(p) = &a.flent {
         super::check_output_file(p, "--flent")?;
@@ -184,7 +214,10 @@ pub fn run(kind: TestKind, streams: u8, a: LatencyArgs) -> anyhow::Result<i32> {
     } else {
         Box::new(crate::util::progress::BarProgress::new())
     };
-    let remote = super::monitor::start_router(&a.router, cfg.length + 2 * cfg.delay)?;
+    let total = crate::latency::plan::Plan::new(cfg.kind, cfg.streams)
+        .windows(cfg.delay, cfg.length)
+        .1;
+    let remote = super::monitor::start_router(&a.router, total)?;
     let result = crate::latency::run_test(&cfg, progress.as_ref())?;
     let mut notes = Vec::new();
     let load = (!matches!(cfg.kind, TestKind::Ping | TestKind::Voip))

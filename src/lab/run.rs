@@ -160,7 +160,10 @@ fn loaded(kind: TestKind) -> (bool, bool) {
         | TestKind::RrulBe
         | TestKind::RrulIcmp
         | TestKind::TcpBidirectional
-        | TestKind::RrulVar => (true, true),
+        | TestKind::RrulVar
+        | TestKind::Rrul46
+        | TestKind::RttFair
+        | TestKind::Phases => (true, true),
         TestKind::TcpNup => (true, false),
         TestKind::TcpNdown => (false, true),
         TestKind::Ping | TestKind::Voip => (false, false),

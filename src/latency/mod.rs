@@ -23,6 +23,7 @@ pub mod runner;
 pub mod server;
 mod server_load;
 mod server_rpm;
+mod session;
 mod state;
 pub mod summary;
 

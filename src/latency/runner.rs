@@ -1,23 +1,21 @@
-//! Runs one test against a server, on flent's timeline: probes from T0 for TOTAL_LENGTH, all
-//! load flows together from T0 + DELAY for LENGTH (docs/protocols/latency.md §9). Collects the raw data
-//! and hands it to `summary`.
+//! Runs one test on flent's timeline: probes from T0 for TOTAL_LENGTH, the load flows from
+//! T0 + DELAY for LENGTH (docs/protocols/latency.md §9, docs/latency.md). A test has one session per
+//! server address it uses (`session`): one for most tests, one per address family for rrul46,
+//! one per host for rtt_fair, one per phase for phases (whose loads follow each other). Each
+//! session opens when its probe window begins and closes when it ends; the runner drives them
+//! on one clock, collects the raw data and hands it to `summary`.
 
-use super::conn;
-use super::control::{self, ControlData, Welcome};
 use super::error::LatencyError;
-use super::flows::{self, FlowOutcome};
-use super::plan::{Plan, TestKind};
-use super::probe::{self, Live, ProbeConfig, StreamData};
-use super::summary::{RawFlow, RawRun};
+use super::plan::{Family, Plan, TestKind, Window};
+use super::session::{self, Collected, Opts, Running};
+use super::summary::{RawFlow, RawRun, RawSession};
 use crate::net as so;
 use crate::results::latency::LatencyResult;
 use crate::util::progress::Progress;
-use crate::wire::rb::{self, Direction, Message};
-use portable_atomic::AtomicU64;
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use crate::wire::rb::{self, Direction};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Address family preference.
@@ -34,6 +32,8 @@ pub enum IpPref {
 pub struct TestConfig {
     pub kind: TestKind,
     pub host: String,
+    /// More hosts (rtt_fair: up to four in all, one session each).
+    pub more_hosts: Vec<String>,
     pub port: u16,
     /// N flows for tcp_nup / tcp_ndown.
     pub streams: u8,
@@ -62,6 +62,7 @@ impl Default for TestConfig {
         Self {
             kind: TestKind::Rrul,
             host: "127.0.0.1".into(),
+            more_hosts: Vec::new(),
             port: 5201,
             streams: 1,
             length: Duration::from_secs(60),
@@ -89,23 +90,41 @@ impl TestConfig {
     }
 }
 
-fn resolve(cfg: &TestConfig) -> Result<SocketAddr, LatencyError> {
-    let addrs = (cfg.host.as_str(), cfg.port)
+/// The address of `host` a session uses: its family if the plan fixes one (rrul46), else the
+/// user's preference.
+fn resolve(
+    host: &str,
+    port: u16,
+    pref: IpPref,
+    family: Family,
+) -> Result<SocketAddr, LatencyError> {
+    let addrs = (host, port)
         .to_socket_addrs()
         .map_err(|e| LatencyError::Resolve {
-            host: cfg.host.clone(),
+            host: host.to_string(),
             why: e.to_string(),
         })?;
+    let want = match family {
+        Family::V4 => IpPref::V4,
+        Family::V6 => IpPref::V6,
+        Family::Any => pref,
+    };
     addrs
         .into_iter()
-        .find(|a| match cfg.ip {
+        .find(|a| match want {
             IpPref::Any => true,
             IpPref::V4 => a.is_ipv4(),
             IpPref::V6 => a.is_ipv6(),
         })
         .ok_or_else(|| LatencyError::Resolve {
-            host: cfg.host.clone(),
-            why: format!("no {:?} address", cfg.ip),
+            host: host.to_string(),
+            why: match family {
+                Family::Any => format!("no {want:?} address"),
+                _ => format!(
+                    "no {want:?} address: rrul46 needs both an IPv4 and an IPv6 address (a name \
+                     with A and AAAA records, e.g. localhost)"
+                ),
+            },
         })
 }
 
@@ -137,30 +156,90 @@ fn validate(cfg: &TestConfig) -> Result<(), LatencyError> {
     if cfg.streams == 0 || cfg.streams > 64 {
         return bad("the number of streams must be between 1 and 64");
     }
+    if !cfg.more_hosts.is_empty() && !matches!(cfg.kind, TestKind::RttFair | TestKind::Rrul46) {
+        return bad("only rtt_fair (and rrul46, for its IPv6 host) take more than one host");
+    }
+    if cfg.kind == TestKind::Rrul46 && cfg.more_hosts.len() > 1 {
+        return bad("rrul46 takes one host, or an IPv4 host and an IPv6 host");
+    }
+    if cfg.more_hosts.len() > 3 {
+        return bad("rtt_fair takes at most four hosts (flent's rtt_fair runs four streams)");
+    }
     Ok(())
 }
 
-/// Runs the test described by `cfg` against the server at `cfg.host:cfg.port`: set-up
-/// (validate, resolve, handshake, check the grant), start the probes and flows, drive the
-/// timeline, collect what the threads measured, summarise.
+/// Runs the test described by `cfg`: validate, resolve every session's address, open the
+/// sessions as their windows begin, drive the timeline, collect, summarise.
 pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResult, LatencyError> {
     validate(cfg)?;
-    let plan = Plan::new(cfg.kind, cfg.streams);
-    let addr = resolve(cfg)?;
+    let hosts: Vec<String> = std::iter::once(cfg.host.clone())
+        .chain(cfg.more_hosts.iter().cloned())
+        .collect();
+    let plan = Plan::with_hosts(cfg.kind, cfg.streams, &hosts);
+    let addrs = plan
+        .sessions
+        .iter()
+        .map(|s| resolve(&hosts[s.host], cfg.port, cfg.ip, s.family))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (windows, total) = plan.windows(cfg.delay, cfg.length);
     let started_at = crate::util::time::now_rfc3339();
-    let (ctl, welcome, hs_rtt) = control::handshake(addr, cfg.connect_timeout, &cfg.token)?;
-    check_grant(cfg, &plan, addr, &welcome)?;
-    let mut run = start(cfg, &plan, addr, &welcome, ctl, hs_rtt)?;
-    let ended = drive(cfg, &mut run, progress);
-    let collected = collect(run, &ended, progress)?;
-    let raw = assemble(cfg, addr, started_at, &ended, collected);
+    let opts = Opts {
+        connect_timeout: cfg.connect_timeout,
+        token: cfg.token.clone(),
+        cc: cfg.cc.clone(),
+        probe_interval: cfg.probe_interval,
+        probe_size: cfg.probe_size,
+        step: cfg.step,
+    };
+    let mut slots: Vec<Slot> = (0..plan.sessions.len())
+        .map(|i| Slot {
+            window: windows[i],
+            state: State::Pending,
+        })
+        .collect();
+    // The sessions that probe from T0 open first (a refusal is an error before anything ran).
+    let t0_ns = so::realtime_ns();
+    let t0 = Instant::now();
+    for (i, slot) in slots.iter_mut().enumerate() {
+        if slot.window.probe_start.is_zero() {
+            slot.state =
+                State::Running(Box::new(open(&opts, &plan, i, addrs[i], &slot.window, t0)?));
+        }
+    }
+    let ended = drive(cfg, &plan, &opts, &addrs, &mut slots, t0, total, progress);
+    let mut collected = Vec::new();
+    let mut failure = ended.failure.clone();
+    for (i, slot) in slots.into_iter().enumerate() {
+        match slot.state {
+            State::Running(r) => {
+                r.stop.store(true, Ordering::SeqCst);
+                match r.collect(ended.interrupted) {
+                    Ok(c) => collected.push((i, c)),
+                    Err(e) => {
+                        failure.get_or_insert(e.to_string());
+                    }
+                }
+            }
+            State::Done(c) => collected.push((i, *c)),
+            State::Pending => {}
+        }
+    }
+    progress.finish();
+    if let Some(f) = failure {
+        if !ended.interrupted {
+            return Err(LatencyError::Aborted(f));
+        }
+    }
+    let raw = assemble(
+        cfg, &plan, &hosts, &windows, started_at, t0_ns, total, &ended, collected,
+    );
     let mut result = raw.summarise();
     if ended.interrupted {
         result.interrupted = true;
         result.notes.push(format!(
             "interrupted after {:.1} s: {:.1} s of the {:.1} s load were measured; this is a \
              partial result",
-            ended.t0.elapsed().as_secs_f64(),
+            ended.elapsed.as_secs_f64(),
             ended.measured_load.as_secs_f64(),
             cfg.length.as_secs_f64()
         ));
@@ -168,171 +247,77 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
     Ok(result)
 }
 
-/// Refuses now what the server would refuse after the idle lead-in.
-fn check_grant(
-    cfg: &TestConfig,
+/// Opens session `i` of `plan` now.
+fn open(
+    opts: &Opts,
     plan: &Plan,
+    i: usize,
     addr: SocketAddr,
-    welcome: &Welcome,
-) -> Result<(), LatencyError> {
-    if plan.has_load() && cfg.length.as_millis() > welcome.max_duration_ms as u128 {
-        return Err(LatencyError::Refused {
-            addr,
-            message: format!(
-                "--length {} s exceeds this server's limit of {} s",
-                cfg.length.as_secs_f64(),
-                welcome.max_duration_ms as f64 / 1e3
-            ),
-        });
-    }
-    if plan.flows.len() > welcome.max_flows as usize {
-        return Err(LatencyError::Refused {
-            addr,
-            message: format!(
-                "{} flows exceed this server's limit of {}",
-                plan.flows.len(),
-                welcome.max_flows
-            ),
-        });
-    }
-    Ok(())
-}
-
-/// A test under way: the control connection and the threads that measure.
-struct Running {
-    ctl: TcpStream,
-    hs_rtt: Duration,
-    reader: JoinHandle<()>,
-    control: Arc<Mutex<ControlData>>,
-    upload_live: Arc<AtomicU64>,
-    download_live: Arc<AtomicU64>,
-    live: Arc<Live>,
-    stop: Arc<AtomicBool>,
-    probes: JoinHandle<Result<Vec<StreamData>, LatencyError>>,
-    /// Per flow: its id, what is known of it before it runs (steps still empty), its thread.
-    flows: Vec<(u8, RawFlow, JoinHandle<FlowOutcome>)>,
-    has_load: bool,
-    /// Idle lead-in (zero without load) and the whole probing time.
-    delay: Duration,
-    total: Duration,
+    w: &Window,
     t0: Instant,
-    t0_ns: u64,
-    load_start: Instant,
+) -> Result<Running, LatencyError> {
+    let flows: Vec<_> = plan
+        .flows
+        .iter()
+        .filter(|f| f.session == i)
+        .cloned()
+        .collect();
+    let probes: Vec<_> = plan
+        .probes
+        .iter()
+        .filter(|p| p.session == i)
+        .cloned()
+        .collect();
+    session::open(opts, addr, &flows, &probes, w, t0)
 }
 
-/// Opens the flows, starts the control reader, the probes (T0) and the flow threads (they wait
-/// for T0 + DELAY).
-fn start(
-    cfg: &TestConfig,
-    plan: &Plan,
-    addr: SocketAddr,
-    welcome: &Welcome,
-    ctl: TcpStream,
-    hs_rtt: Duration,
-) -> Result<Running, LatencyError> {
-    let mut open = Vec::new();
-    for (i, fp) in plan.flows.iter().enumerate() {
-        open.push(flows::open(
-            addr,
-            welcome.session,
-            i as u8,
-            fp,
-            cfg.cc.as_deref(),
-            cfg.connect_timeout,
-        )?);
-    }
-    let control = Arc::new(Mutex::new(ControlData::default()));
-    let upload_live = Arc::new(AtomicU64::new(0));
-    let reader = {
-        let r = ctl.try_clone()?;
-        let (c, u) = (control.clone(), upload_live.clone());
-        std::thread::Builder::new()
-            .name("rb-control".into())
-            .spawn(move || control::control_reader(r, c, u))?
-    };
-    let has_load = plan.has_load();
-    let (delay, total) = if has_load {
-        (cfg.delay, cfg.length + 2 * cfg.delay)
-    } else {
-        (Duration::ZERO, cfg.length)
-    };
-    let live = Arc::new(Live::default());
-    let stop = Arc::new(AtomicBool::new(false));
-    let pcfg = ProbeConfig {
-        reflector: SocketAddr::new(addr.ip(), welcome.udp_port),
-        session: welcome.session,
-        interval: cfg.probe_interval,
-        size: cfg.probe_size,
-        duration: total,
-        grace: Duration::from_millis(800),
-    };
-    let t0_ns = so::realtime_ns();
-    let t0 = Instant::now();
-    let probes = probe::spawn(pcfg, plan.probes.clone(), live.clone(), stop.clone())?;
-    let load_start = t0 + delay;
-    let download_live = Arc::new(AtomicU64::new(0));
-    let mut handles = Vec::new();
-    for f in open {
-        let (id, dir) = (f.id, f.plan.direction);
-        let counter = if dir == Direction::Download {
-            download_live.clone()
-        } else {
-            Arc::new(AtomicU64::new(0))
-        };
-        let (len, step, st) = (cfg.length, cfg.step, stop.clone());
-        let known = RawFlow {
-            plan: f.plan.clone(),
-            tos_client: f.tos_client,
-            tos_server: Some(f.tos_server),
-            cc_client: f.cc_client.clone(),
-            cc_server: Some(f.cc_server.clone()),
-            steps: Vec::new(),
-        };
-        let h = std::thread::Builder::new()
-            .name(format!("rb-flow{id}"))
-            .spawn(move || flows::run(f, load_start, len, step, counter, st))?;
-        handles.push((id, known, h));
-    }
-    Ok(Running {
-        ctl,
-        hs_rtt,
-        reader,
-        control,
-        upload_live,
-        download_live,
-        live,
-        stop,
-        probes,
-        flows: handles,
-        has_load,
-        delay,
-        total,
-        t0,
-        t0_ns,
-        load_start,
-    })
+/// A session's place in the test.
+struct Slot {
+    window: Window,
+    state: State,
+}
+
+enum State {
+    /// Its window has not begun.
+    Pending,
+    Running(Box<Running>),
+    /// Its window ended and it was collected.
+    Done(Box<Collected>),
 }
 
 /// How the timeline ended.
 struct Ended {
-    /// Why the test stopped early (a control error), if it did.
+    /// Why the test stopped early (a control or set-up error), if it did.
     failure: Option<String>,
     interrupted: bool,
-    /// The load measured, in whole steps (all of it unless interrupted).
+    /// The first load measured, in whole steps (all of it unless interrupted).
     measured_load: Duration,
-    /// T0, for the time the interrupted test ran.
-    t0: Instant,
+    /// The time from T0 to the end.
+    elapsed: Duration,
 }
 
-/// Walks the timeline step by step: sends Start ahead of T0 + DELAY, shows the live line,
-/// stops early on an interruption or a control error.
-fn drive(cfg: &TestConfig, run: &mut Running, progress: &dyn Progress) -> Ended {
-    let (t0, delay, load_start, has_load) = (run.t0, run.delay, run.load_start, run.has_load);
-    // Start: sent 100 ms ahead, minus half the handshake RTT, so both ends begin together.
-    let steps_total = (run.total.as_secs_f64() / cfg.step.as_secs_f64()).round() as u64;
+/// How long after a session's probe window a session is closed: the probes' grace for late
+/// replies, and the download flows' last reads.
+const CLOSE_AFTER: Duration = Duration::from_millis(900);
+
+/// Walks the timeline step by step: opens sessions as their windows begin, sends each Start
+/// ahead of its load, closes sessions whose window ended, shows the live line, stops early on
+/// an interruption or an error.
+#[allow(clippy::too_many_arguments)]
+fn drive(
+    cfg: &TestConfig,
+    plan: &Plan,
+    opts: &Opts,
+    addrs: &[SocketAddr],
+    slots: &mut [Slot],
+    t0: Instant,
+    total: Duration,
+    progress: &dyn Progress,
+) -> Ended {
+    let steps_total = (total.as_secs_f64() / cfg.step.as_secs_f64()).round() as u64;
     progress.phase(cfg.kind.flent_name(), steps_total);
-    let lead = Duration::from_millis(100).min(delay);
-    let mut start_sent = !has_load;
+    // Start: sent 100 ms ahead (minus half the handshake RTT), so both ends begin together.
+    let lead = Duration::from_millis(100).min(cfg.delay);
     let (mut last_down, mut k) = (0u64, 0u64);
     let mut failure = None;
     let interrupted = || {
@@ -341,171 +326,172 @@ fn drive(cfg: &TestConfig, run: &mut Running, progress: &dyn Progress) -> Ended 
             .is_some_and(|f| f.load(Ordering::Relaxed))
     };
     let mut was_interrupted = false;
-    while k < steps_total {
+    'steps: while k < steps_total {
         if interrupted() {
             was_interrupted = true;
             break;
         }
         let now = Instant::now();
-        if !start_sent && now + lead >= load_start {
-            let start_in = load_start
-                .saturating_duration_since(now)
-                .saturating_sub(run.hs_rtt / 2);
-            let m = Message::Start {
-                start_in_us: start_in.as_micros() as u32,
-                duration_ms: cfg.length.as_millis() as u32,
-                step_ms: cfg.step.as_millis() as u16,
-            };
-            if let Err(e) = conn::write_msg(&mut run.ctl, &m) {
-                failure = Some(format!("cannot send Start: {e}"));
-                break;
+        for (i, slot) in slots.iter_mut().enumerate() {
+            let w = slot.window;
+            match &mut slot.state {
+                State::Pending if now >= t0 + w.probe_start => {
+                    match open(opts, plan, i, addrs[i], &w, t0) {
+                        Ok(r) => slot.state = State::Running(Box::new(r)),
+                        Err(e) => {
+                            failure = Some(format!("cannot open the session to {}: {e}", addrs[i]));
+                            break 'steps;
+                        }
+                    }
+                }
+                State::Running(r) if !r.start_sent && now + lead >= r.load_start => {
+                    if let Err(e) = r.send_start(cfg.step) {
+                        failure = Some(e);
+                        break 'steps;
+                    }
+                }
+                State::Running(_)
+                    if now >= t0 + w.probe_end + CLOSE_AFTER && w.probe_end < total =>
+                {
+                    let State::Running(r) = std::mem::replace(&mut slot.state, State::Pending)
+                    else {
+                        continue;
+                    };
+                    match r.collect(false) {
+                        Ok(c) => slot.state = State::Done(Box::new(c)),
+                        Err(e) => {
+                            failure = Some(e.to_string());
+                            break 'steps;
+                        }
+                    }
+                }
+                _ => {}
             }
-            start_sent = true;
         }
         let tick = t0 + cfg.step * (k as u32 + 1);
-        let next = if start_sent {
-            tick
-        } else {
-            tick.min(load_start - lead)
-        };
-        if let Some(w) = next.checked_duration_since(Instant::now()) {
-            std::thread::sleep(w);
+        // The next thing to do: the next step, or a Start, an open or a close before it.
+        let mut next = tick;
+        for slot in slots.iter() {
+            let w = slot.window;
+            let due = match &slot.state {
+                State::Pending => Some(t0 + w.probe_start),
+                State::Running(r) if !r.start_sent => Some(r.load_start - lead),
+                State::Running(_) if w.probe_end < total => Some(t0 + w.probe_end + CLOSE_AFTER),
+                _ => None,
+            };
+            if let Some(d) = due {
+                next = next.min(d);
+            }
+        }
+        if let Some(wait) = next.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
         }
         if Instant::now() < tick {
             continue;
         }
         k += 1;
-        let (up, down) = (
-            run.upload_live.load(Ordering::Relaxed),
-            run.download_live.load(Ordering::Relaxed),
-        );
+        let (mut up, mut down, mut rtt) = (0u64, 0u64, 0u64);
+        for slot in slots.iter() {
+            if let State::Running(r) = &slot.state {
+                let loading = r.start_sent
+                    && Instant::now() >= r.load_start
+                    && Instant::now() < r.load_start + r.load_len + cfg.step;
+                if loading {
+                    up += r.upload_live.load(Ordering::Relaxed);
+                }
+                down += r.download_live.load(Ordering::Relaxed);
+                rtt = rtt.max(r.live.last_rtt_us.load(Ordering::Relaxed));
+                if let Some(e) = r.error() {
+                    failure = Some(e);
+                    break 'steps;
+                }
+            }
+        }
         let mbps = |b: u64| b as f64 * 8.0 / cfg.step.as_secs_f64() / 1e6;
-        let rtt = run.live.last_rtt_us.load(Ordering::Relaxed) as f64 / 1e3;
         progress.step(
             k,
             &format!(
-                "{:5.1} s  up {:8.1} Mbit/s  down {:8.1} Mbit/s  latency {rtt:.2} ms",
+                "{:5.1} s  up {:8.1} Mbit/s  down {:8.1} Mbit/s  latency {:.2} ms",
                 t0.elapsed().as_secs_f64(),
-                if has_load && t0.elapsed() < delay + cfg.length + cfg.step {
-                    mbps(up)
-                } else {
-                    0.0
-                },
-                mbps(down - last_down.min(down))
+                mbps(up),
+                mbps(down.saturating_sub(last_down)),
+                rtt as f64 / 1e3
             ),
         );
         last_down = down;
-        let error = run.control.lock().ok().and_then(|d| d.error.clone());
-        if let Some(e) = error {
-            failure = Some(e);
-            break;
-        }
     }
     if failure.is_some() || was_interrupted {
-        run.stop.store(true, Ordering::SeqCst);
+        for slot in slots.iter() {
+            if let State::Running(r) = &slot.state {
+                r.stop.store(true, Ordering::SeqCst);
+            }
+        }
     }
-    // The load measured before an interruption, in whole steps.
-    let measured_load = if was_interrupted {
-        let load = t0.elapsed().saturating_sub(delay).min(cfg.length);
-        let whole = (load.as_secs_f64() / cfg.step.as_secs_f64()).floor();
-        cfg.step.mul_f64(whole)
-    } else {
-        cfg.length
-    };
+    let first = slots.first().map(|s| s.window).unwrap_or(Window {
+        probe_start: Duration::ZERO,
+        load_start: cfg.delay,
+        load_len: cfg.length,
+        probe_end: total,
+    });
     Ended {
         failure,
         interrupted: was_interrupted,
-        measured_load,
-        t0,
+        measured_load: measured(&first, t0.elapsed(), was_interrupted, cfg.step),
+        elapsed: t0.elapsed(),
     }
 }
 
-/// What the threads and the server measured, once they are done.
-struct Collected {
-    streams: Vec<StreamData>,
-    flows: Vec<(u8, RawFlow, FlowOutcome)>,
-    control: ControlData,
-    t0_ns: u64,
-    has_load: bool,
-    notes: Vec<String>,
-}
-
-/// Joins the probe and flow threads, sends Finish and waits (5 s at most) for the server's
-/// probe counts. A control error aborts the test unless it came after an interruption.
-fn collect(
-    run: Running,
-    ended: &Ended,
-    progress: &dyn Progress,
-) -> Result<Collected, LatencyError> {
-    let mut notes = Vec::new();
-    let streams = run
-        .probes
-        .join()
-        .map_err(|_| LatencyError::Panicked("probe"))??;
-    let mut flows = Vec::new();
-    for (id, known, h) in run.flows {
-        let out = h.join().map_err(|_| LatencyError::Panicked("flow"))?;
-        if let Some(e) = &out.error {
-            notes.push(e.clone());
-        }
-        flows.push((id, known, out));
+/// The load of `w` measured by `elapsed` since T0, in whole steps (all of it if not cut short).
+fn measured(w: &Window, elapsed: Duration, cut: bool, step: Duration) -> Duration {
+    if !cut {
+        return w.load_len;
     }
-    progress.finish();
-    let mut ctl = run.ctl;
-    let _ = conn::write_msg(&mut ctl, &Message::Finish);
-    let give_up = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < give_up && !run.reader.is_finished() {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let data = std::mem::take(
-        &mut *run
-            .control
-            .lock()
-            .map_err(|_| LatencyError::Poisoned("control data"))?,
-    );
-    match ended.failure.clone().or(data.error.clone()) {
-        // Ending early can make the server complain; the measurement still stands.
-        Some(f) if ended.interrupted => notes.push(format!("server after the interruption: {f}")),
-        Some(f) => return Err(LatencyError::Aborted(f)),
-        None => {}
-    }
-    Ok(Collected {
-        streams,
-        flows,
-        control: data,
-        t0_ns: run.t0_ns,
-        has_load: run.has_load,
-        notes,
-    })
+    let load = elapsed.saturating_sub(w.load_start).min(w.load_len);
+    let whole = (load.as_secs_f64() / step.as_secs_f64()).floor();
+    step.mul_f64(whole)
 }
 
 /// Puts the client's and the server's figures of each flow side by side per step (the
-/// receiver's bytes, the sender's TCP RTT) and the reflector's counts per probe stream.
+/// receiver's bytes, the sender's TCP RTT) and the reflector's counts per probe stream, for
+/// every session that ran.
+#[allow(clippy::too_many_arguments)]
 fn assemble(
     cfg: &TestConfig,
-    addr: SocketAddr,
+    plan: &Plan,
+    hosts: &[String],
+    windows: &[Window],
     started_at: String,
+    t0_ns: u64,
+    total: Duration,
     ended: &Ended,
-    c: Collected,
+    collected: Vec<(usize, Collected)>,
 ) -> RawRun {
-    let Collected {
-        streams,
-        flows,
-        control: data,
-        t0_ns,
-        has_load,
-        mut notes,
-    } = c;
-    let counts = data.finished.clone().unwrap_or_else(|| {
-        notes.push("server sent no probe counts: loss is not split by direction".into());
-        Vec::new()
-    });
-    let steps = (ended.measured_load.as_secs_f64() / cfg.step.as_secs_f64())
-        .round()
-        .max(1.0) as usize;
-    let flows = flows
-        .into_iter()
-        .map(|(id, known, out)| {
+    let mut flows_out = Vec::new();
+    let mut probes_out = Vec::new();
+    let mut counts_out = Vec::new();
+    let mut notes = Vec::new();
+    let mut sessions = Vec::new();
+    for (i, c) in collected {
+        let w = windows[i];
+        let load = measured(&w, ended.elapsed, ended.interrupted, cfg.step);
+        let Collected {
+            addr,
+            streams,
+            flows,
+            control: data,
+            notes: n,
+        } = c;
+        notes.extend(n);
+        let counts = data.finished.clone().unwrap_or_else(|| {
+            notes.push(format!(
+                "server {addr} sent no probe counts: loss is not split by direction"
+            ));
+            Vec::new()
+        });
+        let steps = (load.as_secs_f64() / cfg.step.as_secs_f64())
+            .round()
+            .max(1.0) as usize;
+        for (id, known, out) in flows {
             let server = data.steps.get(&id).cloned().unwrap_or_default();
             let per_step = (0..steps)
                 .map(|k| {
@@ -518,37 +504,77 @@ fn assemble(
                     }
                 })
                 .collect();
-            RawFlow {
+            flows_out.push(RawFlow {
                 steps: per_step,
                 ..known
-            }
-        })
-        .collect();
-    let reflector_counts = (0..streams.len())
-        .map(|i| {
-            counts
-                .iter()
-                .find(|c| c.stream as usize == i)
-                .map(|c| (c.received, c.reflected))
-        })
-        .collect();
+            });
+        }
+        for (j, s) in streams.into_iter().enumerate() {
+            counts_out.push(
+                counts
+                    .iter()
+                    .find(|c| c.stream as usize == j)
+                    .map(|c| (c.received, c.reflected)),
+            );
+            probes_out.push(s);
+        }
+        sessions.push(RawSession {
+            index: i,
+            addr: so::display_ip(addr.ip()),
+            ip_version: if addr.is_ipv6() { 6 } else { 4 },
+            load_start_s: w.load_start.as_secs_f64(),
+            load_end_s: (w.load_start + load).as_secs_f64(),
+            phase: plan.sessions[i].phase.map(|p| p.word().to_string()),
+        });
+    }
+    // Series in the plan's order (flent's DATA_SETS order), whichever session carried them.
+    let order = |name: &str| {
+        plan.flows
+            .iter()
+            .position(|p| p.name == name)
+            .unwrap_or(usize::MAX)
+    };
+    flows_out.sort_by_key(|f| order(&f.plan.name));
+    let has_load = plan.has_load();
+    let ip_version = sessions.first().map(|s| s.ip_version).unwrap_or(4);
     RawRun {
         test: cfg.kind.flent_name().into(),
         host: cfg.host.clone(),
+        hosts: if hosts.len() > 1 || plan.sessions.len() > 1 {
+            sessions.iter().map(|s| s.addr.clone()).collect()
+        } else {
+            Vec::new()
+        },
         port: cfg.port,
-        ip_version: if addr.is_ipv6() { 6 } else { 4 },
+        ip_version,
         started_at,
         t0_ns,
-        length_s: ended.measured_load.as_secs_f64(),
+        // Without load (ping, voip) LENGTH is the whole probing time.
+        length_s: if has_load {
+            ended.measured_load.as_secs_f64()
+        } else if ended.interrupted {
+            ended.elapsed.min(total).as_secs_f64()
+        } else {
+            total.as_secs_f64()
+        },
         delay_s: cfg.delay.as_secs_f64(),
+        // Phases' timeline is not DELAY + LENGTH + DELAY: say how long it is.
+        total_length_s: (cfg.kind == TestKind::Phases).then(|| {
+            if ended.interrupted {
+                ended.elapsed.min(total).as_secs_f64()
+            } else {
+                total.as_secs_f64()
+            }
+        }),
         step_s: cfg.step.as_secs_f64(),
         has_load,
         probe_interval_s: cfg.probe_interval.as_secs_f64(),
         probe_size: cfg.probe_size,
         congestion_control: cfg.cc.clone(),
-        flows,
-        probes: streams,
-        reflector_counts,
+        flows: flows_out,
+        probes: probes_out,
+        reflector_counts: counts_out,
+        sessions,
         notes,
     }
 }

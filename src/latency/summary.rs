@@ -19,6 +19,8 @@ pub struct RawFlow {
     pub cc_server: Option<String>,
     /// Per step: bytes delivered to the receiver and the sender's TCP RTT (µs).
     pub steps: Vec<(u64, Option<u32>)>,
+    /// When its load began, s from T0 (None: DELAY, flent's timeline).
+    pub start_s: Option<f64>,
 }
 
 /// Everything a run produced, before summarising.
@@ -38,11 +40,28 @@ pub struct RawRun {
     pub probe_interval_s: f64,
     pub probe_size: usize,
     pub congestion_control: Option<String>,
+    /// Every server address used, when the test had more than one session.
+    pub hosts: Vec<String>,
+    /// The whole timeline when it is not DELAY + LENGTH + DELAY (phases).
+    pub total_length_s: Option<f64>,
+    /// The sessions and their load windows (one for most tests).
+    pub sessions: Vec<RawSession>,
     pub flows: Vec<RawFlow>,
     pub probes: Vec<StreamData>,
     /// Per probe stream index: (received by the reflector, answered by it).
     pub reflector_counts: Vec<Option<(u32, u32)>>,
     pub notes: Vec<String>,
+}
+
+/// One session of the run (a control connection to one server address) and its load window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawSession {
+    pub index: usize,
+    pub addr: String,
+    pub ip_version: u8,
+    pub load_start_s: f64,
+    pub load_end_s: f64,
+    pub phase: Option<String>,
 }
 
 /// Drift beyond this (µs per s) earns a note: quartz drifts tens of ppm, not hundreds.
@@ -71,21 +90,57 @@ impl RawRun {
     fn is_idle(&self, t: f64) -> bool {
         !self.has_load || t < self.delay_s
     }
+    /// Inside a load window: DELAY..DELAY+LENGTH, or (phases) any session's window.
     fn is_loaded(&self, t: f64) -> bool {
-        self.has_load && t >= self.delay_s && t < self.delay_s + self.length_s
+        if !self.has_load {
+            return false;
+        }
+        if self.total_length_s.is_some() && !self.sessions.is_empty() {
+            return self
+                .sessions
+                .iter()
+                .any(|s| t >= s.load_start_s && t < s.load_end_s);
+        }
+        t >= self.delay_s && t < self.delay_s + self.length_s
+    }
+    /// When the last load ends (the idle tail starts).
+    fn load_end(&self) -> f64 {
+        match self.total_length_s {
+            Some(_) => self
+                .sessions
+                .iter()
+                .map(|s| s.load_end_s)
+                .fold(self.delay_s + self.length_s, f64::max),
+            None => self.delay_s + self.length_s,
+        }
     }
     fn total_length(&self) -> f64 {
+        if let Some(t) = self.total_length_s {
+            return t;
+        }
         if self.has_load {
             self.length_s + 2.0 * self.delay_s
         } else {
             self.length_s
         }
     }
+    /// Whether the sessions went to more than one server (then one clock fit would mix their
+    /// clocks: one-way delays are left out).
+    fn several_servers(&self) -> bool {
+        let mut hosts: Vec<&str> = self.sessions.iter().map(|s| s.addr.as_str()).collect();
+        hosts.sort_unstable();
+        hosts.dedup();
+        // rrul46's two sessions reach one machine by two addresses: one clock.
+        hosts.len() > 1 && self.test != "rrul46"
+    }
 
     /// Offset at the start (idle lead-in) and end (idle tail) from the UDP probes.
     fn clock(&self) -> Option<Clock> {
+        if self.several_servers() {
+            return None;
+        }
         let (head_end, tail_start) = if self.has_load {
-            (self.delay_s, self.delay_s + self.length_s)
+            (self.delay_s, self.load_end())
         } else {
             (f64::INFINITY, f64::INFINITY)
         };
@@ -123,6 +178,13 @@ impl RawRun {
     /// over all of them.
     pub fn summarise(mut self) -> LatencyResult {
         let clock = self.clock();
+        if self.several_servers() {
+            self.notes.push(
+                "several servers, each with its own clock: one-way delays are not computed (the \
+                 round trips are)"
+                    .into(),
+            );
+        }
         if let Some(d) = clock
             .as_ref()
             .and_then(|c| c.0.drift_ppm)
@@ -160,6 +222,22 @@ impl RawRun {
             delay_s: if self.has_load { self.delay_s } else { 0.0 },
             step_s: self.step_s,
             total_length_s: self.total_length(),
+            hosts: self.hosts.clone(),
+            sessions: if self.sessions.len() > 1 {
+                self.sessions
+                    .iter()
+                    .map(|s| crate::results::latency::LatencySession {
+                        index: s.index,
+                        addr: s.addr.clone(),
+                        ip_version: s.ip_version,
+                        load_start_s: s.load_start_s,
+                        load_end_s: s.load_end_s,
+                        phase: s.phase.clone(),
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
             probe_interval_s: self.probe_interval_s,
             probe_size: self.probe_size,
             congestion_control: self.congestion_control.clone(),
@@ -315,7 +393,7 @@ impl RawRun {
                     .iter()
                     .enumerate()
                     .map(|(k, &(bytes, rtt))| ThroughputSample {
-                        t: self.delay_s + (k + 1) as f64 * self.step_s,
+                        t: f.start_s.unwrap_or(self.delay_s) + (k + 1) as f64 * self.step_s,
                         mbps: bytes as f64 * 8.0 / self.step_s / 1e6,
                         tcp_rtt_ms: rtt.filter(|&r| r > 0).map(|r| r as f64 / 1e3),
                     })
@@ -346,6 +424,15 @@ impl RawRun {
                 .iter()
                 .filter(|f| f.plan.direction == d)
                 .collect();
+            // Flows that load at the same time add up; loads one after the other (phases:
+            // each flow's start) are averaged, so a direction loaded in two phases is not
+            // counted twice.
+            let mut starts: Vec<u64> = fl
+                .iter()
+                .map(|f| f.start_s.unwrap_or(self.delay_s).to_bits())
+                .collect();
+            starts.sort_unstable();
+            starts.dedup();
             (!fl.is_empty() && self.length_s > 0.0).then(|| {
                 fl.iter()
                     .flat_map(|f| f.steps.iter().map(|s| s.0))
@@ -353,6 +440,7 @@ impl RawRun {
                     * 8.0
                     / self.length_s
                     / 1e6
+                    / starts.len() as f64
             })
         };
         let idle = stats::series_stats(pools.idle);

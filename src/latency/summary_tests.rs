@@ -65,6 +65,9 @@ fn synthetic() -> RawRun {
         probe_interval_s: 0.1,
         probe_size: 64,
         congestion_control: Some("cubic".into()),
+        hosts: Vec::new(),
+        total_length_s: None,
+        sessions: Vec::new(),
         flows: vec![RawFlow {
             plan: plan.flows[0].clone(),
             tos_client: Some(0),
@@ -72,6 +75,7 @@ fn synthetic() -> RawRun {
             cc_client: Some("cubic".into()),
             cc_server: Some("cubic".into()),
             steps: vec![(2_500_000, Some(1500)); 10],
+            start_s: None,
         }],
         probes: vec![stream],
         reflector_counts: vec![Some((39, 39))],

@@ -30,6 +30,22 @@ pub fn poll_readable(fds: &[BorrowedFd<'_>], timeout_ms: i32) -> io::Result<Vec<
     }
 }
 
+/// Waits up to `timeout_ms` until `fd` is writable (POLLOUT). With TCP_NOTSENT_LOWAT set, a TCP
+/// socket polls writable only while fewer than half the low-water mark of written bytes are
+/// unsent, which is how the option limits a sender's backlog: a blocking `write()` checks it
+/// only when it starts a new buffer, and TCP (always GSO) fills a buffer up to 64 KiB, so a
+/// writer that does not poll first can keep ~64 KiB unsent whatever the option says
+/// (docs/rpm.md). True if writable (or in error: the write will tell).
+pub fn wait_writable(fd: BorrowedFd<'_>, timeout_ms: u16) -> io::Result<bool> {
+    let mut pfds = [PollFd::new(fd, PollFlags::POLLOUT)];
+    match poll(&mut pfds, PollTimeout::from(timeout_ms)) {
+        Ok(0) => Ok(false),
+        Ok(_) => Ok(true),
+        Err(nix::errno::Errno::EINTR) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

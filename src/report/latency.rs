@@ -232,6 +232,8 @@ mod tests {
             delay_s: 5.0,
             step_s: 0.2,
             total_length_s: 70.0,
+            hosts: Vec::new(),
+            sessions: Vec::new(),
             probe_interval_s: 0.2,
             probe_size: 64,
             congestion_control: Some("cubic".into()),

@@ -4,7 +4,7 @@
 //! `metadata` (NAME, LENGTH, TOTAL_LENGTH, STEP_SIZE, T0, HOSTS, SERIES_META, …), so that
 //! `flent -i FILE.flent.gz -p all_scaled` plots it with flent's own plot definitions.
 
-use crate::results::latency::LatencyResult;
+use crate::results::latency::{FlowResult, LatencyResult};
 use serde_json::{Map, Value, json};
 use std::io::Write;
 use std::path::Path;
@@ -52,6 +52,24 @@ fn combine(series: &[&Vec<Option<f64>>], len: usize, mean: bool) -> Vec<Option<f
                 let sum: f64 = vals.iter().sum();
                 Some(if mean { sum / vals.len() as f64 } else { sum })
             }
+        })
+        .collect()
+}
+
+/// Jain's fairness index point by point, (Σx)² / (n·Σx²), over the series with a value there
+/// (flent's `fairness` runner); null where none has one or all are zero.
+fn fairness(series: &[&Vec<Option<f64>>], len: usize) -> Vec<Option<f64>> {
+    (0..len)
+        .map(|i| {
+            let vals: Vec<f64> = series
+                .iter()
+                .filter_map(|s| s.get(i).copied().flatten())
+                .collect();
+            let sq: f64 = vals.iter().map(|x| x * x).sum();
+            (!vals.is_empty() && sq > 0.0).then(|| {
+                let sum: f64 = vals.iter().sum();
+                sum * sum / (vals.len() as f64 * sq)
+            })
         })
         .collect()
 }
@@ -165,10 +183,24 @@ fn add_flows(r: &LatencyResult, grid: &[f64], out: &mut Series) {
 
 /// The latency probes: round trips (with one-way delays when known), lost probes marked.
 fn add_probes(r: &LatencyResult, grid: &[f64], out: &mut Series) {
+    // One series per name: phases runs `Ping (ms) ICMP` in each phase's session, one after
+    // the other; flent sees one series over the whole timeline (the first one's metadata).
+    let mut seen: Vec<&str> = Vec::new();
     for p in &r.probes {
+        if seen.contains(&p.name.as_str()) {
+            continue;
+        }
+        seen.push(&p.name);
+        let mut samples: Vec<_> = r
+            .probes
+            .iter()
+            .filter(|q| q.name == p.name)
+            .flat_map(|q| q.samples.iter())
+            .collect();
+        samples.sort_by(|a, b| a.t.total_cmp(&b.t));
         let mut pts = Vec::new();
         let mut raw_pts = Vec::new();
-        for s in &p.samples {
+        for s in samples {
             let t = r.t0_unix + s.t;
             match s.rtt_ms {
                 Some(v) => {
@@ -219,8 +251,8 @@ fn computed_series(
             .collect()
     };
     let mut computed: Vec<(String, Vec<Option<f64>>, &'static str)> = Vec::new();
-    // tcp_bidirectional's .conf defines no computed series.
-    let with_avg = r.test != "tcp_bidirectional";
+    // tcp_bidirectional's .conf defines no computed series (phases is read as it).
+    let with_avg = !matches!(r.test.as_str(), "tcp_bidirectional" | "phases");
     for dir in ["upload", "download"] {
         let prefix = format!("TCP {dir}");
         let flows = pick(&|name: &str| name.starts_with(&prefix));
@@ -237,9 +269,28 @@ fn computed_series(
             ));
         }
     }
+    if r.test == "rtt_fair" {
+        // rtt_fair.inc: Jain's fairness index of each direction's streams, and the ping mean.
+        for dir in ["upload", "download"] {
+            let prefix = format!("TCP {dir} ");
+            let flows = pick(&|name: &str| name.starts_with(&prefix));
+            computed.push((format!("TCP {dir} fairness"), fairness(&flows, n), "Idx"));
+        }
+        let pings = pick(&|name: &str| name.starts_with("Ping (ms)"));
+        computed.push(("Ping (ms) avg".into(), combine(&pings, n, true), "ms"));
+    }
+    if r.test == "phases" {
+        // Read as tcp_bidirectional: one download and one upload series over the whole
+        // timeline (each phase's flows, summed; null where the direction is idle).
+        for dir in ["upload", "download"] {
+            let prefix = format!("TCP {dir}::");
+            let flows = pick(&|name: &str| name.starts_with(&prefix));
+            computed.push((format!("TCP {dir}"), combine(&flows, n, false), "Mbits/s"));
+        }
+    }
     if matches!(
         r.test.as_str(),
-        "rrul" | "rrul_be" | "rrul_icmp" | "rrul_var"
+        "rrul" | "rrul_be" | "rrul_icmp" | "rrul_var" | "rrul46"
     ) {
         let all = pick(&|name: &str| name.starts_with("TCP "));
         computed.push(("TCP totals".into(), combine(&all, n, false), "Mbits/s"));
@@ -264,20 +315,58 @@ fn metadata(r: &LatencyResult, title: &str, series_meta: Map<String, Value>) -> 
             let n = r.flows.iter().filter(|f| f.direction == "upload").count();
             test_parameters.insert("bidir_streams".into(), json!(n.to_string()));
         }
+        "rtt_fair" => {
+            // flent's for_stream_config: one stream per HOSTS entry, its label, ping label and
+            // marking from these lists (series `TCP upload LABEL HOST`, `Ping (ms) PING HOST`).
+            let ups: Vec<_> = r.flows.iter().filter(|f| f.direction == "upload").collect();
+            let list = |f: &dyn Fn(usize, &FlowResult) -> String| {
+                ups.iter()
+                    .enumerate()
+                    .map(|(i, u)| f(i, u))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            test_parameters.insert("labels".into(), json!(list(&|_, u| u.label.clone())));
+            test_parameters.insert(
+                "ping_labels".into(),
+                json!(list(&|i, _| format!("ICMP{}", i + 1))),
+            );
+            test_parameters.insert(
+                "markings".into(),
+                json!(list(&|_, u| if u.tos == 0 {
+                    "CS0".into()
+                } else {
+                    format!("CS{}", u.tos >> 5)
+                })),
+            );
+        }
         _ => {}
     }
     if let Some(cc) = &r.congestion_control {
         test_parameters.insert("tcp_cong_control".into(), json!(cc));
     }
+    // rtt_fair: each stream's host (the last word of its series name), in stream order.
+    let hosts: Vec<String> = if r.test == "rtt_fair" {
+        r.flows
+            .iter()
+            .filter(|f| f.direction == "upload")
+            .filter_map(|f| f.name.rsplit(' ').next().map(str::to_string))
+            .collect()
+    } else if r.hosts.is_empty() {
+        vec![r.host.clone()]
+    } else {
+        r.hosts.clone()
+    };
     let time = flent_time(r.t0_unix);
     let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
     json!({
-        "NAME": r.test,
+        // phases has no flent test of its own: its file is read as tcp_bidirectional.
+        "NAME": if r.test == "phases" { "tcp_bidirectional" } else { r.test.as_str() },
         "TITLE": title,
         "NOTE": r.notes.join("; "),
-        "HOSTS": [r.host],
+        "HOSTS": hosts,
         "HOST": r.host,
         "LOCAL_HOST": hostname,
         "LENGTH": r.length_s,
@@ -407,6 +496,8 @@ mod tests {
             delay_s: 0.2,
             step_s: 0.2,
             total_length_s: 0.8,
+            hosts: Vec::new(),
+            sessions: Vec::new(),
             probe_interval_s: 0.2,
             probe_size: 64,
             congestion_control: None,
@@ -417,6 +508,20 @@ mod tests {
             notes: vec![],
             interrupted: false,
         }
+    }
+
+    #[test]
+    fn jains_fairness_index() {
+        let (a, b) = (
+            vec![Some(10.0), Some(10.0), None],
+            vec![Some(10.0), Some(0.0), None],
+        );
+        let f = fairness(&[&a, &b], 3);
+        assert_eq!(f[0], Some(1.0));
+        assert_eq!(f[1], Some(0.5));
+        assert_eq!(f[2], None);
+        let c = vec![Some(0.0)];
+        assert_eq!(fairness(&[&c], 1), vec![None]);
     }
 
     #[test]

@@ -162,6 +162,21 @@ pub struct LatencySummary {
     pub user_delay_ms: SeriesStats,
 }
 
+/// One session of a multi-session test (rrul46, rtt_fair, phases).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencySession {
+    pub index: usize,
+    /// The server address it used.
+    pub addr: String,
+    pub ip_version: u8,
+    /// Its load window from T0, s.
+    pub load_start_s: f64,
+    pub load_end_s: f64,
+    /// phases: `download`, `upload` or `both`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+}
+
 /// A whole latency test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyResult {
@@ -181,8 +196,15 @@ pub struct LatencyResult {
     pub delay_s: f64,
     /// Sampling step (flent STEP_SIZE), s.
     pub step_s: f64,
-    /// LENGTH + 2·DELAY, s.
+    /// LENGTH + 2·DELAY, s (phases: its whole timeline).
     pub total_length_s: f64,
+    /// Every server address the test used, when more than one session ran (rrul46: the IPv4
+    /// and the IPv6 address; rtt_fair: one per host; phases: one per phase). Flent's HOSTS.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
+    /// The sessions (control connections) of a test that has several, with their load windows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sessions: Vec<LatencySession>,
     pub probe_interval_s: f64,
     pub probe_size: usize,
     /// Congestion control requested (None = system default on each end).

@@ -162,6 +162,8 @@ mod tests {
                 "server sent no probe counts: loss is not split by direction".into(),
             ],
             interrupted: false,
+            hosts: Vec::new(),
+            sessions: Vec::new(),
         };
         let p = net_points(&seg, 1000.0);
         assert_eq!(p.len(), 2);

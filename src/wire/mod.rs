@@ -12,5 +12,6 @@ pub const ROUTERBENCH_MAGIC: [u8; 8] = [0xFF, b'R', b'B', b'E', b'N', b'C', b'H'
 pub const BUSY_BYTE: u8 = 0xff;
 
 pub mod iperf3;
+pub mod nq;
 pub mod rb;
 pub mod rb_agent;

@@ -1,10 +1,13 @@
 //! Responsiveness under working conditions, as draft-ietf-ippm-responsiveness-09 defines it
 //! (docs/rpm.md): `params` (§5.2), `ramp` (§5.4's stability rule and §5.4.1's confidence, pure),
 //! `score` (§5.3.1's trimmed means and RPM, pure), `driver` (runs the algorithm over a
-//! `transport`), `rb` (routerbench's own protocol, the TCP-only variant); the
-//! trait `transport::Transport` is where an HTTP/2-over-TLS transport plugs in (docs/rpm.md).
+//! `transport`), `rb` (routerbench's own protocol, the TCP-only variant) and, with the cargo
+//! feature `https`, `https` (HTTP/2 over TLS to any draft-conforming server), both behind the
+//! trait `transport::Transport` (docs/rpm.md).
 
 pub mod driver;
+#[cfg(feature = "https")]
+pub mod https;
 pub mod params;
 pub mod ramp;
 pub mod rb;

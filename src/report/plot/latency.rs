@@ -260,6 +260,8 @@ pub(crate) mod tests {
             delay_s: 2.0,
             step_s: 0.2,
             total_length_s: 10.0,
+            hosts: Vec::new(),
+            sessions: Vec::new(),
             probe_interval_s: 0.2,
             probe_size: 64,
             congestion_control: None,
