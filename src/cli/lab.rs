@@ -89,9 +89,9 @@ pub struct RunArgs {
     #[arg(allow_negative_numbers = true, long, default_value_t = 2.0)]
     pub warmup: f64,
     /// The result (routerbench JSON: latency, lab, monitor): `--json [FILE|-]`, see
-    /// `super::json_arg`.
+    /// `crate::cli::common::json_arg`.
     #[command(flatten)]
-    pub json: super::json_arg::JsonArg,
+    pub json: crate::cli::common::json_arg::JsonArg,
     /// Write flent's data format to FILE.flent.gz.
     #[arg(long, value_name = "FILE")]
     pub flent: Option<std::path::PathBuf>,
@@ -161,9 +161,9 @@ pub struct UpArgs {
     /// forwarder (`routerbench shape`).
     #[arg(long, value_enum, default_value = "auto")]
     pub aqm: AqmArg,
-    /// The configuration as JSON: `--json [FILE|-]`, see `super::json_arg`.
+    /// The configuration as JSON: `--json [FILE|-]`, see `crate::cli::common::json_arg`.
     #[command(flatten)]
-    pub json: super::json_arg::JsonArg,
+    pub json: crate::cli::common::json_arg::JsonArg,
     #[command(flatten)]
     pub vm: VmArgs,
 }
@@ -239,7 +239,7 @@ pub struct StatusArgs {
     #[command(flatten)]
     pub name: NameArg,
     #[command(flatten)]
-    pub json: super::json_arg::JsonArg,
+    pub json: crate::cli::common::json_arg::JsonArg,
 }
 
 /// Who moves the bytes.
@@ -287,7 +287,7 @@ pub struct MeasureArgs {
     #[arg(long)]
     pub row: bool,
     #[command(flatten)]
-    pub json: super::json_arg::JsonArg,
+    pub json: crate::cli::common::json_arg::JsonArg,
     /// Through the VM router's WireGuard tunnel (`lab up --router vm --wireguard`).
     #[arg(long)]
     pub tunnel: bool,
@@ -334,7 +334,7 @@ pub struct CapacityArgs {
     #[arg(long)]
     pub side_by_side: bool,
     #[command(flatten)]
-    pub json: super::json_arg::JsonArg,
+    pub json: crate::cli::common::json_arg::JsonArg,
     #[command(flatten)]
     pub vm: VmArgs,
 }
@@ -782,8 +782,8 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
     }
     a.json.check()?;
     // Ctrl-C ends the test early; what was measured is still printed and saved.
-    crate::server::signals::install();
-    let signal = super::client::SignalFlag::default();
+    crate::util::signals::install();
+    let signal = crate::cli::common::signal_flag::SignalFlag::default();
     let mut test = test;
     test.interrupt = Some(signal.0.clone());
     let progress: Box<dyn crate::util::progress::Progress> = if a.quiet {

@@ -3,14 +3,13 @@
 use clap::{Parser, Subcommand};
 
 pub mod client;
+pub mod common;
 #[cfg(feature = "plots")]
 pub mod compare;
 pub mod crypto;
 pub mod device;
-pub mod json_arg;
 #[cfg(feature = "lab")]
 pub mod lab;
-pub mod log_sink;
 pub mod loopback;
 pub mod monitor;
 #[cfg(feature = "plots")]
@@ -19,8 +18,6 @@ pub mod rpm;
 pub mod rrul;
 pub mod run;
 pub mod server;
-pub mod server_config;
-pub mod server_log;
 #[cfg(feature = "lab")]
 pub mod shape;
 pub mod stress;

@@ -57,8 +57,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     // Before any measuring: a run that cannot be saved is a run lost.
     super::check_output_dir(&args.out_dir, "--out-dir")?;
     // Ctrl-C ends the current test early; what was measured is printed and saved.
-    crate::server::signals::install();
-    let signal = super::client::SignalFlag::default();
+    crate::util::signals::install();
+    let signal = crate::cli::common::signal_flag::SignalFlag::default();
     let stopped = || signal.0.load(std::sync::atomic::Ordering::Relaxed);
     let progress: Box<dyn Progress> = if args.quiet || !std::io::stderr().is_terminal() {
         Box::new(NoProgress)
