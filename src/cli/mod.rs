@@ -9,6 +9,8 @@ pub mod compare;
 pub mod crypto;
 pub mod device;
 #[cfg(feature = "lab")]
+pub mod forwarder;
+#[cfg(feature = "lab")]
 pub mod lab;
 pub mod loopback;
 pub mod monitor;
@@ -18,8 +20,6 @@ pub mod rpm;
 pub mod rrul;
 pub mod run;
 pub mod server;
-#[cfg(feature = "lab")]
-pub mod shape;
 pub mod stress;
 
 /// What can this router really do? Crypto, throughput, latency under load.
@@ -89,7 +89,7 @@ pub enum Command {
     Lab(lab::LabArgs),
     /// The lab's userspace AQM forwarder (fifo, codel, fq_codel, cake) in the router namespace.
     #[cfg(feature = "lab")]
-    Shape(shape::ShapeArgs),
+    Shape(forwarder::ShapeArgs),
     /// Inside the VM router (run by its /init): configure it over netlink, then serve as its
     /// agent. Not for use on a host.
     #[cfg(feature = "lab")]
@@ -206,7 +206,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         #[cfg(feature = "lab")]
         Command::Lab(a) => lab::run(a),
         #[cfg(feature = "lab")]
-        Command::Shape(a) => shape::run(a),
+        Command::Shape(a) => forwarder::run(a),
         #[cfg(feature = "lab")]
         Command::VmRouter(a) => lab::vm_router(a),
         Command::Server(a) => server::run(a),

@@ -5,6 +5,8 @@
 pub mod iperf3_opts;
 pub mod json_arg;
 pub mod log_sink;
+#[cfg(feature = "lab")]
+pub mod qdisc_arg;
 pub mod router;
 pub mod signal_flag;
 pub mod token;
