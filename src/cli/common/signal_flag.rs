@@ -19,3 +19,10 @@ impl Default for SignalFlag {
         SignalFlag(flag)
     }
 }
+
+impl SignalFlag {
+    /// Whether SIGINT/SIGTERM has arrived (as the watcher last saw it).
+    pub fn stopped(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
