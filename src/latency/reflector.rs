@@ -90,6 +90,12 @@ fn bind(addr: SocketAddr, v6: bool) -> std::io::Result<UdpSocket> {
     s.set_read_timeout(Some(Duration::from_millis(200)))?;
     so::enable_timestamps(&s)?;
     so::enable_recv_tos(&s, v6)?;
+    // Bound to the wildcard: each reply leaves from the address its probe was sent to, or a
+    // client that probes one of this host's other addresses (rtt_fair's hosts on one server,
+    // a multi-homed WAN host) drops it on its connected socket.
+    if addr.ip().is_unspecified() {
+        so::enable_recv_dst(&s, v6)?;
+    }
     crate::net::bpf::attach_port_filter(&s)?;
     Ok(s)
 }
@@ -236,7 +242,7 @@ fn run(inner: Arc<Inner>, sock: UdpSocket, v6: bool) {
             continue;
         };
         pkt.make_reply(rx_ns, r.kernel_ns.is_some(), so::realtime_ns(), prev_tx);
-        if sock.send_to(&buf[..r.len], from).is_ok() {
+        if crate::net::timestamp::send_from(&sock, &buf[..r.len], from, r.dst).is_ok() {
             pending.insert(next_tx_id, (session, stream, seq));
             next_tx_id = next_tx_id.wrapping_add(1);
             if let Some(s) = inner.session(session) {

@@ -18,7 +18,7 @@ pub mod zerocopy;
 
 pub use addr::{display_ip, same_ip};
 pub use poll::poll_readable;
-pub use sockopt::{congestion, enable_recv_tos, set_congestion, set_tos, tos};
+pub use sockopt::{congestion, enable_recv_dst, enable_recv_tos, set_congestion, set_tos, tos};
 pub use tcp_info::tcp_rtt_us;
 pub use timestamp::{
     Received, TimestampMode, enable_timestamps, read_tx_timestamps, realtime_ns, recv_timestamped,

@@ -117,6 +117,18 @@ pub fn enable_recv_tos(sock: &impl AsFd, v6: bool) -> io::Result<()> {
     Ok(())
 }
 
+/// Asks for each datagram's destination address (IP_PKTINFO / IPV6_RECVPKTINFO), so a socket
+/// bound to the wildcard address can answer from the address it was sent to
+/// ([`super::timestamp::send_from`]).
+pub fn enable_recv_dst(sock: &impl AsFd, v6: bool) -> io::Result<()> {
+    if v6 {
+        setsockopt(sock, sockopt::Ipv6RecvPacketInfo, &true)?;
+    } else {
+        setsockopt(sock, sockopt::Ipv4PacketInfo, &true)?;
+    }
+    Ok(())
+}
+
 /// Actual send and receive buffer sizes (what the kernel reports, i.e. doubled).
 pub fn buffer_sizes<S: AsFd>(sock: &S) -> io::Result<(usize, usize)> {
     let s = SockRef::from(sock);

@@ -7,11 +7,12 @@
 
 use std::io;
 use std::io::IoSliceMut;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd};
 
 use nix::sys::socket::{
-    ControlMessageOwned, MsgFlags, SockaddrStorage, TimestampingFlag, recvmsg, setsockopt, sockopt,
+    ControlMessage, ControlMessageOwned, MsgFlags, SockaddrStorage, TimestampingFlag, recvmsg,
+    setsockopt, sockopt,
 };
 use nix::sys::time::TimeSpec;
 
@@ -123,6 +124,8 @@ pub struct Received {
     pub truncated: bool,
     /// TOS byte / traffic class of the datagram (after [`super::sockopt::enable_recv_tos`]).
     pub tos: Option<u8>,
+    /// The address the datagram was sent to (after [`super::sockopt::enable_recv_dst`]).
+    pub dst: Option<IpAddr>,
 }
 
 fn ts_ns(ts: &TimeSpec) -> Option<u64> {
@@ -144,6 +147,7 @@ struct Cmsgs {
     kernel_ns: Option<u64>,
     tx_id: Option<u32>,
     tos: Option<u8>,
+    dst: Option<IpAddr>,
 }
 
 impl Cmsgs {
@@ -163,6 +167,14 @@ impl Cmsgs {
                 self.kernel_ns = kernel_timespec_ns(&u.data_bytes);
             }
             ControlMessageOwned::Ipv4Tos(tos) => self.tos = Some(tos),
+            // ipi_addr: the header's destination address (ipi_spec_dst is the local address
+            // the kernel would answer from, which for a datagram to 127.0.0.2 is 127.0.0.1).
+            ControlMessageOwned::Ipv4PacketInfo(pi) => {
+                self.dst = Some(IpAddr::from(u32::from_be(pi.ipi_addr.s_addr).to_be_bytes()));
+            }
+            ControlMessageOwned::Ipv6PacketInfo(pi) => {
+                self.dst = Some(IpAddr::from(pi.ipi6_addr.s6_addr));
+            }
             ControlMessageOwned::Ipv6TClass(tc) => self.tos = Some(tc as u8),
             // A send timestamp on the error queue: ENOMSG from the timestamping origin, with
             // the packet id in ee_data.
@@ -228,7 +240,63 @@ pub fn recv_timestamped(sock: &impl AsFd, buf: &mut [u8]) -> io::Result<Received
         user_ns: realtime_ns(),
         truncated: r.truncated,
         tos: r.cmsgs.tos,
+        dst: r.cmsgs.dst,
     })
+}
+
+/// Sends one datagram to `to`, from the local address `src` when given (IP_PKTINFO /
+/// IPV6_PKTINFO): a wildcard-bound server answers from the address the request was sent to, as
+/// a client that connected its socket to that address requires (the kernel would otherwise pick
+/// the source by route: for a server with several addresses, the wrong one). A source the kernel
+/// refuses (a broadcast or multicast destination) falls back to the kernel's own choice.
+pub fn send_from(
+    sock: &std::net::UdpSocket,
+    buf: &[u8],
+    to: SocketAddr,
+    src: Option<IpAddr>,
+) -> io::Result<usize> {
+    let fd = sock.as_fd().as_raw_fd();
+    let iov = [io::IoSlice::new(buf)];
+    let dest = SockaddrStorage::from(to);
+    let sent = match (src, to) {
+        (Some(IpAddr::V4(a)), SocketAddr::V4(_)) if !a.is_multicast() && !a.is_broadcast() => {
+            let pi = libc::in_pktinfo {
+                ipi_ifindex: 0,
+                ipi_spec_dst: libc::in_addr {
+                    s_addr: u32::from(a).to_be(),
+                },
+                ipi_addr: libc::in_addr { s_addr: 0 },
+            };
+            nix::sys::socket::sendmsg(
+                fd,
+                &iov,
+                &[ControlMessage::Ipv4PacketInfo(&pi)],
+                MsgFlags::empty(),
+                Some(&dest),
+            )
+        }
+        (Some(IpAddr::V6(a)), SocketAddr::V6(_)) if !a.is_multicast() => {
+            let pi = libc::in6_pktinfo {
+                ipi6_addr: libc::in6_addr {
+                    s6_addr: a.octets(),
+                },
+                ipi6_ifindex: 0,
+            };
+            nix::sys::socket::sendmsg(
+                fd,
+                &iov,
+                &[ControlMessage::Ipv6PacketInfo(&pi)],
+                MsgFlags::empty(),
+                Some(&dest),
+            )
+        }
+        _ => return sock.send_to(buf, to),
+    };
+    match sent {
+        Ok(n) => Ok(n),
+        Err(nix::errno::Errno::EINVAL | nix::errno::Errno::EADDRNOTAVAIL) => sock.send_to(buf, to),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Drains the error queue without blocking: `(packet id, kernel send time ns)` for each sent
@@ -269,6 +337,51 @@ mod tests {
     fn new_options_give_the_same_stamps() {
         loopback_stamps(true);
         loopback_stamps(false);
+    }
+
+    /// A wildcard-bound server answers a client that connected to 127.0.0.2 from 127.0.0.2
+    /// (with the kernel's own choice of source, 127.0.0.1, the connected client drops it).
+    #[test]
+    fn wildcard_server_answers_from_the_probed_address() {
+        use super::super::sockopt::enable_recv_dst;
+        let server = UdpSocket::bind("0.0.0.0:0").unwrap();
+        server
+            .set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .unwrap();
+        enable_recv_dst(&server, false).unwrap();
+        let port = server.local_addr().unwrap().port();
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        client.connect(("127.0.0.2", port)).unwrap();
+        client
+            .set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .unwrap();
+        client.send(b"probe").unwrap();
+        let mut buf = [0u8; 16];
+        let r = recv_timestamped(&server, &mut buf).unwrap();
+        assert_eq!(r.dst, Some("127.0.0.2".parse().unwrap()));
+        let from = r.from.unwrap();
+        send_from(&server, b"reply", from, r.dst).unwrap();
+        let n = client
+            .recv(&mut buf)
+            .expect("the reply from 127.0.0.2 reaches the client");
+        assert_eq!(&buf[..n], b"reply");
+        // IPv6 on the wildcard: the destination comes back too (::1, the only loopback).
+        if let Ok(s6) = UdpSocket::bind("[::]:0") {
+            enable_recv_dst(&s6, true).unwrap();
+            s6.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+                .unwrap();
+            let c6 = UdpSocket::bind("[::1]:0").unwrap();
+            c6.connect(("::1", s6.local_addr().unwrap().port()))
+                .unwrap();
+            c6.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+                .unwrap();
+            c6.send(b"probe").unwrap();
+            let r = recv_timestamped(&s6, &mut buf).unwrap();
+            assert_eq!(r.dst, Some("::1".parse().unwrap()));
+            send_from(&s6, b"reply6", r.from.unwrap(), r.dst).unwrap();
+            let n = c6.recv(&mut buf).unwrap();
+            assert_eq!(&buf[..n], b"reply6");
+        }
     }
 
     #[test]
