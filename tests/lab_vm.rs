@@ -476,7 +476,10 @@ fn vm_router_mipsel_kernel_stamps_at_both_ends() {
     let idle = s["idle_rtt_ms"]["median"].as_f64().unwrap();
     let loaded = s["loaded_rtt_ms"]["median"].as_f64().unwrap();
     assert!(idle > 0.0 && idle < 500.0, "idle RTT {idle} ms: {s}");
-    assert!(loaded >= idle * 0.5 && loaded < 5000.0, "loaded RTT {loaded} ms: {s}");
+    assert!(
+        loaded >= idle * 0.5 && loaded < 5000.0,
+        "loaded RTT {loaded} ms: {s}"
+    );
     assert!(s["upload_mbps"].as_f64().unwrap() > 0.1, "{s}");
     assert!(s["download_mbps"].as_f64().unwrap() > 0.1, "{s}");
     eprintln!(

@@ -86,11 +86,7 @@ impl VmArch {
 
     /// The meta package whose dependency names the exact kernel package.
     pub fn kernel_meta(self) -> String {
-        format!(
-            "linux-image-{}:{}",
-            self.kernel_flavour(),
-            self.deb_arch()
-        )
+        format!("linux-image-{}:{}", self.kernel_flavour(), self.deb_arch())
     }
 
     /// The static busybox package.

@@ -144,8 +144,7 @@ pub fn fetch_for(cache: &Path, arch: VmArch) -> Result<Assets> {
             (Some(k), true) => k.clone(),
             _ => {
                 let base = pkg.split(':').next().unwrap_or(pkg);
-                find_deb(cache, base, arch)
-                    .map_or_else(|| download(cache, pkg, base, arch), Ok)?
+                find_deb(cache, base, arch).map_or_else(|| download(cache, pkg, base, arch), Ok)?
             }
         };
         let rec = PackageRecord {
