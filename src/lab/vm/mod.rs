@@ -509,3 +509,50 @@ fn wait_agent(lan: &str, limit: Duration) -> Result<()> {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_follow_the_architecture() {
+        let arm = VmSpec::default();
+        assert!(arm.validate().is_ok());
+        assert!(
+            VmSpec {
+                vcpus: 8,
+                ..arm.clone()
+            }
+            .validate()
+            .is_ok()
+        );
+        let mips = VmSpec {
+            arch: VmArch::Mipsel,
+            vcpus: 1,
+            ..VmSpec::default()
+        };
+        assert!(mips.validate().is_ok());
+        let e = VmSpec {
+            vcpus: 2,
+            ..mips.clone()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.to_string().contains("use 1 with --vm-arch mipsel"), "{e}");
+        let e = VmSpec {
+            memory_mib: 512,
+            ..mips.clone()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.to_string().contains("64-256"), "{e}");
+        assert!(
+            VmSpec {
+                memory_mib: 512,
+                ..arm
+            }
+            .validate()
+            .is_ok()
+        );
+    }
+}
