@@ -888,6 +888,10 @@ pub struct VmRouterArgs {
     /// Internal: run the userspace AQM forwarder.
     #[arg(long, hide = true)]
     pub shape: bool,
+    /// Print the userspace forwarder's counters (both directions, JSON), read with
+    /// `lab exec --name N -- vm-router --shape-stats`.
+    #[arg(long, hide = true)]
+    pub shape_stats: bool,
 }
 
 /// Waits (at most `limit`) until the kernel's forwarding of `devs` is off: the forwarder's
@@ -913,6 +917,16 @@ pub fn vm_router(a: VmRouterArgs) -> anyhow::Result<i32> {
     use lab::vm::{guest, guest_run};
     if a.control {
         guest_run::serve_control()?;
+        return Ok(0);
+    }
+    if a.shape_stats {
+        let p = guest_run::SHAPE_STATS;
+        let text = std::fs::read_to_string(p).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot read {p} ({e}): is the router running routerbench's userspace forwarder (lab up --router vm --aqm userspace)?"
+            )
+        })?;
+        crate::outln!("{}", text.trim());
         return Ok(0);
     }
     if a.shape {

@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 
 /// The virtio-serial port's name (qemu's `virtserialport,name=`).
 pub const CONTROL_PORT: &str = "routerbench.ctl";
+/// Where the forwarder inside the VM keeps its counters (both directions' `DirectionReport`s as
+/// one JSON array, rewritten every second); `lab exec -- vm-router --shape-stats` prints it.
+pub const SHAPE_STATS: &str = "/run/routerbench-shape.json";
 /// A request or reply line is at most this long.
 pub const MAX_LINE: usize = 1 << 20;
 /// Each of stdout and stderr of a command is kept up to this many bytes.
@@ -207,6 +210,7 @@ pub fn serve_shape(s: &GuestShape) -> Result<()> {
     );
     let stop = Arc::new(AtomicBool::new(false));
     let mut threads = Vec::new();
+    let mut reports = Vec::new();
     for (d, rate) in [
         (s.up.clone(), s.up_rate_bps),
         (s.down.clone(), s.down_rate_bps),
@@ -216,6 +220,7 @@ pub fn serve_shape(s: &GuestShape) -> Result<()> {
             stop.clone(),
             Arc::new(Mutex::new(DirectionReport::default())),
         );
+        reports.push(rep.clone());
         threads.push(
             std::thread::Builder::new()
                 .name(format!("shape-{}", d.name))
@@ -227,6 +232,21 @@ pub fn serve_shape(s: &GuestShape) -> Result<()> {
     for dev in [&s.up.in_dev, &s.down.in_dev] {
         let p = format!("/proc/sys/net/ipv4/conf/{dev}/forwarding");
         std::fs::write(&p, "0").io_context(|| format!("cannot write {p}"))?;
+    }
+    // The counters, every second, until both directions end: written to a new file and renamed,
+    // so a reader never sees half a file. A failed write costs only the read-out.
+    let tmp = format!("{SHAPE_STATS}.tmp");
+    while threads.iter().any(|t| !t.is_finished()) {
+        std::thread::sleep(Duration::from_secs(1));
+        let now: Vec<DirectionReport> = reports
+            .iter()
+            .map(|r| r.lock().map(|g| g.clone()).unwrap_or_default())
+            .collect();
+        if let Ok(text) = serde_json::to_string(&now) {
+            if std::fs::write(&tmp, text).is_ok() {
+                let _ = std::fs::rename(&tmp, SHAPE_STATS);
+            }
+        }
     }
     let mut result = Ok(());
     for t in threads {
