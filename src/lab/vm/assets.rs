@@ -207,10 +207,12 @@ fn find_kernel_deb(cache: &Path, arch: VmArch) -> Option<PathBuf> {
 }
 
 fn is_kernel_deb_for(n: &str, arch: VmArch) -> bool {
-    // linux-image-6.1.0-57-armmp_…, not the meta package linux-image-armmp_….
-    n.strip_prefix("linux-image-")
-        .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
-        && n.contains(&format!("-{}_", arch.kernel_flavour()))
+    // linux-image-6.1.0-57-armmp_…, not the meta package linux-image-armmp_… (nor
+    // linux-image-4kc-malta_…, whose flavour starts with a digit too).
+    let flavour = arch.kernel_flavour();
+    n.strip_prefix("linux-image-").is_some_and(|r| {
+        r.starts_with(|c: char| c.is_ascii_digit()) && !r.starts_with(&format!("{flavour}_"))
+    }) && n.contains(&format!("-{flavour}_"))
         && n.ends_with(&format!("_{}.deb", arch.deb_arch()))
 }
 
