@@ -15,13 +15,14 @@ use clap::Parser;
 // the opt-level "z" armv7 build segfaulted past the stack top, the Thumb-2 one hung.
 fn main() -> std::process::ExitCode {
     // `server --config FILE` becomes the file's flags first, so clap checks them like any flag.
-    let argv = match routerbench::cli::server_config::expand_argv(std::env::args_os().collect()) {
-        Ok(argv) => argv,
-        Err(err) => {
-            eprintln!("routerbench: error: {err:#}");
-            return std::process::ExitCode::from(2);
-        }
-    };
+    let argv =
+        match routerbench::cli::server::config_file::expand_argv(std::env::args_os().collect()) {
+            Ok(argv) => argv,
+            Err(err) => {
+                eprintln!("routerbench: error: {err:#}");
+                return std::process::ExitCode::from(2);
+            }
+        };
     let cli = routerbench::cli::Cli::parse_from(argv);
     match routerbench::cli::dispatch(cli) {
         Ok(code) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),

@@ -8,6 +8,8 @@
 //!    every other edge between files is acyclic.
 //! 4. 64-bit atomics come from `portable_atomic`: MIPS32 routers have no `std`/`core`
 //!    `AtomicU64`/`AtomicI64` (docs/cross-build.md), so naming those breaks the MIPS builds.
+//! 5. The layout drawn in docs/architecture.md ("Layout": one line per folder of `src/` and
+//!    `aqm/src/`, and per top-level file) is the tree's: nothing missing, nothing invented.
 //!
 //! Test code (`#[cfg(test)]` items) is ignored. Run: `cargo test --test architecture`; a failure
 //! lists every offending edge with the paths that make it.
@@ -641,4 +643,108 @@ fn the_checker_resolves_super_self_and_relative_child_paths() {
     adj.entry(&b).or_default().insert(&c);
     adj.entry(&c).or_default().insert(&b);
     assert_eq!(tarjan(&adj).len(), 1, "a two-module cycle is found");
+}
+
+/// The rooms drawn in docs/architecture.md's "Layout" block: each line `NAME/` (a folder) or
+/// `NAME.rs` (a top-level file), indented two spaces per level, then what it holds.
+fn drawn_layout(doc: &str) -> Result<Vec<(String, String)>, String> {
+    let start = doc
+        .find("### Layout")
+        .ok_or("docs/architecture.md has no \"### Layout\" section")?;
+    let rest = &doc[start..];
+    let open = rest
+        .find("```\n")
+        .ok_or("the Layout section has no ``` block")?
+        + 4;
+    let close = rest[open..]
+        .find("```")
+        .ok_or("the Layout block is not closed")?;
+    let mut stack: Vec<String> = Vec::new();
+    let mut rooms = Vec::new();
+    for line in rest[open..open + close].lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let indent = line.len() - line.trim_start().len();
+        if indent % 2 != 0 || indent / 2 > stack.len() {
+            return Err(format!("bad indentation (two spaces per level): {line:?}"));
+        }
+        let mut words = line.trim_start().splitn(2, ' ');
+        let name = words.next().unwrap_or_default().to_string();
+        let what = words.next().unwrap_or_default().trim().to_string();
+        stack.truncate(indent / 2);
+        let path = format!("{}{name}", stack.concat());
+        if name.ends_with('/') {
+            stack.push(name);
+        }
+        rooms.push((path, what));
+    }
+    Ok(rooms)
+}
+
+/// Every folder under `dir` (relative to the repository root, with a trailing `/`).
+fn folders(root: &Path, dir: &str, out: &mut BTreeSet<String>) {
+    out.insert(format!("{dir}/"));
+    let mut entries: Vec<_> = std::fs::read_dir(root.join(dir))
+        .unwrap_or_else(|e| panic!("read {dir}: {e}"))
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    entries.sort();
+    for name in entries {
+        folders(root, &format!("{dir}/{name}"), out);
+    }
+}
+
+#[test]
+fn the_layout_in_docs_is_the_layout_of_the_tree() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/architecture.md"))
+        .unwrap_or_else(|e| panic!("docs/architecture.md: {e}"));
+    let rooms = drawn_layout(&doc).unwrap_or_else(|e| panic!("{e}"));
+    let drawn: BTreeSet<String> = rooms.iter().map(|(p, _)| p.clone()).collect();
+    let mut real = BTreeSet::new();
+    folders(root, "src", &mut real);
+    folders(root, "aqm/src", &mut real);
+    let mut bad: Vec<String> = Vec::new();
+    for f in real.difference(&drawn) {
+        bad.push(format!("{f} is not drawn (add a line for it)"));
+    }
+    for (path, what) in &rooms {
+        if !root.join(path.trim_end_matches('/')).exists() {
+            bad.push(format!("{path} is drawn but does not exist"));
+        }
+        if what.is_empty() {
+            bad.push(format!("{path} has no line saying what it holds"));
+        }
+    }
+    // The top-level file modules are rooms too.
+    for entry in std::fs::read_dir(root.join("src"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".rs") && !drawn.contains(&format!("src/{name}")) {
+            bad.push(format!("src/{name} is not drawn (add a line for it)"));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "docs/architecture.md's Layout against the tree:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_layout_reader_follows_the_indentation() {
+    let doc =
+        "### Layout\n\n```\nsrc/\n  a.rs  file\n  b/  folder\n    c/  inner\n  d/  next\n```\n";
+    let rooms = drawn_layout(doc).unwrap_or_else(|e| panic!("{e}"));
+    let paths: Vec<&str> = rooms.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(paths, ["src/", "src/a.rs", "src/b/", "src/b/c/", "src/d/"]);
+    assert_eq!(rooms[0].1, "");
+    assert!(drawn_layout("### Layout\n```\nsrc/\n   x/ odd\n```\n").is_err());
+    assert!(drawn_layout("no layout here").is_err());
 }

@@ -41,7 +41,7 @@ fn unknown_subcommand_is_a_usage_error() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-command"));
 }
 
-/// The one `--json [FILE|-]` convention (src/cli/json_arg.rs), end to end on the fastest command.
+/// The one `--json [FILE|-]` convention (src/cli/common/json_arg.rs), end to end on the fastest command.
 #[test]
 fn json_flag_takes_a_file_or_dash() {
     let dir = std::env::temp_dir().join(format!("rb-device-json-{}", std::process::id()));

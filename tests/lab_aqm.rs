@@ -15,7 +15,7 @@
 mod lab_support;
 
 use lab_support::{can_run, guard, unique_name};
-use routerbench::lab::{self, netns, shape_fwd::afpacket::PacketSocket};
+use routerbench::lab::{self, aqm_forwarder::afpacket::PacketSocket, netns};
 use serde_json::Value;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -158,7 +158,7 @@ fn userspace_forwarder_survives_bad_frames_flood_and_kill() {
     assert_eq!(worker_pid(&st), Some(worker), "forwarder died: {st}");
     assert_eq!(st["reachable"], true, "after flood: {st}");
     let stats: Value = serde_json::from_str(
-        &std::fs::read_to_string(lab::shape_fwd::stats_path(&name)).unwrap_or_default(),
+        &std::fs::read_to_string(lab::aqm_forwarder::stats_path(&name)).unwrap_or_default(),
     )
     .unwrap_or(Value::Null);
     assert!(
@@ -194,7 +194,7 @@ fn userspace_forwarder_survives_bad_frames_flood_and_kill() {
     let t0 = Instant::now();
     let mut back = false;
     while t0.elapsed() < Duration::from_secs(5) {
-        if lab::shape_fwd::kernel_forwarding(&ns_rtr) == Some(true) {
+        if lab::aqm_forwarder::kernel_forwarding(&ns_rtr) == Some(true) {
             back = true;
             break;
         }

@@ -195,14 +195,20 @@ fn rpm_url_against_nginx_through_a_fifo_matches_theory_and_the_drafts_arithmetic
     let theory = 64000.0 * 8.0 / 20e6 * 1e3;
     let s = &run["score"];
     // tcp_f is one round trip across the loaded download queue; tls_f (TLS 1.3: one round
-    // trip) too, plus the handshake's computation (well under a millisecond here).
-    for key in ["tm_tcp_ms", "tm_tls_ms"] {
-        let v = s[key].as_f64().unwrap();
-        assert!(
-            (0.6 * theory..=1.1 * theory + 2.0).contains(&v),
-            "{key} {v:.2} ms vs theory {theory} ms"
-        );
-    }
+    // trip) too, plus the handshake's computation at both ends: well under a millisecond on a
+    // quiet machine, but 9 ms in one CI run at load 14 (tcp_f 22.2, tls_f 31.5 ms). So tls_f is
+    // held to the queue from below and to tcp_f plus half a queue from above: a handshake
+    // counted as two round trips, or with the TCP handshake in it, is a whole queue more.
+    let tcp = s["tm_tcp_ms"].as_f64().unwrap();
+    assert!(
+        (0.6 * theory..=1.1 * theory + 2.0).contains(&tcp),
+        "tm_tcp_ms {tcp:.2} ms vs theory {theory} ms"
+    );
+    let tls = s["tm_tls_ms"].as_f64().unwrap();
+    assert!(
+        (0.6 * theory..=tcp + 0.5 * theory).contains(&tls),
+        "tm_tls_ms {tls:.2} ms vs theory {theory} ms and tm_tcp_ms {tcp:.2} ms"
+    );
     let selfp = s["tm_http_self_ms"].as_f64().unwrap();
     assert!(
         selfp >= 0.6 * theory,

@@ -118,7 +118,9 @@ fn main() {
         .unwrap_or(300_000);
     let h = FlowHasher::new(0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210);
     let big = u64::MAX / 4;
-    println!("| flows | packet B | VecDeque floor ns | parse+hash ns | fifo ns | codel ns | fq_codel ns | cake ns | cake shaped ns | fq_codel / floor | cake / floor |");
+    println!(
+        "| flows | packet B | VecDeque floor ns | parse+hash ns | fifo ns | codel ns | fq_codel ns | cake ns | cake shaped ns | fq_codel / floor | cake / floor |"
+    );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for &flows in &[1u32, 16, 1024] {
         for &len in &[64usize, 1514] {

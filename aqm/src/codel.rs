@@ -2,9 +2,9 @@
 //! and control law `drop_next = t + interval/√count`, used alone and per flow by FQ-CoDel. The
 //! sojourn time is measured from the packet's receive timestamp, not from enqueue.
 
+use crate::MS;
 use crate::meta::Packet;
 use crate::qdisc::{Dequeued, FlowQueue, Qdisc, QdiscKind, QdiscStats};
-use crate::MS;
 
 /// CoDel's parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -3,7 +3,7 @@
 //! on overflow, a memory limit and ECN marking. The flow hash comes from the packet's metadata,
 //! computed once on receive.
 
-use crate::codel::{codel_dequeue, CodelCounters, CodelParams, CodelVars};
+use crate::codel::{CodelCounters, CodelParams, CodelVars, codel_dequeue};
 use crate::meta::Packet;
 use crate::qdisc::{Dequeued, FlowQueue, Qdisc, QdiscKind, QdiscStats};
 use std::collections::VecDeque;
@@ -242,8 +242,8 @@ impl FqCodel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meta::PktMeta;
     use crate::MS;
+    use crate::meta::PktMeta;
 
     /// Flow hashes that land in distinct queues.
     fn hash_for(q: &FqCodel, want: u32) -> u32 {

@@ -58,9 +58,9 @@ pub struct CryptoArgs {
     #[arg(long, value_name = "BYTES", default_value_t = 8192, value_parser = parse_cipher_block)]
     pub cipher_block: u32,
     /// The result (RunResult JSON with device and crypto): `--json [FILE|-]`, see
-    /// `super::json_arg`; on standard output it replaces the table.
+    /// `crate::cli::common::json_arg`; on standard output it replaces the table.
     #[command(flatten)]
-    pub json: super::json_arg::JsonArg,
+    pub json: crate::cli::common::json_arg::JsonArg,
     /// Read saved `openssl speed` output from FILE (`-` for standard input) instead of
     /// measuring. Identity cells are this machine's unless --no-identity/--revision/--cpu-field.
     #[arg(long, value_name = "FILE")]
@@ -83,8 +83,8 @@ pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
     let started = crate::util::time::now_rfc3339();
     args.json.check()?;
     // Ctrl-C stops after the algorithm being measured; the rest of the row stays empty.
-    crate::server::signals::install();
-    let signal = super::client::SignalFlag::default();
+    crate::util::signals::install();
+    let signal = crate::cli::common::signal_flag::SignalFlag::default();
     let result = match &args.import {
         Some(file) => import(file)?,
         None => measure(&args, &signal.0)?,

@@ -4,9 +4,9 @@ use clap::Args;
 
 #[derive(Debug, Args)]
 pub struct DeviceArgs {
-    /// The identity as JSON (`--json [FILE|-]`, see `super::json_arg`).
+    /// The identity as JSON (`--json [FILE|-]`, see `crate::cli::common::json_arg`).
     #[command(flatten)]
-    pub json: super::json_arg::JsonArg,
+    pub json: crate::cli::common::json_arg::JsonArg,
 }
 
 pub fn run(args: DeviceArgs) -> anyhow::Result<i32> {

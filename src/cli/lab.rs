@@ -1,6 +1,6 @@
 //! `routerbench lab`: build, inspect and remove the netns router lab, and measure through it.
 
-use crate::lab::{self, LabGuard, LabSpec, load::ExternalIperf3, load::LoadGenerator, shape};
+use crate::lab::{self, LabGuard, LabSpec, load::ExternalIperf3, load::LoadGenerator, tc_shaper};
 use crate::results::RunResult;
 use crate::results::lab::{LabResult, Shaper};
 use clap::{Args, Subcommand, ValueEnum};
@@ -89,9 +89,9 @@ pub struct RunArgs {
     #[arg(allow_negative_numbers = true, long, default_value_t = 2.0)]
     pub warmup: f64,
     /// The result (routerbench JSON: latency, lab, monitor): `--json [FILE|-]`, see
-    /// `super::json_arg`.
+    /// `crate::cli::common::json_arg`.
     #[command(flatten)]
-    pub json: super::json_arg::JsonArg,
+    pub json: crate::cli::common::json_arg::JsonArg,
     /// Write flent's data format to FILE.flent.gz.
     #[arg(long, value_name = "FILE")]
     pub flent: Option<std::path::PathBuf>,
@@ -156,14 +156,14 @@ pub struct UpArgs {
     pub cc: String,
     /// The bottleneck's queue discipline (fifo = the --shaper's FIFO of --buffer bytes).
     #[arg(long, value_enum, default_value = "fifo")]
-    pub qdisc: crate::cli::shape::QdiscArg,
+    pub qdisc: crate::cli::common::qdisc_arg::QdiscArg,
     /// Where the qdisc runs: the kernel's if it has it (auto), or routerbench's userspace
     /// forwarder (`routerbench shape`).
     #[arg(long, value_enum, default_value = "auto")]
     pub aqm: AqmArg,
-    /// The configuration as JSON: `--json [FILE|-]`, see `super::json_arg`.
+    /// The configuration as JSON: `--json [FILE|-]`, see `crate::cli::common::json_arg`.
     #[command(flatten)]
-    pub json: super::json_arg::JsonArg,
+    pub json: crate::cli::common::json_arg::JsonArg,
     #[command(flatten)]
     pub vm: VmArgs,
 }
@@ -256,7 +256,7 @@ pub struct StatusArgs {
     #[command(flatten)]
     pub name: NameArg,
     #[command(flatten)]
-    pub json: super::json_arg::JsonArg,
+    pub json: crate::cli::common::json_arg::JsonArg,
 }
 
 /// Who moves the bytes.
@@ -304,7 +304,7 @@ pub struct MeasureArgs {
     #[arg(long)]
     pub row: bool,
     #[command(flatten)]
-    pub json: super::json_arg::JsonArg,
+    pub json: crate::cli::common::json_arg::JsonArg,
     /// Through the VM router's WireGuard tunnel (`lab up --router vm --wireguard`).
     #[arg(long)]
     pub tunnel: bool,
@@ -334,7 +334,7 @@ pub struct CapacityArgs {
     /// SQM capacity instead: the highest shaped rate this CPU sustains with this qdisc
     /// (goodput >= 0.95 of the rate's TCP goodput, p99 latency increase < 15 ms).
     #[arg(long, value_enum)]
-    pub qdisc: Option<crate::cli::shape::QdiscArg>,
+    pub qdisc: Option<crate::cli::common::qdisc_arg::QdiscArg>,
     /// With --qdisc: kernel qdisc if present (auto), or force kernel / userspace.
     #[arg(long, value_enum, default_value = "auto")]
     pub aqm: AqmArg,
@@ -351,7 +351,7 @@ pub struct CapacityArgs {
     #[arg(long)]
     pub side_by_side: bool,
     #[command(flatten)]
-    pub json: super::json_arg::JsonArg,
+    pub json: crate::cli::common::json_arg::JsonArg,
     #[command(flatten)]
     pub vm: VmArgs,
 }
@@ -391,17 +391,17 @@ fn spec_from(a: &UpArgs) -> anyhow::Result<LabSpec> {
     } else {
         "50mbit"
     };
-    let up_rate = shape::parse_rate(a.rate.as_deref().unwrap_or(default_rate))?;
+    let up_rate = tc_shaper::parse_rate(a.rate.as_deref().unwrap_or(default_rate))?;
     let down_rate = match &a.down_rate {
-        Some(r) => shape::parse_rate(r)?,
+        Some(r) => tc_shaper::parse_rate(r)?,
         None => up_rate,
     };
     Ok(LabSpec {
         name: a.name.name.clone(),
         up_rate_bps: up_rate,
         down_rate_bps: down_rate,
-        buffer_bytes: shape::parse_bytes(&a.buffer)?,
-        burst_bytes: shape::parse_bytes(&a.burst)?,
+        buffer_bytes: tc_shaper::parse_bytes(&a.buffer)?,
+        burst_bytes: tc_shaper::parse_bytes(&a.burst)?,
         shaper: match a.shaper {
             ShaperArg::Tbf => Shaper::Tbf,
             ShaperArg::Htb => Shaper::Htb,
@@ -474,10 +474,10 @@ fn cmd_up(a: UpArgs) -> anyhow::Result<i32> {
 /// `--qdisc`/`--aqm` on a lab that is up; None for the plain kernel FIFO.
 fn apply_aqm(
     cfg: &crate::results::lab::LabConfig,
-    qdisc: crate::cli::shape::QdiscArg,
+    qdisc: crate::cli::common::qdisc_arg::QdiscArg,
     place: AqmArg,
 ) -> anyhow::Result<Option<crate::results::lab::AqmState>> {
-    use lab::shape_fwd::{AqmPlace, AqmSpec};
+    use lab::aqm_forwarder::{AqmPlace, AqmSpec};
     let place = match place {
         AqmArg::Auto => None,
         AqmArg::Kernel => Some(AqmPlace::Kernel),
@@ -490,8 +490,8 @@ fn apply_aqm(
     if spec.qdisc == aqm::QdiscKind::Fifo && place != Some(AqmPlace::Userspace) {
         return Ok(None);
     }
-    let exe = lab::shape_fwd::routerbench_exe()?;
-    Ok(Some(lab::shape_fwd::apply(cfg, &spec, &exe)?))
+    let exe = lab::aqm_forwarder::routerbench_exe()?;
+    Ok(Some(lab::aqm_forwarder::apply(cfg, &spec, &exe)?))
 }
 
 fn cmd_down(a: NameArg) -> anyhow::Result<i32> {
@@ -593,7 +593,7 @@ fn cmd_measure(a: MeasureArgs) -> anyhow::Result<i32> {
 }
 
 fn cmd_sqm_side_by_side(a: &CapacityArgs) -> anyhow::Result<i32> {
-    use crate::cli::shape::QdiscArg;
+    use crate::cli::common::qdisc_arg::QdiscArg;
     if a.vm.router != RouterArg::Vm {
         anyhow::bail!(
             "--side-by-side needs --router vm: this host's kernel has neither cake nor fq_codel"
@@ -613,9 +613,9 @@ fn cmd_sqm_side_by_side(a: &CapacityArgs) -> anyhow::Result<i32> {
     ] {
         let mut plan = sqm_plan(a, q)?;
         plan.place = Some(if userspace {
-            lab::shape_fwd::AqmPlace::Userspace
+            lab::aqm_forwarder::AqmPlace::Userspace
         } else {
-            lab::shape_fwd::AqmPlace::Kernel
+            lab::aqm_forwarder::AqmPlace::Kernel
         });
         plan.vm = Some(a.vm.spec(q.kind(), userspace));
         if !quiet {
@@ -649,23 +649,26 @@ fn cmd_sqm_side_by_side(a: &CapacityArgs) -> anyhow::Result<i32> {
 /// The search plan from `lab capacity`'s flags, for qdisc `q`.
 fn sqm_plan(
     a: &CapacityArgs,
-    q: crate::cli::shape::QdiscArg,
+    q: crate::cli::common::qdisc_arg::QdiscArg,
 ) -> anyhow::Result<lab::sqm_capacity::SqmPlan> {
     let mut plan =
-        lab::sqm_capacity::SqmPlan::new(&a.name, q.kind(), lab::shape_fwd::routerbench_exe()?);
+        lab::sqm_capacity::SqmPlan::new(&a.name, q.kind(), lab::aqm_forwarder::routerbench_exe()?);
     plan.seconds = a.length.max(5);
     plan.flows = a.flows.iter().copied().max().unwrap_or(4);
     plan.cc = a.cc.clone();
-    plan.max_bps = shape::parse_rate(&a.max_rate)?
+    plan.max_bps = tc_shaper::parse_rate(&a.max_rate)?
         .ok_or_else(|| anyhow::anyhow!("--max-rate must be a rate, not none"))?;
     plan.budget = Duration::from_secs(a.budget.clamp(10, 3600));
     Ok(plan)
 }
 
-fn cmd_sqm_capacity(a: &CapacityArgs, q: crate::cli::shape::QdiscArg) -> anyhow::Result<i32> {
-    use lab::shape_fwd::AqmPlace;
+fn cmd_sqm_capacity(
+    a: &CapacityArgs,
+    q: crate::cli::common::qdisc_arg::QdiscArg,
+) -> anyhow::Result<i32> {
+    use lab::aqm_forwarder::AqmPlace;
     let mut plan =
-        lab::sqm_capacity::SqmPlan::new(&a.name, q.kind(), lab::shape_fwd::routerbench_exe()?);
+        lab::sqm_capacity::SqmPlan::new(&a.name, q.kind(), lab::aqm_forwarder::routerbench_exe()?);
     plan.place = match a.aqm {
         AqmArg::Auto => None,
         AqmArg::Kernel => Some(AqmPlace::Kernel),
@@ -674,7 +677,7 @@ fn cmd_sqm_capacity(a: &CapacityArgs, q: crate::cli::shape::QdiscArg) -> anyhow:
     plan.seconds = a.length.max(5);
     plan.flows = a.flows.iter().copied().max().unwrap_or(4);
     plan.cc = a.cc.clone();
-    plan.max_bps = shape::parse_rate(&a.max_rate)?
+    plan.max_bps = tc_shaper::parse_rate(&a.max_rate)?
         .ok_or_else(|| anyhow::anyhow!("--max-rate must be a rate, not none"))?;
     plan.budget = Duration::from_secs(a.budget.clamp(10, 3600));
     if a.vm.router == RouterArg::Vm {
@@ -799,8 +802,8 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
     }
     a.json.check()?;
     // Ctrl-C ends the test early; what was measured is still printed and saved.
-    crate::server::signals::install();
-    let signal = super::client::SignalFlag::default();
+    crate::util::signals::install();
+    let signal = crate::cli::common::signal_flag::SignalFlag::default();
     let mut test = test;
     test.interrupt = Some(signal.0.clone());
     let progress: Box<dyn crate::util::progress::Progress> = if a.quiet {
@@ -822,7 +825,7 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         crate::out!("{}", crate::report::latency::render_text(&run.latency));
         crate::outln!();
         crate::out!("{}", crate::report::lab::config(&cfg, &th));
-        match (&cfg.router_vm, lab::shape_fwd::load_state(&cfg.name)) {
+        match (&cfg.router_vm, lab::aqm_forwarder::load_state(&cfg.name)) {
             (Some(r), _) => crate::out!("{}", crate::report::lab::router_vm(r)),
             (None, Some(q)) => crate::outln!("{}", crate::report::lab::aqm_line(&q)),
             (None, None) => crate::outln!("aqm: fifo in the kernel (the shaper's FIFO)"),

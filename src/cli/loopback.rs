@@ -1,7 +1,8 @@
 //! `routerbench loopback`: our server and client in one process over 127.0.0.1 (or ::1), one
 //! thread per stream; iperf3-style text or `--json` in iperf3's -J schema.
 
-use super::client::{SignalFlag, TestOpts, TextIntervals};
+use crate::cli::common::iperf3_opts::{TestOpts, TextIntervals};
+use crate::cli::common::signal_flag::SignalFlag;
 use crate::iperf3::IntervalSink;
 use crate::results::throughput::{Connected, Interval, ThroughputResult};
 use crate::server::loopback::{self, LoopbackConfig};
@@ -18,7 +19,7 @@ pub struct LoopbackArgs {
     #[arg(short = '6', long = "ipv6")]
     pub ipv6: bool,
     #[command(flatten)]
-    pub router: super::monitor::RouterArgs,
+    pub router: crate::cli::common::router::RouterArgs,
 }
 
 /// The library config for these arguments.
@@ -49,10 +50,10 @@ pub fn config(args: &LoopbackArgs) -> anyhow::Result<LoopbackConfig> {
 }
 
 pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
-    crate::server::signals::install();
-    super::client::check_test_opts(&args.test)?;
+    crate::util::signals::install();
+    crate::cli::common::iperf3_opts::check_test_opts(&args.test)?;
     let cfg = config(&args)?;
-    let out = crate::cli::log_sink::LogSink::for_client(None, None, false, false)?;
+    let out = crate::cli::common::log_sink::LogSink::for_client(None, None, false, false)?;
     let text = TextIntervals::new(&out, cfg.parallel as usize);
     let quiet = crate::iperf3::NoIntervals;
     args.test.json.check()?;
@@ -71,7 +72,7 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
     }
     let stop = SignalFlag::default();
     let secs = f64::from(cfg.time) + f64::from(cfg.omit);
-    let remote = super::monitor::start_router(
+    let remote = crate::cli::common::router::start_router(
         &args.router,
         std::time::Duration::from_secs_f64(secs.max(0.0)),
     )?;
@@ -102,7 +103,7 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
         }
     };
     // The router's view after the test's own output.
-    super::monitor::finish_throughput(
+    crate::cli::common::router::finish_throughput(
         &args.router,
         remote,
         t0,

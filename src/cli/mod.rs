@@ -3,14 +3,15 @@
 use clap::{Parser, Subcommand};
 
 pub mod client;
+pub mod common;
 #[cfg(feature = "plots")]
 pub mod compare;
 pub mod crypto;
 pub mod device;
-pub mod json_arg;
+#[cfg(feature = "lab")]
+pub mod forwarder;
 #[cfg(feature = "lab")]
 pub mod lab;
-pub mod log_sink;
 pub mod loopback;
 pub mod monitor;
 #[cfg(feature = "plots")]
@@ -19,10 +20,6 @@ pub mod rpm;
 pub mod rrul;
 pub mod run;
 pub mod server;
-pub mod server_config;
-pub mod server_log;
-#[cfg(feature = "lab")]
-pub mod shape;
 pub mod stress;
 
 /// What can this router really do? Crypto, throughput, latency under load.
@@ -92,7 +89,7 @@ pub enum Command {
     Lab(lab::LabArgs),
     /// The lab's userspace AQM forwarder (fifo, codel, fq_codel, cake) in the router namespace.
     #[cfg(feature = "lab")]
-    Shape(shape::ShapeArgs),
+    Shape(forwarder::ShapeArgs),
     /// Inside the VM router (run by its /init): configure it over netlink, then serve as its
     /// agent. Not for use on a host.
     #[cfg(feature = "lab")]
@@ -209,7 +206,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         #[cfg(feature = "lab")]
         Command::Lab(a) => lab::run(a),
         #[cfg(feature = "lab")]
-        Command::Shape(a) => shape::run(a),
+        Command::Shape(a) => forwarder::run(a),
         #[cfg(feature = "lab")]
         Command::VmRouter(a) => lab::vm_router(a),
         Command::Server(a) => server::run(a),

@@ -65,7 +65,7 @@ pub struct RpmArgs {
     pub token: Option<String>,
     /// The result, with every interval and probe: `--json [FILE|-]`.
     #[command(flatten)]
-    pub json: super::json_arg::JsonArg,
+    pub json: crate::cli::common::json_arg::JsonArg,
     /// Write a self-contained HTML report to FILE.html.
     #[cfg(feature = "plots")]
     #[arg(long, value_name = "FILE.html")]
@@ -97,8 +97,8 @@ fn params(a: &RpmArgs) -> anyhow::Result<Params> {
 pub fn run(a: RpmArgs) -> anyhow::Result<i32> {
     let params = params(&a)?;
     a.json.check()?;
-    crate::server::signals::install();
-    let signal = super::client::SignalFlag::default();
+    crate::util::signals::install();
+    let signal = crate::cli::common::signal_flag::SignalFlag::default();
     let progress: Box<dyn crate::util::progress::Progress> = if a.quiet {
         Box::new(crate::util::progress::NoProgress)
     } else {
@@ -141,7 +141,7 @@ fn over_rb(
     mode: Mode,
     params: &Params,
     progress: &dyn crate::util::progress::Progress,
-    signal: &super::client::SignalFlag,
+    signal: &crate::cli::common::signal_flag::SignalFlag,
 ) -> anyhow::Result<crate::results::rpm::RpmResult> {
     let runs = mode.runs().len() as u32;
     let whole = params.time_limit * runs + Duration::from_secs(30);
@@ -151,7 +151,7 @@ fn over_rb(
         .map_err(|e| anyhow::anyhow!("cannot resolve {host}: {e}"))?
         .next()
         .ok_or_else(|| anyhow::anyhow!("{host} has no address"))?;
-    let token = super::rrul::token_arg(&a.token)?.unwrap_or_default();
+    let token = crate::cli::common::token::token_arg(&a.token)?.unwrap_or_default();
     let t =
         rpm::rb::RbTransport::connect(addr, &token, Duration::from_secs(5), whole, a.cc.clone())?;
     let per_run = if mode == Mode::Concurrent { 2 } else { 1 };
@@ -184,7 +184,7 @@ fn over_https(
     mode: Mode,
     params: &Params,
     progress: &dyn crate::util::progress::Progress,
-    signal: &super::client::SignalFlag,
+    signal: &crate::cli::common::signal_flag::SignalFlag,
 ) -> anyhow::Result<crate::results::rpm::RpmResult> {
     use crate::latency::rpm::https::{HttpsTransport, Trust};
     let trust = match (&a.ca, a.insecure) {
@@ -216,7 +216,7 @@ fn over_https(
     _mode: Mode,
     _params: &Params,
     _progress: &dyn crate::util::progress::Progress,
-    _signal: &super::client::SignalFlag,
+    _signal: &crate::cli::common::signal_flag::SignalFlag,
 ) -> anyhow::Result<crate::results::rpm::RpmResult> {
     anyhow::bail!(
         "rpm --url needs HTTP/2 and TLS, which this build leaves out: build with the `https` \

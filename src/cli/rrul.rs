@@ -38,10 +38,10 @@ pub struct LatencyArgs {
     /// Use IPv6 only.
     #[arg(short = '6')]
     pub ipv6: bool,
-    /// The result (routerbench JSON): `--json [FILE|-]`, see `super::json_arg`; on standard
+    /// The result (routerbench JSON): `--json [FILE|-]`, see `crate::cli::common::json_arg`; on standard
     /// output it replaces the text summary. Give HOST first when --json has no FILE.
     #[command(flatten)]
-    pub json: super::json_arg::JsonArg,
+    pub json: crate::cli::common::json_arg::JsonArg,
     /// Write flent's data format (version 4) to FILE.flent.gz.
     #[arg(long, value_name = "FILE")]
     pub flent: Option<PathBuf>,
@@ -59,7 +59,7 @@ pub struct LatencyArgs {
     #[arg(short, long)]
     pub quiet: bool,
     #[command(flatten)]
-    pub router: super::monitor::RouterArgs,
+    pub router: crate::cli::common::router::RouterArgs,
 }
 
 /// `tcp_nup` / `tcp_ndown`: the shared options plus N.
@@ -112,20 +112,6 @@ pub struct ServerArgs {
     /// Require this shared secret in every session's Hello (default: $ROUTERBENCH_TOKEN).
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
-}
-
-/// `--token`, else `$ROUTERBENCH_TOKEN` (keeps the secret out of `ps`), else none.
-pub fn token_arg(arg: &Option<String>) -> anyhow::Result<Option<String>> {
-    let t = arg
-        .clone()
-        .or_else(|| std::env::var("ROUTERBENCH_TOKEN").ok())
-        .filter(|t| !t.is_empty());
-    if t.as_ref()
-        .is_some_and(|t| t.len() > crate::wire::rb::MAX_TOKEN_LEN)
-    {
-        anyhow::bail!("--token must be at most 128 bytes");
-    }
-    Ok(t)
 }
 
 fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
@@ -183,7 +169,7 @@ fn config(kind: TestKind, streams: u8, a: &LatencyArgs) -> anyhow::Result<TestCo
         } else {
             IpPref::Any
         },
-        token: token_arg(&a.token)?.unwrap_or_default(),
+        token: crate::cli::common::token::token_arg(&a.token)?.unwrap_or_default(),
         ..TestConfig::default()
     })
 }
@@ -206,8 +192,8 @@ fn run_with(
     if let Some(p) = &a.flent {
         super::check_output_file(p, "--flent")?;
     }
-    crate::server::signals::install();
-    let signal = super::client::SignalFlag::default();
+    crate::util::signals::install();
+    let signal = crate::cli::common::signal_flag::SignalFlag::default();
     cfg.interrupt = Some(signal.0.clone());
     let progress: Box<dyn crate::util::progress::Progress> = if a.quiet {
         Box::new(crate::util::progress::NoProgress)
@@ -217,12 +203,13 @@ fn run_with(
     let total = crate::latency::plan::Plan::new(cfg.kind, cfg.streams)
         .windows(cfg.delay, cfg.length)
         .1;
-    let remote = super::monitor::start_router(&a.router, total)?;
+    let remote = crate::cli::common::router::start_router(&a.router, total)?;
     let result = crate::latency::run_test(&cfg, progress.as_ref())?;
     let mut notes = Vec::new();
     let load = (!matches!(cfg.kind, TestKind::Ping | TestKind::Voip))
         .then_some((result.delay_s, result.delay_s + result.length_s));
-    let router = super::monitor::finish_router(remote, result.t0_unix, load, &mut notes);
+    let router =
+        crate::cli::common::router::finish_router(remote, result.t0_unix, load, &mut notes);
     if !a.json.on_stdout() {
         crate::out!("{}", crate::report::latency::render_text(&result));
         if let Some(r) = &router {
@@ -289,7 +276,7 @@ pub fn serve(a: ServerArgs) -> anyhow::Result<i32> {
         max_duration: Duration::from_secs(a.max_duration),
         udp_port: a.udp_port.unwrap_or(a.port),
         udp_bind: Some(a.bind),
-        token: token_arg(&a.token)?,
+        token: crate::cli::common::token::token_arg(&a.token)?,
         ..Default::default()
     };
     let addr = std::net::SocketAddr::new(a.bind, a.port);

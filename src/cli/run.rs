@@ -3,6 +3,7 @@
 //! loopback, with the machine's own view sampled during the network tests. Printed as a summary
 //! and the row, saved as JSON under `./routerbench-results/`.
 
+use crate::cli::common::signal_flag::SignalFlag;
 use crate::crypto::{self, SuiteConfig};
 use crate::results::RunResult;
 use crate::util::progress::{BarProgress, NoProgress, Progress};
@@ -48,18 +49,10 @@ pub enum Part {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
-    if !(0.01..=60.0).contains(&args.crypto_seconds) {
-        anyhow::bail!("--crypto-seconds must be between 0.01 and 60");
-    }
-    if args.loopback_seconds == 0 {
-        anyhow::bail!("--loopback-seconds must be positive");
-    }
-    // Before any measuring: a run that cannot be saved is a run lost.
-    super::check_output_dir(&args.out_dir, "--out-dir")?;
+    check(&args)?;
     // Ctrl-C ends the current test early; what was measured is printed and saved.
-    crate::server::signals::install();
-    let signal = super::client::SignalFlag::default();
-    let stopped = || signal.0.load(std::sync::atomic::Ordering::Relaxed);
+    crate::util::signals::install();
+    let signal = SignalFlag::default();
     let progress: Box<dyn Progress> = if args.quiet || !std::io::stderr().is_terminal() {
         Box::new(NoProgress)
     } else {
@@ -69,86 +62,153 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let mut result = RunResult::new(crate::util::time::rfc3339_utc(started_unix));
     result.device = Some(crate::device::detect());
 
-    if !args.skip.contains(&Part::Crypto) {
-        let seconds = if args.quick { 0.2 } else { args.crypto_seconds };
-        let mut cfg = SuiteConfig::row_only(args.engine, seconds);
-        cfg.interrupt = Some(signal.0.clone());
-        match crypto::run_suite(&cfg, progress.as_ref()) {
-            Ok(c) => result.crypto = Some(c),
-            Err(e) => result.notes.push(format!("crypto skipped: {e}")),
-        }
-    }
-
+    measure_crypto(&args, &signal, progress.as_ref(), &mut result);
     let want_tp = !args.skip.contains(&Part::Throughput);
     let want_lat = !args.skip.contains(&Part::Latency);
     // The machine's own view during the network tests.
-    let sampler = if want_tp || want_lat {
-        match crate::monitor::Sampler::start(crate::monitor::SamplerConfig::default()) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                result.notes.push(format!("monitor not started: {e}"));
-                None
-            }
-        }
-    } else {
-        None
-    };
-    if want_tp && !stopped() {
-        let cfg = crate::server::loopback::LoopbackConfig {
-            time: if args.quick { 3 } else { args.loopback_seconds },
-            ..Default::default()
-        };
-        match super::loopback::run_with_progress(
-            &cfg,
-            progress.as_ref(),
-            &crate::iperf3::NoIntervals,
-            &signal.0,
-        ) {
-            Ok(t) => result.throughput = Some(t),
-            Err(e) => result
-                .notes
-                .push(format!("loopback throughput test failed: {e}")),
-        }
-        progress.finish();
+    let sampler = (want_tp || want_lat)
+        .then(|| start_sampler(&mut result))
+        .flatten();
+    if want_tp && !signal.stopped() {
+        measure_throughput(&args, &signal, progress.as_ref(), &mut result);
     }
-    if want_lat && !stopped() {
-        match loopback_rrul(args.quick, progress.as_ref(), &signal.0) {
-            Ok(l) => result.latency = Some(l),
-            Err(e) => result.notes.push(format!("loopback RRUL failed: {e:#}")),
-        }
-        progress.finish();
+    if want_lat && !signal.stopped() {
+        measure_latency(&args, &signal, progress.as_ref(), &mut result);
     }
     if let Some(s) = sampler {
-        let mut m = s.stop();
-        // The RRUL's load against its own idle lead-in, on the monitor's axis.
-        if let (Some(l), Some(start)) = (&result.latency, m.start_unix_s) {
-            let from = l.t0_unix + l.delay_s - start;
-            m.summary.under_load = Some(crate::monitor::summary::load_summary_with_idle(
-                &m,
-                (from, from + l.length_s),
-                (from - l.delay_s, from),
-            ));
-        }
-        result.monitor = Some(m);
+        attach_monitor(s, &mut result);
     }
     if !args.skip.contains(&Part::Sqm) {
-        match sqm_capacity(args.quick) {
-            Ok(c) => result.sqm_capacity = Some(c),
-            Err(e) => result
-                .notes
-                .push(format!("SQM capacity not measured: {e:#}")),
-        }
+        measure_sqm(&args, &mut result);
     }
 
+    close(&mut result, signal.stopped());
+    progress.finish();
+    print_summary(&result);
+    save_files(&args, &result, started_unix)?;
+    if result.interrupted {
+        crate::errln!("routerbench: interrupted: the summary and the files are partial");
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+/// The flags, and the output directory before any measuring: a run that cannot be saved is a
+/// run lost.
+fn check(args: &RunArgs) -> anyhow::Result<()> {
+    if !(0.01..=60.0).contains(&args.crypto_seconds) {
+        anyhow::bail!("--crypto-seconds must be between 0.01 and 60");
+    }
+    if args.loopback_seconds == 0 {
+        anyhow::bail!("--loopback-seconds must be positive");
+    }
+    super::check_output_dir(&args.out_dir, "--out-dir")
+}
+
+/// The OpenWrt row's crypto columns (a failure is a note).
+fn measure_crypto(
+    args: &RunArgs,
+    signal: &SignalFlag,
+    progress: &dyn Progress,
+    result: &mut RunResult,
+) {
+    if args.skip.contains(&Part::Crypto) {
+        return;
+    }
+    let seconds = if args.quick { 0.2 } else { args.crypto_seconds };
+    let mut cfg = SuiteConfig::row_only(args.engine, seconds);
+    cfg.interrupt = Some(signal.0.clone());
+    match crypto::run_suite(&cfg, progress) {
+        Ok(c) => result.crypto = Some(c),
+        Err(e) => result.notes.push(format!("crypto skipped: {e}")),
+    }
+}
+
+/// The machine's sampler for the network tests (None, with a note, if it cannot start).
+fn start_sampler(result: &mut RunResult) -> Option<crate::monitor::Sampler> {
+    match crate::monitor::Sampler::start(crate::monitor::SamplerConfig::default()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            result.notes.push(format!("monitor not started: {e}"));
+            None
+        }
+    }
+}
+
+/// The in-device loopback throughput test.
+fn measure_throughput(
+    args: &RunArgs,
+    signal: &SignalFlag,
+    progress: &dyn Progress,
+    result: &mut RunResult,
+) {
+    let cfg = crate::server::loopback::LoopbackConfig {
+        time: if args.quick { 3 } else { args.loopback_seconds },
+        ..Default::default()
+    };
+    match super::loopback::run_with_progress(&cfg, progress, &crate::iperf3::NoIntervals, &signal.0)
+    {
+        Ok(t) => result.throughput = Some(t),
+        Err(e) => result
+            .notes
+            .push(format!("loopback throughput test failed: {e}")),
+    }
+    progress.finish();
+}
+
+/// The short RRUL over loopback.
+fn measure_latency(
+    args: &RunArgs,
+    signal: &SignalFlag,
+    progress: &dyn Progress,
+    result: &mut RunResult,
+) {
+    match loopback_rrul(args.quick, progress, &signal.0) {
+        Ok(l) => result.latency = Some(l),
+        Err(e) => result.notes.push(format!("loopback RRUL failed: {e:#}")),
+    }
+    progress.finish();
+}
+
+/// Stops the sampler and keeps its samples, with the RRUL's load summarised against its own
+/// idle lead-in, on the monitor's axis.
+fn attach_monitor(sampler: crate::monitor::Sampler, result: &mut RunResult) {
+    let mut m = sampler.stop();
+    if let (Some(l), Some(start)) = (&result.latency, m.start_unix_s) {
+        let from = l.t0_unix + l.delay_s - start;
+        m.summary.under_load = Some(crate::monitor::summary::load_summary_with_idle(
+            &m,
+            (from, from + l.length_s),
+            (from - l.delay_s, from),
+        ));
+    }
+    result.monitor = Some(m);
+}
+
+/// The SQM capacity search (a failure is a note).
+fn measure_sqm(args: &RunArgs, result: &mut RunResult) {
+    match sqm_capacity(args.quick) {
+        Ok(c) => result.sqm_capacity = Some(c),
+        Err(e) => result
+            .notes
+            .push(format!("SQM capacity not measured: {e:#}")),
+    }
+}
+
+/// The end time, and whether a signal cut the run short.
+fn close(result: &mut RunResult, interrupted: bool) {
     result.finished_at = crate::util::time::now_rfc3339();
-    result.interrupted = stopped();
+    result.interrupted = interrupted;
     if result.interrupted {
         result.notes.push(
             "interrupted (SIGINT/SIGTERM): the parts above are what was measured until then".into(),
         );
     }
-    progress.finish();
-    crate::out!("{}", crate::report::summary::render_run(&result));
+}
+
+/// The summary, the comparability warning and the SQM capacity.
+fn print_summary(result: &RunResult) {
+    crate::out!("{}", crate::report::summary::render_run(result));
     if let Some(w) = result
         .crypto
         .as_ref()
@@ -160,16 +220,20 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     if let Some(c) = &result.sqm_capacity {
         crate::out!("{}", crate::report::lab::sqm_capacity(c));
     }
+}
 
+/// `run-<time>.json` and `latest.json` (errors), the RRUL's `.flent.gz`, the HTML report and
+/// the row's standing (notes on stderr).
+fn save_files(args: &RunArgs, result: &RunResult, started_unix: i64) -> anyhow::Result<()> {
     let stamp = crate::util::time::file_stamp(started_unix);
     let path = args.out_dir.join(format!("run-{stamp}.json"));
-    crate::results::save(&result, &path).map_err(|e| {
+    crate::results::save(result, &path).map_err(|e| {
         anyhow::anyhow!(
             "cannot save {}: {e} (choose another --out-dir)",
             path.display()
         )
     })?;
-    crate::results::save(&result, &args.out_dir.join("latest.json")).map_err(|e| {
+    crate::results::save(result, &args.out_dir.join("latest.json")).map_err(|e| {
         anyhow::anyhow!("cannot save latest.json in {}: {e}", args.out_dir.display())
     })?;
     crate::outln!("\nsaved {}", path.display());
@@ -182,15 +246,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     }
     #[cfg(feature = "plots")]
     extras(
-        &result,
+        result,
         &path,
         &args.out_dir.join(format!("report-{stamp}.html")),
     );
-    if result.interrupted {
-        crate::errln!("routerbench: interrupted: the summary and the files are partial");
-        return Ok(1);
-    }
-    Ok(0)
+    Ok(())
 }
 
 /// The HTML report next to the JSON, and where the crypto row stands among the reference rows.
@@ -239,7 +299,7 @@ fn sqm_capacity(quick: bool) -> anyhow::Result<crate::results::lab::SqmCapacity>
     let mut plan = lab::sqm_capacity::SqmPlan::new(
         &name,
         aqm::QdiscKind::Cake,
-        lab::shape_fwd::routerbench_exe()?,
+        lab::aqm_forwarder::routerbench_exe()?,
     );
     plan.seconds = 5;
     plan.refine_steps = 1;

@@ -191,7 +191,7 @@ fn config(a: &StressArgs) -> anyhow::Result<StressConfig> {
                     },
                     port: a.port,
                     cc: a.cc.clone(),
-                    token: super::rrul::token_arg(&a.token)?.unwrap_or_default(),
+                    token: crate::cli::common::token::token_arg(&a.token)?.unwrap_or_default(),
                     ..Default::default()
                 })
             })
@@ -224,8 +224,8 @@ pub fn run(a: StressArgs) -> anyhow::Result<i32> {
     // starts (bad input, no server, no agent) leaves no empty directory behind.
     let existed = a.out_dir.exists();
     super::check_output_dir(&a.out_dir, "--out-dir")?;
-    crate::server::signals::install();
-    let signal = super::client::SignalFlag::default();
+    crate::util::signals::install();
+    let signal = crate::cli::common::signal_flag::SignalFlag::default();
     cfg.interrupt = Some(signal.0.clone());
     let progress: Box<dyn Progress> = if a.quiet {
         Box::new(NoProgress)

@@ -6,7 +6,7 @@ use super::error::{Context, LabError, Result};
 use super::load::{LoadGenerator, LoadSpec};
 use super::probe::{EchoServer, ProbePlan, probe};
 use super::topology::qdisc_stats;
-use super::{DEV_RTR_LAN, DEV_RTR_WAN, shape, theory};
+use super::{DEV_RTR_LAN, DEV_RTR_WAN, tc_shaper, theory};
 use crate::results::lab::{AccuracyPoint, LabConfig};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::Arc;
@@ -78,7 +78,9 @@ pub fn measure(
         timeout: Duration::from_secs(1),
     };
     let (idle_sent, idle) = probe(&cfg.ns_lan, target, idle_plan)?;
-    let drops0 = qdisc_stats(cfg, dev).map(|q| shape::total_drops(&q)).ok();
+    let drops0 = qdisc_stats(cfg, dev)
+        .map(|q| tc_shaper::total_drops(&q))
+        .ok();
 
     let load = LoadSpec {
         flows: plan.flows,
@@ -104,7 +106,9 @@ pub fn measure(
         .map_err(|_| LabError::Panicked("the load thread panicked"))??;
     let (loaded_sent, loaded) = probed?;
     server.stop()?;
-    let drops1 = qdisc_stats(cfg, dev).map(|q| shape::total_drops(&q)).ok();
+    let drops1 = qdisc_stats(cfg, dev)
+        .map(|q| tc_shaper::total_drops(&q))
+        .ok();
 
     let idle = theory::summarize(idle_sent, &idle);
     let loaded = theory::summarize(loaded_sent, &loaded);

@@ -13,6 +13,7 @@
 //! labs because each lab's namespaces are separate.
 
 pub mod accuracy;
+pub mod aqm_forwarder;
 pub mod backlog;
 pub mod capacity;
 pub mod error;
@@ -24,15 +25,16 @@ pub mod offload;
 pub mod probe;
 pub mod router;
 pub mod run;
-pub mod shape;
-pub mod shape_fwd;
 pub mod sqm_capacity;
 pub mod state;
 pub mod sys;
+pub mod tc_shaper;
 pub mod theory;
 mod topology;
 pub mod vm;
 
+/// The forwarder's old name, for `src/lab/vm/` until it says `aqm_forwarder` too.
+pub use aqm_forwarder as shape_fwd;
 pub use error::{LabError, Result};
 pub use events::{LabEvent, LabEvents};
 pub use state::{config_path, load_config};

@@ -4,7 +4,7 @@
 
 use super::error::{Context, Result};
 use super::sys::{run_tool, try_tool};
-use super::{DEV_RTR_LAN, DEV_RTR_WAN, netns, shape};
+use super::{DEV_RTR_LAN, DEV_RTR_WAN, netns, tc_shaper};
 use crate::results::lab::{LabConfig, Shaper};
 
 /// `ip -n NS args…`.
@@ -61,7 +61,7 @@ pub fn apply_shaper(rtr: &str, dev: &str, b: Bottleneck, rate: Option<u64>) -> R
     // Back to the veth default (noqueue), then add ours: re-running `up` replaces the shaper.
     try_tool("tc", &["-n", rtr, "qdisc", "del", "dev", dev, "root"]);
     let Some(rate) = rate else { return Ok(()) };
-    for args in shape::tc_commands(dev, b.shaper, rate, b.buffer_bytes, b.burst_bytes) {
+    for args in tc_shaper::tc_commands(dev, b.shaper, rate, b.buffer_bytes, b.burst_bytes) {
         let a: Vec<&str> = args.iter().map(String::as_str).collect();
         tc(rtr, &a).with_context(|| format!("cannot install the {} shaper on {dev}", b.shaper))?;
     }

@@ -4,9 +4,9 @@
 //! `lab measure` run (bulk TCP upload + UDP round-trip probes), re-measured once on a miss.
 
 use super::accuracy::{MeasurePlan, measure};
+use super::aqm_forwarder::{AqmPlace, AqmSpec, apply};
 use super::error::{LabError, Result};
 use super::load::LoadGenerator;
-use super::shape_fwd::{AqmPlace, AqmSpec, apply};
 use super::topology::{LabSpec, up};
 use crate::results::lab::{SqmCapacity, SqmPoint};
 use aqm::QdiscKind;
@@ -129,7 +129,7 @@ fn point(
     let mut remeasured = false;
     let mut result = None;
     let fwd = || {
-        super::shape_fwd::worker::read_stats(&plan.name).map(|s| {
+        super::aqm_forwarder::worker::read_stats(&plan.name).map(|s| {
             (
                 s.up.cpu_ms + s.down.cpu_ms,
                 (s.up.rx_frames + s.down.rx_frames) as f64,

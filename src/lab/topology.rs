@@ -127,7 +127,7 @@ pub fn up(spec: &LabSpec) -> Result<LabConfig> {
     }
     let ns_cc = ns_default_cc(&spec.cc)?;
     // A userspace AQM forwarder from an earlier `up --qdisc` goes; kernel forwarding comes back.
-    super::shape_fwd::stop(&spec.name)?;
+    super::aqm_forwarder::stop(&spec.name)?;
     let (lan, rtr, wan) = names(&spec.name);
     make_namespaces([&lan, &rtr, &wan])?;
     make_links(&lan, &rtr, &wan)?;
@@ -270,7 +270,7 @@ pub fn down(name: &str) -> Result<DownReport> {
     // A VM router's qemu (and with it its taps), its cgroup, console and image.
     super::vm::files::stop(name);
     // The forwarder's supervisor restores kernel forwarding and removes its state files.
-    let _ = super::shape_fwd::stop(name);
+    let _ = super::aqm_forwarder::stop(name);
     state::remove_log(name);
     let (lan, rtr, wan) = names(name);
     let me = std::process::id() as i32;

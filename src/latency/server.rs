@@ -503,7 +503,20 @@ impl crate::service::ProtocolHandler for Service {
                 session,
                 conn,
                 direction,
-            }) => Ok(self.rpm_load(stream, peer, version, session, conn, direction, seat)?),
+            }) => {
+                // An RPM load connection is a load flow of its session: no DSCP, no
+                // congestion control of its own.
+                let req = LoadRequest {
+                    peer,
+                    version,
+                    session,
+                    flow: conn,
+                    direction,
+                    tos: 0,
+                    cc: String::new(),
+                };
+                Ok(self.rpm_load(stream, req, seat)?)
+            }
             Ok(Message::RpmProbe {
                 version,
                 session,

@@ -56,17 +56,13 @@ impl Service {
 
     /// An RPM load connection: checks and registers it (as a flow of the session), then
     /// receives (upload) or sends (download) until the test ends or the client closes.
-    #[allow(clippy::too_many_arguments)] // the hello's fields, as the other flow handlers take them
     pub(crate) fn rpm_load(
         &self,
         mut stream: TcpStream,
-        peer: SocketAddr,
-        version: u16,
-        session: u64,
-        conn_id: u8,
-        direction: Direction,
+        req: LoadRequest,
         seat: Option<crate::service::fair::Seat>,
     ) -> Result<(), ServiceError> {
+        let (peer, session, conn_id, direction) = (req.peer, req.session, req.flow, req.direction);
         let until = self
             .inner
             .session(session)
@@ -79,15 +75,6 @@ impl Service {
             );
             self.inner.log(format!("{peer}: RPM load refused: {m}"));
             return Ok(());
-        };
-        let req = LoadRequest {
-            peer,
-            version,
-            session,
-            flow: conn_id,
-            direction,
-            tos: 0,
-            cc: String::new(),
         };
         let Some((s, bytes)) = self.accept_flow(&mut stream, &req)? else {
             return Ok(());

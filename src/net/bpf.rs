@@ -13,7 +13,7 @@ use std::os::fd::AsRawFd;
 /// The UDP header the filter skips.
 const UDP_HDR: u32 = 8;
 
-/// Probe bounds and bytes (`wire::rb_probe`), as the filter compares them.
+/// Probe bounds and bytes (`wire::rb::probe`), as the filter compares them.
 fn probe_magic_word() -> u32 {
     u32::from_be_bytes(crate::wire::rb::PROBE_MAGIC)
 }

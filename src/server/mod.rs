@@ -15,7 +15,6 @@ mod conn;
 pub mod daemon;
 pub mod latency_only;
 pub mod loopback;
-pub mod signals;
 
 pub use crate::service::ProtocolHandler;
 
@@ -349,7 +348,7 @@ impl Server {
             .event(&ServerEvent::Listening(self.listener.local_addr()?));
         self.listener.set_nonblocking(true)?;
         let reason = loop {
-            if (sh.cfg.handle_signals && signals::signalled())
+            if (sh.cfg.handle_signals && crate::util::signals::signalled())
                 || sh.stop_when.as_ref().is_some_and(|when| when())
             {
                 sh.stop.store(true, Ordering::Relaxed);

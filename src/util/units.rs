@@ -1,7 +1,7 @@
 //! Units for people: routerbench's own display of a bit rate (`20.0 Mbit/s`). Two other rate
 //! texts exist on purpose, each in its layer: iperf3's output format (`19.1 Mbits/sec`, with
 //! `--format`) is `report::iperf3::bitrate`, and tc's command-line syntax (`20000000bit`) is
-//! `lab::shape::tc_rate`.
+//! `lab::tc_shaper::tc_rate`.
 
 /// A bit rate for people: `950 kbit/s`, `20.0 Mbit/s`, `1.50 Gbit/s`.
 pub fn human_rate(bps: f64) -> String {

@@ -8,10 +8,10 @@ mod chain;
 pub mod cobalt;
 pub mod tins;
 
+use crate::MS;
 use crate::meta::{Packet, PktMeta};
 use crate::qdisc::{Dequeued, FlowQueue, Qdisc, QdiscKind, QdiscStats};
 use crate::shaper::{Overhead, VirtualClock};
-use crate::MS;
 use chain::{Chains, ListId};
 use cobalt::{Cobalt, CobaltParams, Verdict};
 pub use tins::DiffservMode;

@@ -1,31 +1,11 @@
 //! `routerbench shape`: the userspace AQM forwarder of a lab's router namespace (started by
 //! `lab up --qdisc Q --aqm userspace`; can be run by hand in the foreground).
 
-use crate::lab::shape;
-use crate::lab::shape_fwd::worker::{self, ShapeOptions};
-use aqm::QdiscKind;
-use clap::{Args, ValueEnum};
+use crate::cli::common::qdisc_arg::QdiscArg;
+use crate::lab::aqm_forwarder::worker::{self, ShapeOptions};
+use crate::lab::tc_shaper;
+use clap::Args;
 use std::time::Duration;
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum QdiscArg {
-    Fifo,
-    Codel,
-    #[value(name = "fq_codel")]
-    FqCodel,
-    Cake,
-}
-
-impl QdiscArg {
-    pub fn kind(self) -> QdiscKind {
-        match self {
-            QdiscArg::Fifo => QdiscKind::Fifo,
-            QdiscArg::Codel => QdiscKind::Codel,
-            QdiscArg::FqCodel => QdiscKind::FqCodel,
-            QdiscArg::Cake => QdiscKind::Cake,
-        }
-    }
-}
 
 #[derive(Debug, Args)]
 pub struct ShapeArgs {
@@ -61,9 +41,17 @@ pub fn run(a: ShapeArgs) -> anyhow::Result<i32> {
     let o = ShapeOptions {
         name: a.name.clone(),
         qdisc: a.qdisc.kind(),
-        up_rate_bps: a.rate.as_deref().map(shape::parse_rate).transpose()?,
-        down_rate_bps: a.down_rate.as_deref().map(shape::parse_rate).transpose()?,
-        buffer_bytes: a.buffer.as_deref().map(shape::parse_bytes).transpose()?,
+        up_rate_bps: a.rate.as_deref().map(tc_shaper::parse_rate).transpose()?,
+        down_rate_bps: a
+            .down_rate
+            .as_deref()
+            .map(tc_shaper::parse_rate)
+            .transpose()?,
+        buffer_bytes: a
+            .buffer
+            .as_deref()
+            .map(tc_shaper::parse_bytes)
+            .transpose()?,
         duration,
     };
     if a.worker {

@@ -76,7 +76,7 @@ impl JsonArg {
     /// Before measuring: FILE is not a directory, and its directory exists and takes a file.
     pub fn check(&self) -> anyhow::Result<()> {
         match self.file() {
-            Some(p) => super::check_output_file(p, "--json"),
+            Some(p) => crate::cli::check_output_file(p, "--json"),
             None => Ok(()),
         }
     }

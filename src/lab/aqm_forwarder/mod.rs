@@ -112,7 +112,7 @@ fn reap(pid: i32) {
 
 fn kernel_commands(kind: QdiscKind, dev: &str, rate: u64, buffer: u64) -> Vec<Vec<String>> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    let r = super::shape::tc_rate(rate);
+    let r = super::tc_shaper::tc_rate(rate);
     let b = buffer.to_string();
     match kind {
         QdiscKind::Cake => vec![s(&[

@@ -645,13 +645,10 @@ pub fn parse_frame(bytes: &[u8]) -> Result<Message, WireError> {
     Message::parse(bytes[field::TYPE], payload)
 }
 
-#[path = "rb_probe.rs"]
 mod probe;
 pub use probe::*;
 
-#[path = "rb_rpm.rs"]
 pub mod rpm;
 
 #[cfg(test)]
-#[path = "rb_tests.rs"]
 mod tests;

@@ -2,11 +2,14 @@
 //! port, several tests at once, with limits; iperf3's output on stdout (or `--logfile`), log
 //! lines with `-V`; `-D`, `-I` and SIGHUP as iperf3 users expect.
 
-use super::client::OutputOpts;
-use super::server_log::{Log, spawn_reopen_on_hangup};
-use crate::cli::log_sink::LogSink;
+pub mod config_file;
+pub mod log;
+
+use crate::cli::common::iperf3_opts::OutputOpts;
+use crate::cli::common::log_sink::LogSink;
 use crate::server::{Server, ServerConfig};
 use clap::Args;
+use log::{Log, spawn_reopen_on_hangup};
 use portable_atomic::AtomicU64;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -158,11 +161,11 @@ pub struct ServerArgs {
     /// `config routerbench`); flags after it override the file.
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
-    /// Each finished test as iperf3 -J JSON: `-J, --json [FILE|-]`, see `super::json_arg`; on
+    /// Each finished test as iperf3 -J JSON: `-J, --json [FILE|-]`, see `crate::cli::common::json_arg`; on
     /// standard output (or --logfile) it replaces the text, a FILE gets one document per test
     /// appended.
     #[command(flatten)]
-    pub json: super::json_arg::JsonArg,
+    pub json: crate::cli::common::json_arg::JsonArg,
     /// No output at all, only errors.
     #[arg(short = 'q', long = "quiet", conflicts_with = "verbose")]
     pub quiet: bool,
@@ -188,7 +191,7 @@ pub fn agent(args: &ServerArgs) -> anyhow::Result<Option<crate::monitor::agent::
     // unless --monitor-token names another.
     let token = match &args.monitor_token {
         Some(t) => Some(t.clone()),
-        None => crate::cli::rrul::token_arg(&args.token)?,
+        None => crate::cli::common::token::token_arg(&args.token)?,
     };
     if !loopback_only && token.as_deref().unwrap_or("").is_empty() {
         anyhow::bail!(
@@ -432,7 +435,7 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         };
         cfg.auth = Some(Arc::new(auth));
     }
-    let token = crate::cli::rrul::token_arg(&args.token)?;
+    let token = crate::cli::common::token::token_arg(&args.token)?;
     let latency_token = token.is_some();
     if let Some(w) = open_warning(cfg.bind, cfg.auth.is_some(), token.is_some()) {
         // One line, also with -q: the operator should know who can use the server.
@@ -505,8 +508,8 @@ fn open_sink(args: &ServerArgs) -> anyhow::Result<Arc<LogSink>> {
 
 /// Signal handlers and the allocator's set-up, before any server thread starts.
 fn prepare_process() {
-    crate::server::signals::install();
-    crate::server::signals::install_hangup();
+    crate::util::signals::install();
+    crate::util::signals::install_hangup();
     // glibc gives each busy thread its own malloc arena (up to 8 per core) and keeps their
     // memory after the threads end: the soak saw RSS creep wave after wave. Two arenas keep a
     // long-running server's RSS flat. (musl, OpenWrt's libc, has a single heap.)

@@ -186,7 +186,7 @@ mod tests {
     use clap::Parser;
 
     /// The file the OpenWrt package installs as /etc/config/routerbench.
-    const SHIPPED: &str = include_str!("../../openwrt/routerbench/files/routerbench.config");
+    const SHIPPED: &str = include_str!("../../../openwrt/routerbench/files/routerbench.config");
 
     fn server_args(argv: &[&str]) -> crate::cli::server::ServerArgs {
         let argv = argv.iter().map(OsString::from).collect();

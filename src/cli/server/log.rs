@@ -2,7 +2,7 @@
 //! connection, interval lines, the summary or `-J`) and the log lines (refusals, failed
 //! hand-offs, shutdown), rendered from the server's events; the log file's reopen on SIGHUP.
 
-use crate::cli::log_sink::LogSink;
+use crate::cli::common::log_sink::LogSink;
 use crate::results::throughput::ThroughputResult;
 use crate::server::{ServerEvent, ServerObserver};
 use portable_atomic::AtomicU64;
@@ -15,7 +15,7 @@ use std::time::Duration;
 /// interval lines and the test's summary as output (stdout or `--logfile`); refusals, protocol
 /// sessions and shutdown as log lines (stderr with `-V`, or the log file).
 pub struct Log {
-    pub json: super::json_arg::JsonArg,
+    pub json: crate::cli::common::json_arg::JsonArg,
     pub verbose: bool,
     /// No output at all (`-q`), only errors.
     pub quiet: bool,
@@ -164,7 +164,7 @@ pub fn spawn_reopen_on_hangup(sink: Arc<LogSink>) -> Arc<std::sync::atomic::Atom
         .spawn(move || {
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(100));
-                if !crate::server::signals::take_hangup() {
+                if !crate::util::signals::take_hangup() {
                     continue;
                 }
                 let line = match (sink.logfile(), sink.reopen()) {
