@@ -1,7 +1,9 @@
 //! The VM router (`lab up --router vm`): the netlink configuration it uses inside the VM,
 //! checked on this host's kernel; then the VM itself booted, an RRUL through it with the
 //! agent's samples from the ARM kernel, an RRUL against the armv7 build's own server in the VM
-//! with kernel stamps at both ends, and `lab down` leaving nothing behind.
+//! with kernel stamps at both ends, and `lab down` leaving nothing behind; then the same RRUL
+//! against the mipsel build's server inside the MIPS VM (`--vm-arch mipsel`: qemu-system-mipsel,
+//! malta, Debian's 4kc-malta kernel).
 
 mod lab_support;
 
@@ -354,4 +356,146 @@ fn vm_router_boots_and_carries_an_rrul() {
         assert!(!std::path::Path::new(&format!("/run/netns/{lab}-{part}")).exists());
     }
     assert!(!std::path::Path::new(&format!("/run/routerbench-lab/{lab}.console")).exists());
+}
+
+/// Issue 18 step 4 on MIPS: `lab up --router vm --vm-arch mipsel` boots Debian's 4kc-malta kernel
+/// under qemu-system-mipsel (malta, 34Kf) with the static mipsel build (`TARGETS=mipsel
+/// bench/cross.sh`) inside, and an RRUL from the LAN host against that build's server (the
+/// VM's agent, 10.201.1.1) gets kernel stamps at both ends: the MIPS kernel's through the
+/// 32-bit `_NEW` socket options (musl's 64-bit `time_t`). Short (3 s of load): TCG
+/// emulation of MIPS is slow. Needs root, qemu-system-mipsel (package qemu-system-mips), the
+/// mipsel architecture in apt and the mipsel build; CI has all of them, so there a missing one
+/// fails instead of skipping.
+#[test]
+fn vm_router_mipsel_kernel_stamps_at_both_ends() {
+    use routerbench::lab::vm::{self, VmArch};
+    let ci =
+        std::env::var_os("CI").is_some() || std::env::var_os("ROUTERBENCH_REQUIRE_VM").is_some();
+    let arch = VmArch::Mipsel;
+    let missing = if !routerbench::lab::sys::is_root() {
+        Some("not root".to_string())
+    } else if let Err(e) = vm::preflight_for(arch) {
+        Some(e.to_string())
+    } else if let Err(e) = vm::assets::router_binary_for(None, arch) {
+        Some(e.to_string())
+    } else if let Err(e) = vm::assets::kernel_package_for(arch) {
+        Some(e.to_string())
+    } else {
+        None
+    };
+    if let Some(why) = missing {
+        assert!(!ci, "CI must run the mipsel VM router test: {why}");
+        eprintln!("skip vm_router_mipsel_kernel_stamps_at_both_ends: {why}");
+        return;
+    }
+    let lab = name("vmm");
+    let _guard = lab_support::guard(&lab);
+    let rb = env!("CARGO_BIN_EXE_routerbench");
+    // More vCPUs than the malta VM can run is refused before anything is built.
+    let out = Command::new(rb)
+        .args(["lab", "up", "--router", "vm", "--vm-arch", "mipsel"])
+        .args(["--vcpus", "2", "--name", &lab])
+        .bounded(Duration::from_secs(60));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--vcpus 2") && err.contains("mipsel"), "{err}");
+    let t0 = Instant::now();
+    let out = Command::new(rb)
+        .args(["lab", "up", "--router", "vm", "--vm-arch", "mipsel"])
+        .args(["--name", &lab, "--json"])
+        .bounded(Duration::from_secs(600));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let up: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let vmj = &up["config"]["router_vm"];
+    assert_eq!(vmj["identity"]["arch"], "mips", "{vmj}");
+    assert!(
+        vmj["kernel"].as_str().unwrap().ends_with("-4kc-malta"),
+        "{vmj}"
+    );
+    assert!(
+        vmj["emulator"]
+            .as_str()
+            .unwrap()
+            .starts_with("qemu-system-mipsel -M malta -cpu 34Kf"),
+        "{vmj}"
+    );
+    assert_eq!(vmj["vcpus"], 1, "{vmj}");
+    let pid = vmj["qemu_pid"].as_i64().unwrap();
+    eprintln!(
+        "mipsel VM up in {:.1} s (boot {} s)",
+        t0.elapsed().as_secs_f64(),
+        vmj["boot_s"]
+    );
+    let json = std::env::temp_dir().join(format!("{lab}-mipsel.json"));
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &format!("{lab}-lan"),
+            rb,
+            "rrul",
+            "10.201.1.1",
+        ])
+        .args(["-p", "5201", "-l", "3", "--delay", "1", "-q", "--json"])
+        .arg(&json)
+        .bounded(Duration::from_secs(300));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    let mut udp = 0;
+    for p in r["latency"]["probes"].as_array().unwrap() {
+        if p["kind"] == "udp" {
+            udp += 1;
+            assert_eq!(p["timestamps"], "kernel", "this host's stamps: {p}");
+            assert_eq!(
+                p["server_timestamps"], "kernel",
+                "the mipsel server's stamps: {p}"
+            );
+            let rtts: Vec<f64> = p["samples"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|x| x["rtt_ms"].as_f64())
+                .collect();
+            assert!(rtts.len() >= 5, "{} round trips: {p}", rtts.len());
+            // Sane: positive, and below the probes' own timeout-scale bound.
+            assert!(rtts.iter().all(|&v| v > 0.0 && v < 5000.0), "{rtts:?}");
+        }
+    }
+    assert!(udp >= 1, "no UDP probe series against the VM's server: {r}");
+    let s = &r["latency"]["summary"];
+    let idle = s["idle_rtt_ms"]["median"].as_f64().unwrap();
+    let loaded = s["loaded_rtt_ms"]["median"].as_f64().unwrap();
+    assert!(idle > 0.0 && idle < 500.0, "idle RTT {idle} ms: {s}");
+    assert!(
+        loaded >= idle * 0.5 && loaded < 5000.0,
+        "loaded RTT {loaded} ms: {s}"
+    );
+    assert!(s["upload_mbps"].as_f64().unwrap() > 0.1, "{s}");
+    assert!(s["download_mbps"].as_f64().unwrap() > 0.1, "{s}");
+    eprintln!(
+        "mipsel VM server: idle {idle:.2} ms, loaded {loaded:.2} ms, up {} / down {} Mbit/s",
+        s["upload_mbps"], s["download_mbps"]
+    );
+    let out = Command::new(rb)
+        .args(["lab", "down", "--name", &lab])
+        .bounded(Duration::from_secs(300));
+    assert!(out.status.success());
+    assert!(
+        !std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+            .unwrap_or_default()
+            .contains("qemu")
+    );
+    for part in ["lan", "rtr", "wan"] {
+        assert!(!std::path::Path::new(&format!("/run/netns/{lab}-{part}")).exists());
+    }
 }

@@ -183,9 +183,9 @@ pub struct VmArgs {
     /// The router: the namespace (this host's kernel) or a VM with its own ARM kernel.
     #[arg(long, value_enum, default_value = "netns")]
     pub router: RouterArg,
-    /// With --router vm: virtual CPUs.
-    #[arg(long, default_value_t = 2)]
-    pub vcpus: u32,
+    /// With --router vm: virtual CPUs (default 2; 1 with --vm-arch mipsel).
+    #[arg(long)]
+    pub vcpus: Option<u32>,
     /// With --router vm: memory, MiB.
     #[arg(long, default_value_t = 256)]
     pub vm_memory: u32,
@@ -206,18 +206,35 @@ pub struct VmArgs {
     /// capacity` adds the tunnel's throughput and its prediction from the crypto row.
     #[arg(long)]
     pub wireguard: bool,
+    /// With --router vm: the emulated router's CPU. armv7: qemu-system-arm, Debian's armmp
+    /// kernel. mipsel: qemu-system-mipsel -M malta -cpu 34Kf (MT7621-like), Debian's 4kc-malta
+    /// kernel, the `TARGETS=mipsel bench/cross.sh` build (--vcpus 1, --vm-memory up to 256).
+    #[arg(long, value_enum, default_value = "armv7")]
+    pub vm_arch: VmArchArg,
+}
+
+/// `--vm-arch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum VmArchArg {
+    Armv7,
+    Mipsel,
 }
 
 impl VmArgs {
     pub fn spec(&self, qdisc: aqm::QdiscKind, userspace: bool) -> lab::vm::VmSpec {
+        let arch = match self.vm_arch {
+            VmArchArg::Armv7 => lab::vm::VmArch::Armv7,
+            VmArchArg::Mipsel => lab::vm::VmArch::Mipsel,
+        };
         let mut v = lab::vm::VmSpec {
-            vcpus: self.vcpus,
+            vcpus: self.vcpus.unwrap_or(arch.default_vcpus()),
             memory_mib: self.vm_memory,
             cpu_budget_pct: self.cpu_budget,
             router_bin: self.router_bin.clone(),
             qdisc,
             userspace_aqm: userspace,
             wireguard: self.wireguard,
+            arch,
             ..Default::default()
         };
         if let Some(c) = &self.cache {

@@ -235,7 +235,9 @@ pub fn search(
 /// The VM router in words, with its CPU budget.
 pub fn vm_router_words(v: &super::vm::VmSpec) -> String {
     format!(
-        "VM router (qemu-system-arm cortex-a15, {} vCPU, {} MiB), CPU budget {}",
+        "VM router ({} {}, {} vCPU, {} MiB), CPU budget {}",
+        v.arch.qemu(),
+        v.arch.machine()[3],
         v.vcpus,
         v.memory_mib,
         v.cpu_budget_pct

@@ -1,9 +1,13 @@
-//! What the VM router is made of, from Debian packages: the armmp kernel (`linux-image-armmp:armhf`
-//! names the exact version) and `busybox-static:armhf`, fetched with `apt-get download` into a
-//! cache directory the user can see (`~/.cache/routerbench/vm`, `--cache DIR`), unpacked with
-//! `dpkg-deb -x`, and recorded (package, version, SHA-256 of each .deb) in `manifest.json`
-//! there. Nothing else is downloaded. Plus the static armv7 routerbench from `bench/cross.sh`.
+//! What the VM router is made of, from Debian packages: the kernel (for armv7 the armmp kernel,
+//! `linux-image-armmp:armhf` names the exact version; for mipsel the 4kc-malta kernel,
+//! `linux-image-4kc-malta:mipsel`) and `busybox-static` of the same architecture, fetched with
+//! `apt-get download` into a cache directory the user can see (`~/.cache/routerbench/vm`,
+//! `--cache DIR`), unpacked with `dpkg-deb -x` (armv7 into `root/`, mipsel into
+//! `root-mipsel/`), and recorded (package, version, SHA-256 of each .deb) in the
+//! architecture's manifest there. Nothing else is downloaded. Plus the static routerbench of
+//! that architecture from `bench/cross.sh`.
 
+use super::arch::VmArch;
 use crate::lab::error::{LabError, Result};
 use crate::lab::sys::{run_tool, tool_path};
 use serde::{Deserialize, Serialize};
@@ -59,29 +63,42 @@ fn sha256_file(p: &Path) -> Result<String> {
 
 /// The kernel package `linux-image-armmp:armhf` depends on (`linux-image-6.1.0-57-armmp:armhf`).
 pub fn kernel_package() -> Result<String> {
-    let out = run_tool("apt-cache", &["depends", KERNEL_META]).map_err(|e| {
+    kernel_package_for(VmArch::Armv7)
+}
+
+/// The kernel package `arch`'s meta package depends on (`linux-image-6.1.0-57-armmp:armhf`,
+/// `linux-image-6.1.0-50-4kc-malta:mipsel`).
+pub fn kernel_package_for(arch: VmArch) -> Result<String> {
+    let (meta, deb) = (arch.kernel_meta(), arch.deb_arch());
+    let out = run_tool("apt-cache", &["depends", &meta]).map_err(|e| {
         LabError::State(format!(
-            "apt does not know {KERNEL_META} ({e}): add the architecture with \
-             `dpkg --add-architecture armhf && apt-get update`"
+            "apt does not know {meta} ({e}): add the architecture with \
+             `dpkg --add-architecture {deb} && apt-get update`"
         ))
     })?;
-    parse_kernel_dependency(&out).ok_or_else(|| {
+    parse_kernel_dependency_for(&out, deb).ok_or_else(|| {
         LabError::State(format!(
-            "apt-cache depends {KERNEL_META} names no linux-image package: add the armhf \
-             architecture (`dpkg --add-architecture armhf && apt-get update`)"
+            "apt-cache depends {meta} names no linux-image package: add the {deb} \
+             architecture (`dpkg --add-architecture {deb} && apt-get update`)"
         ))
     })
 }
 
 /// The `Depends: linux-image-…:armhf` line of `apt-cache depends`.
 pub fn parse_kernel_dependency(text: &str) -> Option<String> {
+    parse_kernel_dependency_for(text, "armhf")
+}
+
+/// The `Depends: linux-image-…` line of `apt-cache depends`, with `:deb_arch` added if apt
+/// left it off.
+pub fn parse_kernel_dependency_for(text: &str, deb_arch: &str) -> Option<String> {
     text.lines().find_map(|l| {
         let dep = l.trim().strip_prefix("Depends:")?.trim();
         dep.starts_with("linux-image-").then(|| {
             if dep.contains(':') {
                 dep.to_string()
             } else {
-                format!("{dep}:armhf")
+                format!("{dep}:{deb_arch}")
             }
         })
     })
@@ -92,8 +109,13 @@ fn deb_field(deb: &Path, field: &str) -> Result<String> {
     Ok(run_tool("dpkg-deb", &["-f", &p, field])?.trim().to_string())
 }
 
-/// Downloads (if not cached yet) and unpacks the kernel and busybox into `cache`.
+/// Downloads (if not cached yet) and unpacks the armv7 kernel and busybox into `cache`.
 pub fn fetch(cache: &Path) -> Result<Assets> {
+    fetch_for(cache, VmArch::Armv7)
+}
+
+/// Downloads (if not cached yet) and unpacks `arch`'s kernel and busybox into `cache`.
+pub fn fetch_for(cache: &Path, arch: VmArch) -> Result<Assets> {
     for (tool, pkg) in [("apt-get", "apt"), ("dpkg-deb", "dpkg")] {
         tool_path(tool).map_err(|_| {
             LabError::State(format!(
@@ -103,22 +125,26 @@ pub fn fetch(cache: &Path) -> Result<Assets> {
     }
     std::fs::create_dir_all(cache)
         .map_err(|e| LabError::Sys(format!("cannot create {}: {e}", cache.display())))?;
-    let manifest_path = cache.join("manifest.json");
+    let manifest_path = match arch {
+        VmArch::Armv7 => cache.join("manifest.json"),
+        a => cache.join(format!("manifest-{}.json", a.name())),
+    };
     // A kernel already in the cache is used as it is: asking apt which one the meta package
     // names takes `apt-cache` seconds to tens of seconds on a loaded host, and `lab capacity`
     // boots the VM once per point. Delete the cache to pick up a newer kernel.
-    let cached_kernel = find_kernel_deb(cache);
+    let cached_kernel = find_kernel_deb(cache, arch);
     let kernel_pkg = match &cached_kernel {
         Some(_) => String::new(),
-        None => kernel_package()?,
+        None => kernel_package_for(arch)?,
     };
+    let busybox_pkg = arch.busybox();
     let mut manifest = Manifest::default();
-    for pkg in [kernel_pkg.as_str(), BUSYBOX] {
+    for pkg in [kernel_pkg.as_str(), busybox_pkg.as_str()] {
         let deb = match (&cached_kernel, pkg.is_empty()) {
             (Some(k), true) => k.clone(),
             _ => {
                 let base = pkg.split(':').next().unwrap_or(pkg);
-                find_deb(cache, base).map_or_else(|| download(cache, pkg, base), Ok)?
+                find_deb(cache, base, arch).map_or_else(|| download(cache, pkg, base, arch), Ok)?
             }
         };
         let rec = PackageRecord {
@@ -130,8 +156,8 @@ pub fn fetch(cache: &Path) -> Result<Assets> {
                 .unwrap_or_default(),
             sha256: sha256_file(&deb)?,
         };
-        let out = cache.join("root");
-        let stamp = cache.join(format!("root/.unpacked-{}", rec.sha256));
+        let out = cache.join(arch.root_dir());
+        let stamp = out.join(format!(".unpacked-{}", rec.sha256));
         if !stamp.exists() {
             let (d, o) = (
                 deb.to_string_lossy().into_owned(),
@@ -143,7 +169,7 @@ pub fn fetch(cache: &Path) -> Result<Assets> {
         }
         manifest.packages.push(rec);
     }
-    let root = cache.join("root");
+    let root = cache.join(arch.root_dir());
     let (vmlinuz, release) = find_kernel(&root)?;
     manifest.kernel_release = release.clone();
     let text = serde_json::to_string_pretty(&manifest)
@@ -153,7 +179,7 @@ pub fn fetch(cache: &Path) -> Result<Assets> {
     let busybox = root.join("bin/busybox");
     if !busybox.exists() {
         return Err(LabError::State(format!(
-            "{} has no bin/busybox: is {BUSYBOX} intact? delete {} and retry",
+            "{} has no bin/busybox: is {busybox_pkg} intact? delete {} and retry",
             root.display(),
             cache.display()
         )));
@@ -167,35 +193,40 @@ pub fn fetch(cache: &Path) -> Result<Assets> {
     })
 }
 
-/// The newest-named `linux-image-*-armmp_*_armhf.deb` in the cache.
-fn find_kernel_deb(cache: &Path) -> Option<PathBuf> {
+/// The newest-named `linux-image-*-armmp_*_armhf.deb` (for mipsel
+/// `linux-image-*-4kc-malta_*_mipsel.deb`) in the cache.
+fn find_kernel_deb(cache: &Path, arch: VmArch) -> Option<PathBuf> {
     let mut debs: Vec<PathBuf> = std::fs::read_dir(cache)
         .ok()?
         .flatten()
-        .filter(|e| is_kernel_deb(&e.file_name().to_string_lossy()))
+        .filter(|e| is_kernel_deb_for(&e.file_name().to_string_lossy(), arch))
         .map(|e| e.path())
         .collect();
     debs.sort();
     debs.pop()
 }
 
-fn is_kernel_deb(n: &str) -> bool {
-    // linux-image-6.1.0-57-armmp_…, not the meta package linux-image-armmp_….
-    n.strip_prefix("linux-image-")
-        .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
-        && n.contains("-armmp_")
-        && n.ends_with("_armhf.deb")
+fn is_kernel_deb_for(n: &str, arch: VmArch) -> bool {
+    // linux-image-6.1.0-57-armmp_…, not the meta package linux-image-armmp_… (nor
+    // linux-image-4kc-malta_…, whose flavour starts with a digit too).
+    let flavour = arch.kernel_flavour();
+    n.strip_prefix("linux-image-").is_some_and(|r| {
+        r.starts_with(|c: char| c.is_ascii_digit()) && !r.starts_with(&format!("{flavour}_"))
+    }) && n.contains(&format!("-{flavour}_"))
+        && n.ends_with(&format!("_{}.deb", arch.deb_arch()))
 }
 
-fn find_deb(cache: &Path, base: &str) -> Option<PathBuf> {
+fn find_deb(cache: &Path, base: &str, arch: VmArch) -> Option<PathBuf> {
     let prefix = format!("{base}_");
+    let suffix = format!("_{}.deb", arch.deb_arch());
     std::fs::read_dir(cache).ok()?.flatten().find_map(|e| {
         let n = e.file_name().to_string_lossy().into_owned();
-        (n.starts_with(&prefix) && n.ends_with("_armhf.deb")).then(|| e.path())
+        (n.starts_with(&prefix) && n.ends_with(&suffix)).then(|| e.path())
     })
 }
 
-fn download(cache: &Path, pkg: &str, base: &str) -> Result<PathBuf> {
+fn download(cache: &Path, pkg: &str, base: &str, arch: VmArch) -> Result<PathBuf> {
+    let deb = arch.deb_arch();
     let out = std::process::Command::new("apt-get")
         .args(["download", "-q", pkg])
         .current_dir(cache)
@@ -203,15 +234,15 @@ fn download(cache: &Path, pkg: &str, base: &str) -> Result<PathBuf> {
         .map_err(|e| LabError::Sys(format!("cannot run apt-get download {pkg}: {e}")))?;
     if !out.status.success() {
         return Err(LabError::State(format!(
-            "apt-get download {pkg} failed ({}): {}; the armhf architecture must be known to apt \
-             (`dpkg --add-architecture armhf && apt-get update`)",
+            "apt-get download {pkg} failed ({}): {}; the {deb} architecture must be known to apt \
+             (`dpkg --add-architecture {deb} && apt-get update`)",
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    find_deb(cache, base).ok_or_else(|| {
+    find_deb(cache, base, arch).ok_or_else(|| {
         LabError::Unexpected(format!(
-            "apt-get download {pkg} left no {base}_*_armhf.deb in {}",
+            "apt-get download {pkg} left no {base}_*_{deb}.deb in {}",
             cache.display()
         ))
     })
@@ -243,25 +274,32 @@ fn find_kernel(root: &Path) -> Result<(PathBuf, String)> {
 /// or what `bench/cross.sh` leaves under `target/cross-std` (searched from the working directory
 /// and from this executable's target directory). It must be a static 32-bit ARM ELF.
 pub fn router_binary(explicit: Option<&Path>) -> Result<PathBuf> {
-    const REL: &str = "cross-std/armv7-unknown-linux-musleabihf/router/routerbench";
+    router_binary_for(explicit, VmArch::Armv7)
+}
+
+/// The static routerbench for a VM of `arch`, found as [`router_binary`] finds armv7's: for
+/// mipsel `$ROUTERBENCH_MIPSEL_BIN` or `target/cross-std/mipsel-unknown-linux-musl/router/`
+/// (`TARGETS=mipsel bench/cross.sh`). Its ELF header must match `arch`.
+pub fn router_binary_for(explicit: Option<&Path>, arch: VmArch) -> Result<PathBuf> {
+    let rel = format!("cross-std/{}/router/routerbench", arch.triple());
     let mut candidates: Vec<PathBuf> = Vec::new();
     if let Some(p) = explicit {
         candidates.push(p.to_path_buf());
     } else {
-        if let Some(p) = std::env::var_os("ROUTERBENCH_ARMV7_BIN") {
+        if let Some(p) = std::env::var_os(arch.bin_env()) {
             candidates.push(PathBuf::from(p));
         }
-        candidates.push(PathBuf::from("target").join(REL));
+        candidates.push(PathBuf::from("target").join(&rel));
         if let Ok(exe) = std::env::current_exe() {
             // target/release/routerbench → target/cross-std/…
             if let Some(t) = exe.parent().and_then(Path::parent) {
-                candidates.push(t.join(REL));
+                candidates.push(t.join(&rel));
             }
         }
     }
     for c in &candidates {
         if let Ok(head) = read_head(c) {
-            check_arm_elf(&head).map_err(|why| {
+            check_elf(&head, arch).map_err(|why| {
                 LabError::State(format!(
                     "{} is not the VM's routerbench: {why}",
                     c.display()
@@ -271,13 +309,14 @@ pub fn router_binary(explicit: Option<&Path>) -> Result<PathBuf> {
         }
     }
     Err(LabError::State(format!(
-        "no static armv7 routerbench for the VM router (looked at {}): build it with \
-         `TARGETS=armv7 SMOKE=0 bench/cross.sh`, or pass --router-bin FILE",
+        "no static {a} routerbench for the VM router (looked at {}): build it with \
+         `TARGETS={a} SMOKE=0 bench/cross.sh`, or pass --router-bin FILE",
         candidates
             .iter()
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", "),
+        a = arch.name()
     )))
 }
 
@@ -292,6 +331,11 @@ fn read_head(p: &Path) -> std::io::Result<Vec<u8>> {
 
 /// A 32-bit little-endian ARM executable (EM_ARM = 40).
 pub fn check_arm_elf(head: &[u8]) -> std::result::Result<(), String> {
+    check_elf(head, VmArch::Armv7)
+}
+
+/// A 32-bit little-endian executable for `arch` (EM_ARM = 40, EM_MIPS = 8).
+pub fn check_elf(head: &[u8], arch: VmArch) -> std::result::Result<(), String> {
     if head.len() < 20 || &head[..4] != b"\x7fELF" {
         return Err("not an ELF file".into());
     }
@@ -299,8 +343,17 @@ pub fn check_arm_elf(head: &[u8]) -> std::result::Result<(), String> {
         return Err("not a 32-bit little-endian ELF".into());
     }
     let machine = u16::from_le_bytes([head[18], head[19]]);
-    if machine != 40 {
-        return Err(format!("ELF machine {machine}, not ARM (40)"));
+    let want = arch.elf_machine();
+    if machine != want {
+        let what = match arch {
+            VmArch::Armv7 => "ARM",
+            VmArch::Mipsel => "MIPS",
+        };
+        return Err(format!(
+            "ELF machine {machine}, not {what} ({want}): the {} VM needs the {} build",
+            arch.name(),
+            arch.triple()
+        ));
     }
     Ok(())
 }
@@ -308,6 +361,48 @@ pub fn check_arm_elf(head: &[u8]) -> std::result::Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn is_kernel_deb(n: &str) -> bool {
+        is_kernel_deb_for(n, VmArch::Armv7)
+    }
+
+    #[test]
+    fn mipsel_packages_and_elf() {
+        let m = VmArch::Mipsel;
+        assert!(is_kernel_deb_for(
+            "linux-image-6.1.0-50-4kc-malta_6.1.176-1_mipsel.deb",
+            m
+        ));
+        assert!(!is_kernel_deb_for(
+            "linux-image-4kc-malta_6.1.176-1_mipsel.deb",
+            m
+        ));
+        assert!(!is_kernel_deb_for(
+            "linux-image-6.1.0-57-armmp_6.1.192-3_armhf.deb",
+            m
+        ));
+        let out = "linux-image-4kc-malta:mipsel\n  Depends: linux-image-6.1.0-50-4kc-malta\n";
+        assert_eq!(
+            parse_kernel_dependency_for(out, "mipsel").as_deref(),
+            Some("linux-image-6.1.0-50-4kc-malta:mipsel")
+        );
+        let mut h = vec![0u8; 64];
+        h[..4].copy_from_slice(b"\x7fELF");
+        h[4] = 1;
+        h[5] = 1;
+        h[18] = 8;
+        assert!(check_elf(&h, m).is_ok());
+        let e = check_elf(&h, VmArch::Armv7).unwrap_err();
+        assert!(e.contains("not ARM"), "{e}");
+        h[18] = 40;
+        let e = check_elf(&h, m).unwrap_err();
+        assert!(e.contains("mipsel-unknown-linux-musl"), "{e}");
+        // Big-endian MIPS is not the mipsel VM's.
+        h[18] = 0;
+        h[19] = 8;
+        h[5] = 2;
+        assert!(check_elf(&h, m).unwrap_err().contains("little-endian"));
+    }
 
     #[test]
     fn cached_kernel_package_names() {

@@ -1,8 +1,8 @@
 //! The VM router's initramfs: a `newc` cpio archive (the format the kernel unpacks into its
-//! rootfs), gzip-compressed, with busybox, the static armv7 routerbench, the kernel modules the
-//! router needs in load order, `/init`, and the router's configuration. Kernel modules come
-//! with their dependencies, read from each module's own `.modinfo` (`depends=`): Debian's
-//! package carries no `modules.dep` (depmod writes it at install time).
+//! rootfs), gzip-compressed, with busybox, the static routerbench (armv7 or mipsel), the kernel
+//! modules the router needs in load order, `/init`, and the router's configuration. Kernel
+//! modules come with their dependencies, read from each module's own `.modinfo` (`depends=`):
+//! Debian's package carries no `modules.dep` (depmod writes it at install time).
 
 use crate::lab::error::{LabError, Result};
 use std::collections::BTreeMap;
@@ -145,7 +145,8 @@ pub fn load_order(
         }
         let p = index.get(&key).ok_or_else(|| {
             LabError::State(format!(
-                "kernel module {key} is not in the kernel package (is it built in, or is this the armmp kernel?)"
+                "kernel module {key} is not in the kernel package (is it built in, or is this \
+                 not the VM router's kernel: armmp for armv7, 4kc-malta for mipsel?)"
             ))
         })?;
         let bytes = std::fs::read(p)

@@ -1,7 +1,8 @@
-//! `lab up --router vm`: the lab's router is an emulated ARM router with its own kernel —
-//! Debian's armmp kernel under `qemu-system-arm`, an initramfs that routerbench assembles from
-//! Debian packages (busybox, the kernel's modules) and the static armv7 routerbench, two
-//! virtio NICs on taps in the LAN and WAN namespaces. Inside, `routerbench vm-router`
+//! `lab up --router vm`: the lab's router is an emulated router with its own kernel —
+//! Debian's armmp kernel under `qemu-system-arm` (the default, `--vm-arch armv7`) or its
+//! 4kc-malta kernel under `qemu-system-mipsel` (`--vm-arch mipsel`, arch.rs), an initramfs that
+//! routerbench assembles from Debian packages (busybox, the kernel's modules) and the static
+//! routerbench of that architecture, two virtio NICs on taps in the LAN and WAN namespaces. Inside, `routerbench vm-router`
 //! configures the router over netlink (addresses, forwarding, cake / htb+fq_codel, nftables
 //! masquerade) and runs the agent. docs/vm-router.md describes it.
 //!
@@ -10,6 +11,7 @@
 //! qemu itself runs in [<name>-rtr], which has no links: `lab down` finds it there.
 //! ```
 
+pub mod arch;
 pub mod assets;
 pub mod control;
 pub mod files;
@@ -29,6 +31,7 @@ use super::topology::{LabSpec, make_namespaces, names, ns_default_cc};
 use super::{DEV_LAN, DEV_WAN, LAN_IP, RTR_LAN_IP, RTR_WAN_IP, WAN_IP, netns, state};
 use crate::results::lab::{LabConfig, LabDevices, RouterVm, VmPackage};
 use aqm::QdiscKind;
+pub use arch::VmArch;
 use guest::{GuestConfig, GuestQdisc, GuestReady};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -76,6 +79,8 @@ pub struct VmSpec {
     pub userspace_aqm: bool,
     /// A WireGuard tunnel from the router to the WAN host.
     pub wireguard: bool,
+    /// The emulated router's CPU architecture (armv7 by default).
+    pub arch: VmArch,
 }
 
 impl Default for VmSpec {
@@ -90,23 +95,39 @@ impl Default for VmSpec {
             boot_timeout: Duration::from_secs(120),
             userspace_aqm: false,
             wireguard: false,
+            arch: VmArch::Armv7,
         }
     }
 }
 
 impl VmSpec {
     fn validate(&self) -> Result<()> {
-        if !(1..=8).contains(&self.vcpus) {
-            return Err(LabError::Input(format!(
-                "--vcpus {} : use 1-8 (qemu's virt machine, emulated cortex-a15)",
-                self.vcpus
-            )));
+        let (max_cpus, max_mem) = (self.arch.max_vcpus(), self.arch.max_memory_mib());
+        if !(1..=max_cpus).contains(&self.vcpus) {
+            return Err(LabError::Input(match self.arch {
+                VmArch::Armv7 => format!(
+                    "--vcpus {} : use 1-8 (qemu's virt machine, emulated cortex-a15)",
+                    self.vcpus
+                ),
+                VmArch::Mipsel => format!(
+                    "--vcpus {} : use 1 with --vm-arch mipsel (a second 34Kf VPE stalls the \
+                     malta kernel's timer under qemu: RCU stalls and soft lockups)",
+                    self.vcpus
+                ),
+            }));
         }
-        if !(64..=2048).contains(&self.memory_mib) {
-            return Err(LabError::Input(format!(
-                "--vm-memory {} MiB: use 64-2048 (highmem=off caps the VM below 3 GiB)",
-                self.memory_mib
-            )));
+        if !(64..=max_mem).contains(&self.memory_mib) {
+            return Err(LabError::Input(match self.arch {
+                VmArch::Armv7 => format!(
+                    "--vm-memory {} MiB: use 64-2048 (highmem=off caps the VM below 3 GiB)",
+                    self.memory_mib
+                ),
+                VmArch::Mipsel => format!(
+                    "--vm-memory {} MiB: use 64-256 with --vm-arch mipsel (the 4kc-malta \
+                     kernel has no HIGHMEM: it sees at most 256 MiB)",
+                    self.memory_mib
+                ),
+            }));
         }
         if let Some(p) = self.cpu_budget_pct {
             if !(5..=800).contains(&p) {
@@ -122,13 +143,20 @@ impl VmSpec {
 /// Everything the VM router needs on this machine, checked before anything is built: root,
 /// qemu-system-arm, /dev/net/tun, iproute2. Errors say what to install or do.
 pub fn preflight() -> Result<PathBuf> {
+    preflight_for(VmArch::Armv7)
+}
+
+/// [`preflight`] for a VM of `arch` (its qemu: qemu-system-mipsel for mipsel).
+pub fn preflight_for(arch: VmArch) -> Result<PathBuf> {
     require_root()?;
     require_tools(&["ip"])?;
-    let qemu = tool_path("qemu-system-arm").map_err(|_| {
-        LabError::State(
-            "qemu-system-arm not found: the VM router needs it (apt-get install qemu-system-arm)"
-                .into(),
-        )
+    let qemu = tool_path(arch.qemu()).map_err(|_| {
+        LabError::State(format!(
+            "{q} not found: the {a} VM router needs it (apt-get install {p})",
+            q = arch.qemu(),
+            a = arch.name(),
+            p = arch.qemu_package()
+        ))
     })?;
     if !std::path::Path::new("/dev/net/tun").exists() {
         return Err(LabError::State(
@@ -176,7 +204,7 @@ fn hex(d: &[u8]) -> String {
 /// Builds (or rebuilds: a running VM router of the same lab is stopped first) lab
 /// `spec.name` with a VM router.
 pub fn up(spec: &LabSpec, vm: &VmSpec) -> Result<LabConfig> {
-    let qemu_bin = preflight()?;
+    let qemu_bin = preflight_for(vm.arch)?;
     spec.validate()?;
     vm.validate()?;
     if vm.qdisc != QdiscKind::Fifo && spec.up_rate_bps.is_none() && spec.down_rate_bps.is_none() {
@@ -200,10 +228,10 @@ pub fn up(spec: &LabSpec, vm: &VmSpec) -> Result<LabConfig> {
     if vm.wireguard {
         wan_wg::preflight()?;
     }
-    let bin = assets::router_binary(vm.router_bin.as_deref())?;
+    let bin = assets::router_binary_for(vm.router_bin.as_deref(), vm.arch)?;
     let bin_bytes = std::fs::read(&bin)
         .map_err(|e| LabError::Sys(format!("cannot read {}: {e}", bin.display())))?;
-    let assets = assets::fetch(&vm.cache)?;
+    let assets = assets::fetch_for(&vm.cache, vm.arch)?;
     let index = initramfs::index_modules(&assets.modules_dir)?;
     let mut wanted: Vec<&str> = MODULES.to_vec();
     if vm.wireguard {
@@ -317,6 +345,7 @@ fn build(
         macs: [LAN_MAC.into(), WAN_MAC.into()],
         vnet_hdr: spec.offloads,
         control: files::control_path(&spec.name),
+        arch: vm.arch,
     };
     let t0 = Instant::now();
     let mut child = qemu::spawn(
@@ -384,10 +413,14 @@ fn build(
             wan: DEV_WAN.into(),
         },
         router_vm: Some(RouterVm {
-            emulator: format!(
-                "qemu-system-arm -M virt -cpu cortex-a15 ({})",
-                qemu::version(qemu_bin)
-            ),
+            emulator: match vm.arch {
+                // armv7's line as before.
+                VmArch::Armv7 => format!(
+                    "qemu-system-arm -M virt -cpu cortex-a15 ({})",
+                    qemu::version(qemu_bin)
+                ),
+                a => format!("{} ({})", a.emulator(), qemu::version(qemu_bin)),
+            },
             kernel: assets.manifest.kernel_release.clone(),
             packages: assets
                 .manifest
@@ -475,4 +508,51 @@ fn wait_agent(lan: &str, limit: Duration) -> Result<()> {
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_follow_the_architecture() {
+        let arm = VmSpec::default();
+        assert!(arm.validate().is_ok());
+        assert!(
+            VmSpec {
+                vcpus: 8,
+                ..arm.clone()
+            }
+            .validate()
+            .is_ok()
+        );
+        let mips = VmSpec {
+            arch: VmArch::Mipsel,
+            vcpus: 1,
+            ..VmSpec::default()
+        };
+        assert!(mips.validate().is_ok());
+        let e = VmSpec {
+            vcpus: 2,
+            ..mips.clone()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.to_string().contains("use 1 with --vm-arch mipsel"), "{e}");
+        let e = VmSpec {
+            memory_mib: 512,
+            ..mips.clone()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.to_string().contains("64-256"), "{e}");
+        assert!(
+            VmSpec {
+                memory_mib: 512,
+                ..arm
+            }
+            .validate()
+            .is_ok()
+        );
+    }
 }

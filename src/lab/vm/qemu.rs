@@ -151,26 +151,27 @@ pub struct QemuPlan {
     pub vnet_hdr: bool,
     /// qemu's listening socket for the VM's control port (a virtio-serial port).
     pub control: PathBuf,
+    /// The machine, CPU and console follow the architecture.
+    pub arch: super::arch::VmArch,
 }
 
 impl QemuPlan {
     /// The arguments; the taps are fds 3 (LAN) and 4 (WAN).
     pub fn args(&self) -> Vec<String> {
-        let mut a: Vec<String> = [
-            "-M",
-            "virt,highmem=off",
-            "-cpu",
-            "cortex-a15",
-            "-nodefaults",
-            "-no-reboot",
-            "-display",
-            "none",
-            "-monitor",
-            "none",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let mut a: Vec<String> = self
+            .arch
+            .machine()
+            .iter()
+            .chain(&[
+                "-nodefaults",
+                "-no-reboot",
+                "-display",
+                "none",
+                "-monitor",
+                "none",
+            ])
+            .map(|s| s.to_string())
+            .collect();
         a.extend([
             "-smp".into(),
             self.vcpus.to_string(),
@@ -181,7 +182,7 @@ impl QemuPlan {
             "-initrd".into(),
             self.initrd.display().to_string(),
             "-append".into(),
-            "console=ttyAMA0 panic=-1 quiet".into(),
+            format!("console={} panic=-1 quiet", self.arch.console()),
             "-serial".into(),
             format!("file:{}", self.console.display()),
         ]);
@@ -392,8 +393,18 @@ mod tests {
             macs: ["52:54:00:00:00:01".into(), "52:54:00:00:00:02".into()],
             vnet_hdr: false,
             control: "/r/x.ctl".into(),
+            arch: super::super::arch::VmArch::Armv7,
         };
         let a = p.args().join(" ");
+        let m = QemuPlan {
+            arch: super::super::arch::VmArch::Mipsel,
+            ..p.clone()
+        }
+        .args()
+        .join(" ");
+        assert!(m.starts_with("-M malta -cpu 34Kf -nodefaults"), "{m}");
+        assert!(m.contains("console=ttyS0 panic=-1"), "{m}");
+        assert!(m.contains("virtio-net-pci,netdev=n1,mac=52:54:00:00:00:02"));
         assert!(a.contains("-M virt,highmem=off -cpu cortex-a15"), "{a}");
         assert!(a.contains("-smp 2 -m 256"));
         assert!(a.contains("tap,id=n0,fd=3 "));
