@@ -12,6 +12,10 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+/// One VM at a time: each emulated router wants the host's two cores, and two or three booting
+/// and forwarding at once make their timings (and the tests' bounds) a matter of luck.
+static ONE_VM: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// `Command::output` with a time limit: a routerbench command that hangs is killed (its PID)
 /// and the test fails, and the lab guard then removes the lab (qemu, wireguard-go and the
 /// namespaces' other processes by PID, the taps with qemu, the namespaces by name).
@@ -175,6 +179,7 @@ fn vm_router_boots_and_carries_an_rrul() {
         return;
     }
     let lab = name("vm");
+    let _one_vm = ONE_VM.lock().unwrap_or_else(|e| e.into_inner());
     let _guard = lab_support::guard(&lab);
     let rb = env!("CARGO_BIN_EXE_routerbench");
     let out = Command::new(rb)
@@ -389,6 +394,7 @@ fn vm_router_mipsel_kernel_stamps_at_both_ends() {
         return;
     }
     let lab = name("vmm");
+    let _one_vm = ONE_VM.lock().unwrap_or_else(|e| e.into_inner());
     let _guard = lab_support::guard(&lab);
     let rb = env!("CARGO_BIN_EXE_routerbench");
     // More vCPUs than the malta VM can run is refused before anything is built.
@@ -495,6 +501,118 @@ fn vm_router_mipsel_kernel_stamps_at_both_ends() {
             .unwrap_or_default()
             .contains("qemu")
     );
+    for part in ["lan", "rtr", "wan"] {
+        assert!(!std::path::Path::new(&format!("/run/netns/{lab}-{part}")).exists());
+    }
+}
+
+/// The userspace forwarder inside the VM (`--aqm userspace --router vm`): a short upload through
+/// its cake, then its own counters read out of the VM (`lab exec -- vm-router --shape-stats`)
+/// must account for what the receiver got, in both directions (data up, ACKs down).
+#[test]
+fn vm_router_userspace_forwarder_reports_its_counters() {
+    let ci =
+        std::env::var_os("CI").is_some() || std::env::var_os("ROUTERBENCH_REQUIRE_VM").is_some();
+    let missing = if !routerbench::lab::sys::is_root() {
+        Some("not root".to_string())
+    } else if let Err(e) = routerbench::lab::vm::preflight() {
+        Some(e.to_string())
+    } else if let Err(e) = routerbench::lab::vm::assets::router_binary(None) {
+        Some(e.to_string())
+    } else {
+        None
+    };
+    if let Some(why) = missing {
+        assert!(!ci, "CI must run the VM router test: {why}");
+        eprintln!("skip vm_router_userspace_forwarder_reports_its_counters: {why}");
+        return;
+    }
+    let lab = name("q");
+    let _one_vm = ONE_VM.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = lab_support::guard(&lab);
+    let rb = env!("CARGO_BIN_EXE_routerbench");
+    let out = Command::new(rb)
+        .args([
+            "lab",
+            "up",
+            "--router",
+            "vm",
+            "--rate",
+            "5mbit",
+            "--qdisc",
+            "cake",
+            "--aqm",
+            "userspace",
+            "--name",
+            &lab,
+            "--json",
+        ])
+        .bounded(Duration::from_secs(300));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(rb)
+        .args([
+            "lab", "run", "tcp_nup", "--name", &lab, "-l", "3", "--delay", "0.5", "-n", "1", "-q",
+            "--json", "-",
+        ])
+        .bounded(Duration::from_secs(300));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let up_mbps = t["latency"]["summary"]["upload_mbps"].as_f64().unwrap();
+    assert!(up_mbps > 0.1, "{}", t["latency"]["summary"]);
+    // The counters are rewritten every second: wait for one written after the test.
+    std::thread::sleep(Duration::from_millis(1500));
+    let out = Command::new(rb)
+        .args([
+            "lab",
+            "exec",
+            "--name",
+            &lab,
+            "--",
+            "vm-router",
+            "--shape-stats",
+        ])
+        .bounded(Duration::from_secs(300));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let dirs = s.as_array().unwrap();
+    assert_eq!(dirs.len(), 2, "{s}");
+    let (up, down) = (&dirs[0], &dirs[1]);
+    assert_eq!(
+        (up["name"].as_str(), down["name"].as_str()),
+        (Some("up"), Some("down"))
+    );
+    for d in dirs {
+        let n = |k: &str| d[k].as_u64().unwrap();
+        assert!(n("forwarded") > 0, "{d}");
+        assert!(n("rx_frames") >= n("forwarded"), "{d}");
+        assert!(d["cpu_ms"].as_f64().unwrap() > 0.0, "{d}");
+        assert!(!d["io_path"].as_str().unwrap().is_empty(), "{d}");
+    }
+    // Every byte the receiver counted crossed the forwarder (with its headers on top): at least
+    // the measured goodput over the load's 3 s, and not more than the shaped 5 Mbit/s allows
+    // over the whole run (the test's 4.5 s plus slack).
+    let fwd_bits = up["forwarded_bytes"].as_f64().unwrap() * 8.0;
+    assert!(
+        fwd_bits >= 0.8 * up_mbps * 1e6 * 3.0,
+        "{up} vs {up_mbps} Mbit/s"
+    );
+    assert!(fwd_bits <= 5e6 * 10.0, "{up}");
+    let out = Command::new(rb)
+        .args(["lab", "down", "--name", &lab])
+        .bounded(Duration::from_secs(300));
+    assert!(out.status.success());
     for part in ["lan", "rtr", "wan"] {
         assert!(!std::path::Path::new(&format!("/run/netns/{lab}-{part}")).exists());
     }

@@ -33,8 +33,6 @@ pub mod theory;
 mod topology;
 pub mod vm;
 
-/// The forwarder's old name, for `src/lab/vm/` until it says `aqm_forwarder` too.
-pub use aqm_forwarder as shape_fwd;
 pub use error::{LabError, Result};
 pub use events::{LabEvent, LabEvents};
 pub use state::{config_path, load_config};

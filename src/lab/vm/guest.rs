@@ -189,7 +189,7 @@ pub fn shape_plan(cfg: &GuestConfig) -> Result<super::guest_run::GuestShape> {
         .ok_or_else(|| LabError::Input(format!("unknown userspace qdisc {kind:?}")))?;
     let local_ips = vec![ip(&cfg.lan_ip)?.octets(), ip(&cfg.wan_ip)?.octets()];
     let dir = |name: &str, in_dev: &str, out_dev: &str, out_mac: &str, peer: &str, port| {
-        Ok::<_, LabError>(crate::lab::shape_fwd::forward::Direction {
+        Ok::<_, LabError>(crate::lab::aqm_forwarder::forward::Direction {
             name: name.into(),
             in_dev: in_dev.into(),
             out_dev: out_dev.into(),

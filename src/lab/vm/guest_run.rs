@@ -4,8 +4,8 @@
 //! (`lab exec`): one JSON request line in, one JSON reply line out. Only the routerbench binary
 //! runs, never a shell; the port is reached through a root-only socket of qemu's on the host.
 
+use crate::lab::aqm_forwarder::forward::{self, Direction, DirectionReport};
 use crate::lab::error::{IoContext, LabError, Result};
-use crate::lab::shape_fwd::forward::{self, Direction, DirectionReport};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -215,7 +215,7 @@ pub fn serve_shape(s: &GuestShape) -> Result<()> {
         (s.up.clone(), s.up_rate_bps),
         (s.down.clone(), s.down_rate_bps),
     ] {
-        let q = crate::lab::shape_fwd::make_qdisc(s.qdisc, rate, s.buffer_bytes);
+        let q = crate::lab::aqm_forwarder::make_qdisc(s.qdisc, rate, s.buffer_bytes);
         let (st, rep) = (
             stop.clone(),
             Arc::new(Mutex::new(DirectionReport::default())),
