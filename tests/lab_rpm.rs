@@ -195,10 +195,12 @@ fn rpm_url_against_nginx_through_a_fifo_matches_theory_and_the_drafts_arithmetic
     let theory = 64000.0 * 8.0 / 20e6 * 1e3;
     let s = &run["score"];
     // tcp_f is one round trip across the loaded download queue; tls_f (TLS 1.3: one round
-    // trip) too, plus the handshake's computation at both ends: well under a millisecond on a
-    // quiet machine, but 9 ms in one CI run at load 14 (tcp_f 22.2, tls_f 31.5 ms). So tls_f is
-    // held to the queue from below and to tcp_f plus half a queue from above: a handshake
-    // counted as two round trips, or with the TCP handshake in it, is a whole queue more.
+    // trip) too. But the server's first TLS flight (certificate and all) is several segments
+    // into a full tail-drop FIFO where the SYN-ACK is one, so more handshakes lose a segment
+    // and wait a retransmission: the trimmed mean of tls_f came out 26.9, 31.5 and 38.9 ms
+    // against tcp_f's 22.2-22.7 in three runs. The median handshake is the one round trip; the
+    // trimmed mean is held to the queue from below only. A handshake counted as two round
+    // trips, or with the TCP handshake in it, moves the median a whole queue up.
     let tcp = s["tm_tcp_ms"].as_f64().unwrap();
     assert!(
         (0.6 * theory..=1.1 * theory + 2.0).contains(&tcp),
@@ -206,8 +208,34 @@ fn rpm_url_against_nginx_through_a_fifo_matches_theory_and_the_drafts_arithmetic
     );
     let tls = s["tm_tls_ms"].as_f64().unwrap();
     assert!(
-        (0.6 * theory..=tcp + 0.5 * theory).contains(&tls),
-        "tm_tls_ms {tls:.2} ms vs theory {theory} ms and tm_tcp_ms {tcp:.2} ms"
+        tls >= 0.6 * theory,
+        "tm_tls_ms {tls:.2} ms vs theory {theory} ms"
+    );
+    let (w0, w1) = (
+        s["window_start_s"].as_f64().unwrap(),
+        s["window_end_s"].as_f64().unwrap(),
+    );
+    let mut tls_each: Vec<f64> = run["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "foreign")
+        .filter(|p| p["t_s"].as_f64().is_some_and(|t| (w0..=w1).contains(&t)))
+        .filter_map(|p| p["tls_ms"].as_f64())
+        .collect();
+    tls_each.sort_by(f64::total_cmp);
+    assert!(
+        tls_each.len() >= 10,
+        "{} TLS handshakes in the window",
+        tls_each.len()
+    );
+    let median = tls_each[tls_each.len() / 2];
+    eprintln!(
+        "tls_f: median {median:.2} ms, trimmed mean {tls:.2} ms, tcp_f {tcp:.2} ms, theory {theory} ms"
+    );
+    assert!(
+        (0.6 * theory..=1.1 * theory + 5.0).contains(&median),
+        "median tls_f {median:.2} ms vs theory {theory} ms (trimmed mean {tls:.2}, tcp_f {tcp:.2}): {tls_each:?}"
     );
     let selfp = s["tm_http_self_ms"].as_f64().unwrap();
     assert!(
