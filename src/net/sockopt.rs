@@ -188,7 +188,8 @@ pub fn set_dont_fragment<S: AsRawFd>(sock: &S) -> io::Result<()> {
     )
 }
 
-/// `setsockopt` of a C int on a raw fd (the batched UDP and zero-copy paths' options).
+/// `setsockopt` of a C int on a raw fd, for the options nix has no wrapper for (the batched UDP
+/// and zero-copy paths, the `_NEW` timestamp options, the forwarder's AF_PACKET sockets).
 pub(crate) fn setsockopt_int(fd: i32, level: i32, name: i32, v: libc::c_int) -> io::Result<()> {
     // SAFETY: a c_int option passed by pointer with its size.
     let r = unsafe {

@@ -5,6 +5,7 @@
 //! Kernel timestamps are `CLOCK_REALTIME` nanoseconds, so user-space times compared with them
 //! come from [`realtime_ns`].
 
+use super::sockopt::setsockopt_int;
 use std::io;
 use std::io::IoSliceMut;
 use std::net::{IpAddr, SocketAddr};
@@ -52,32 +53,28 @@ pub fn enable_timestamps(sock: &impl AsFd) -> io::Result<TimestampMode> {
     enable_timestamps_with(sock, PREFER_NEW_OPTIONS)
 }
 
-fn setsockopt_int(sock: &impl AsFd, name: libc::c_int, v: libc::c_int) -> io::Result<()> {
-    // SAFETY: an int option passed by pointer with its size.
-    let r = unsafe {
-        libc::setsockopt(
-            sock.as_fd().as_raw_fd(),
-            libc::SOL_SOCKET,
-            name,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
 /// [`enable_timestamps`], choosing whether the `_NEW` options are tried first.
 pub fn enable_timestamps_with(sock: &impl AsFd, prefer_new: bool) -> io::Result<TimestampMode> {
     let flags = timestamping_flags();
     if prefer_new {
-        if setsockopt_int(sock, SO_TIMESTAMPING_NEW, flags.bits() as libc::c_int).is_ok() {
+        if setsockopt_int(
+            sock.as_fd().as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_TIMESTAMPING_NEW,
+            flags.bits() as libc::c_int,
+        )
+        .is_ok()
+        {
             return Ok(TimestampMode::RxTx);
         }
-        if setsockopt_int(sock, SO_TIMESTAMPNS_NEW, 1).is_ok() {
+        if setsockopt_int(
+            sock.as_fd().as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_TIMESTAMPNS_NEW,
+            1,
+        )
+        .is_ok()
+        {
             return Ok(TimestampMode::RxOnly);
         }
     }

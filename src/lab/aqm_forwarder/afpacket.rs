@@ -2,6 +2,7 @@
 //! timestamp (SO_TIMESTAMPNS) and the packet type, send frames as they are.
 
 use crate::lab::error::{LabError, Result};
+use crate::net::sockopt::setsockopt_int;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 /// sll_pkttype of a frame addressed to this host's MAC.
@@ -37,24 +38,6 @@ fn os_err(what: &str, dev: &str) -> LabError {
     LabError::Sys(format!(
         "{what} on {dev}: {e} (the forwarder needs root: CAP_NET_RAW)"
     ))
-}
-
-fn setopt(fd: i32, level: i32, name: i32, v: libc::c_int) -> std::io::Result<()> {
-    // SAFETY: a c_int option value passed by pointer with its size.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
 }
 
 /// Interface index of `dev` in the calling thread's namespace.
@@ -108,17 +91,17 @@ impl PacketSocket {
             return Err(os_err("bind(AF_PACKET)", dev));
         }
         if receive {
-            setopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
+            setsockopt_int(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
                 .map_err(|e| LabError::Sys(format!("SO_TIMESTAMPNS on {dev}: {e}")))?;
-            setopt(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_AUXDATA, 1)
+            setsockopt_int(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_AUXDATA, 1)
                 .map_err(|e| LabError::Sys(format!("PACKET_AUXDATA on {dev}: {e}")))?;
             // Since Linux 4.20; older kernels: the pkttype check drops our own frames anyway.
-            let _ = setopt(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1);
+            let _ = setsockopt_int(fd.as_raw_fd(), libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1);
             // About a NIC ring's worth (the kernel doubles it: ~450 full frames of truesize),
             // so a stalled forwarder drops like a router's ring instead of queueing seconds.
-            let _ = setopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, 512 << 10);
+            let _ = setsockopt_int(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, 512 << 10);
         } else {
-            let _ = setopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, 1 << 20);
+            let _ = setsockopt_int(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, 1 << 20);
         }
         Ok(Self { fd, ifindex })
     }
@@ -292,7 +275,7 @@ impl RxRing {
     /// Maps a receive ring on `sock` (a receive socket from [`PacketSocket::open`]).
     pub fn new(sock: &PacketSocket) -> std::io::Result<Self> {
         let fd = sock.raw_fd();
-        setopt(fd, libc::SOL_PACKET, PACKET_VERSION, TPACKET_V2)?;
+        setsockopt_int(fd, libc::SOL_PACKET, PACKET_VERSION, TPACKET_V2)?;
         let frames_per_block = RING_BLOCK_SIZE / RING_FRAME_SIZE;
         let blocks = RING_FRAMES / frames_per_block;
         // struct tpacket_req: block size, block count, frame size, frame count (all u32).
