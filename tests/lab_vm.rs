@@ -90,6 +90,81 @@ impl Drop for Ns {
     }
 }
 
+/// Whether a VM router test can run here: root, then `checks` (qemu, the kernel package, the
+/// router build, …), each error saying what is missing. `.ci/run` sets ROUTERBENCH_REQUIRE_VM
+/// (as root, after bench/cross.sh built the router binaries): under it, or `CI`, a missing one
+/// fails the test instead of skipping it.
+fn vm_test_can_run(test: &str, checks: impl FnOnce() -> Result<(), String>) -> bool {
+    let ci =
+        std::env::var_os("CI").is_some() || std::env::var_os("ROUTERBENCH_REQUIRE_VM").is_some();
+    let missing = if routerbench::lab::sys::is_root() {
+        checks().err()
+    } else {
+        Some("not root".to_string())
+    };
+    if let Some(why) = missing {
+        assert!(!ci, "CI must run {test}: {why}");
+        eprintln!("skip {test}: {why}");
+        return false;
+    }
+    true
+}
+
+/// An RRUL (3 s of load) from the LAN host against the routerbench server inside the VM (its
+/// agent, 10.201.1.1:5201): every UDP series must say `kernel` for both ends, the far end's
+/// stamps coming from the VM's own kernel (`server` names its build in messages). Returns the
+/// result and each UDP series' round trips.
+fn rrul_against_the_vm_server(
+    rb: &str,
+    lab: &str,
+    server: &str,
+) -> (serde_json::Value, Vec<Vec<f64>>) {
+    let json = std::env::temp_dir().join(format!("{lab}-vmserver.json"));
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &format!("{lab}-lan"),
+            rb,
+            "rrul",
+            "10.201.1.1",
+        ])
+        .args(["-p", "5201", "-l", "3", "--delay", "1", "-q", "--json"])
+        .arg(&json)
+        .bounded(Duration::from_secs(300));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    let mut series = Vec::new();
+    for p in r["latency"]["probes"].as_array().unwrap() {
+        if p["kind"] == "udp" {
+            assert_eq!(p["timestamps"], "kernel", "this host's stamps: {p}");
+            assert_eq!(
+                p["server_timestamps"], "kernel",
+                "the {server} server's stamps: {p}"
+            );
+            series.push(
+                p["samples"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|x| x["rtt_ms"].as_f64())
+                    .collect(),
+            );
+        }
+    }
+    assert!(
+        !series.is_empty(),
+        "no UDP probe series against the VM's server: {r}"
+    );
+    (r, series)
+}
+
 /// What `vm-router` does inside the VM, on this kernel (which has htb, bfifo and nftables
 /// masquerade, not cake or fq_codel): addresses, link state, an htb class with a bfifo leaf and
 /// the masquerade rule, all over netlink, then read back with iproute2 and nft.
@@ -159,23 +234,12 @@ fn netlink_configuration_on_this_kernel() {
 /// skipping.
 #[test]
 fn vm_router_boots_and_carries_an_rrul() {
-    // `.ci/run` sets ROUTERBENCH_REQUIRE_VM as root (after bench/cross.sh built the armv7 binary).
-    let ci =
-        std::env::var_os("CI").is_some() || std::env::var_os("ROUTERBENCH_REQUIRE_VM").is_some();
-    let missing = if !routerbench::lab::sys::is_root() {
-        Some("not root".to_string())
-    } else if let Err(e) = routerbench::lab::vm::preflight() {
-        Some(e.to_string())
-    } else if let Err(e) = routerbench::lab::vm::assets::router_binary(None) {
-        Some(e.to_string())
-    } else if let Err(e) = routerbench::lab::vm::wan_wg::preflight() {
-        Some(e.to_string())
-    } else {
-        None
-    };
-    if let Some(why) = missing {
-        assert!(!ci, "CI must run the VM router test: {why}");
-        eprintln!("skip vm_router_boots_and_carries_an_rrul: {why}");
+    let test = "vm_router_boots_and_carries_an_rrul";
+    if !vm_test_can_run(test, || {
+        routerbench::lab::vm::preflight().map_err(|e| e.to_string())?;
+        routerbench::lab::vm::assets::router_binary(None).map_err(|e| e.to_string())?;
+        routerbench::lab::vm::wan_wg::preflight().map_err(|e| e.to_string())
+    }) {
         return;
     }
     let lab = name("vm");
@@ -300,46 +364,11 @@ fn vm_router_boots_and_carries_an_rrul() {
     // VM (the VM's agent is also its test server, 10.201.1.1): the far end's stamps come from the
     // ARM kernel through the 32-bit `_NEW` socket options. Each UDP series must say `kernel` for
     // both ends and carry kernel-stamped round trips.
-    let json = std::env::temp_dir().join(format!("{lab}-vmserver.json"));
-    let out = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &format!("{lab}-lan"),
-            rb,
-            "rrul",
-            "10.201.1.1",
-        ])
-        .args(["-p", "5201", "-l", "3", "--delay", "1", "-q", "--json"])
-        .arg(&json)
-        .bounded(Duration::from_secs(300));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let _ = std::fs::remove_file(&json);
-    let mut udp = 0;
-    for p in r["latency"]["probes"].as_array().unwrap() {
-        if p["kind"] == "udp" {
-            udp += 1;
-            assert_eq!(p["timestamps"], "kernel", "{p}");
-            assert_eq!(
-                p["server_timestamps"], "kernel",
-                "the armv7 server's stamps: {p}"
-            );
-            let rtts = p["samples"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|x| x["rtt_ms"].as_f64().is_some_and(|v| v > 0.0))
-                .count();
-            assert!(rtts >= 5, "{rtts} round trips: {p}");
-        }
+    let (_, series) = rrul_against_the_vm_server(rb, &lab, "armv7");
+    for rtts in &series {
+        let n = rtts.iter().filter(|&&v| v > 0.0).count();
+        assert!(n >= 5, "{n} round trips: {rtts:?}");
     }
-    assert!(udp >= 1, "no UDP probe series against the VM's server: {r}");
     let out = Command::new(rb)
         .args(["lab", "down", "--name", &lab])
         .bounded(Duration::from_secs(300));
@@ -374,23 +403,15 @@ fn vm_router_boots_and_carries_an_rrul() {
 #[test]
 fn vm_router_mipsel_kernel_stamps_at_both_ends() {
     use routerbench::lab::vm::{self, VmArch};
-    let ci =
-        std::env::var_os("CI").is_some() || std::env::var_os("ROUTERBENCH_REQUIRE_VM").is_some();
     let arch = VmArch::Mipsel;
-    let missing = if !routerbench::lab::sys::is_root() {
-        Some("not root".to_string())
-    } else if let Err(e) = vm::preflight_for(arch) {
-        Some(e.to_string())
-    } else if let Err(e) = vm::assets::router_binary_for(None, arch) {
-        Some(e.to_string())
-    } else if let Err(e) = vm::assets::kernel_package_for(arch) {
-        Some(e.to_string())
-    } else {
-        None
-    };
-    if let Some(why) = missing {
-        assert!(!ci, "CI must run the mipsel VM router test: {why}");
-        eprintln!("skip vm_router_mipsel_kernel_stamps_at_both_ends: {why}");
+    let test = "vm_router_mipsel_kernel_stamps_at_both_ends";
+    if !vm_test_can_run(test, || {
+        vm::preflight_for(arch).map_err(|e| e.to_string())?;
+        vm::assets::router_binary_for(None, arch).map_err(|e| e.to_string())?;
+        vm::assets::kernel_package_for(arch)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }) {
         return;
     }
     let lab = name("vmm");
@@ -436,48 +457,12 @@ fn vm_router_mipsel_kernel_stamps_at_both_ends() {
         t0.elapsed().as_secs_f64(),
         vmj["boot_s"]
     );
-    let json = std::env::temp_dir().join(format!("{lab}-mipsel.json"));
-    let out = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &format!("{lab}-lan"),
-            rb,
-            "rrul",
-            "10.201.1.1",
-        ])
-        .args(["-p", "5201", "-l", "3", "--delay", "1", "-q", "--json"])
-        .arg(&json)
-        .bounded(Duration::from_secs(300));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let _ = std::fs::remove_file(&json);
-    let mut udp = 0;
-    for p in r["latency"]["probes"].as_array().unwrap() {
-        if p["kind"] == "udp" {
-            udp += 1;
-            assert_eq!(p["timestamps"], "kernel", "this host's stamps: {p}");
-            assert_eq!(
-                p["server_timestamps"], "kernel",
-                "the mipsel server's stamps: {p}"
-            );
-            let rtts: Vec<f64> = p["samples"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter_map(|x| x["rtt_ms"].as_f64())
-                .collect();
-            assert!(rtts.len() >= 5, "{} round trips: {p}", rtts.len());
-            // Sane: positive, and below the probes' own timeout-scale bound.
-            assert!(rtts.iter().all(|&v| v > 0.0 && v < 5000.0), "{rtts:?}");
-        }
+    let (r, series) = rrul_against_the_vm_server(rb, &lab, "mipsel");
+    for rtts in &series {
+        assert!(rtts.len() >= 5, "{} round trips: {rtts:?}", rtts.len());
+        // Sane: positive, and below the probes' own timeout-scale bound.
+        assert!(rtts.iter().all(|&v| v > 0.0 && v < 5000.0), "{rtts:?}");
     }
-    assert!(udp >= 1, "no UDP probe series against the VM's server: {r}");
     let s = &r["latency"]["summary"];
     let idle = s["idle_rtt_ms"]["median"].as_f64().unwrap();
     let loaded = s["loaded_rtt_ms"]["median"].as_f64().unwrap();
@@ -511,20 +496,13 @@ fn vm_router_mipsel_kernel_stamps_at_both_ends() {
 /// must account for what the receiver got, in both directions (data up, ACKs down).
 #[test]
 fn vm_router_userspace_forwarder_reports_its_counters() {
-    let ci =
-        std::env::var_os("CI").is_some() || std::env::var_os("ROUTERBENCH_REQUIRE_VM").is_some();
-    let missing = if !routerbench::lab::sys::is_root() {
-        Some("not root".to_string())
-    } else if let Err(e) = routerbench::lab::vm::preflight() {
-        Some(e.to_string())
-    } else if let Err(e) = routerbench::lab::vm::assets::router_binary(None) {
-        Some(e.to_string())
-    } else {
-        None
-    };
-    if let Some(why) = missing {
-        assert!(!ci, "CI must run the VM router test: {why}");
-        eprintln!("skip vm_router_userspace_forwarder_reports_its_counters: {why}");
+    let test = "vm_router_userspace_forwarder_reports_its_counters";
+    if !vm_test_can_run(test, || {
+        routerbench::lab::vm::preflight().map_err(|e| e.to_string())?;
+        routerbench::lab::vm::assets::router_binary(None)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }) {
         return;
     }
     let lab = name("q");
