@@ -14,6 +14,9 @@ mod lab_support;
 #[cfg(feature = "https")]
 #[path = "nginx_support/mod.rs"]
 mod nginx_support;
+#[cfg(feature = "https")]
+#[path = "rpm_support/mod.rs"]
+mod rpm_support;
 
 use std::process::{Command, Stdio};
 
@@ -243,7 +246,7 @@ fn rpm_url_against_nginx_through_a_fifo_matches_theory_and_the_drafts_arithmetic
         "self probes wait behind the queue: {selfp:.1} ms"
     );
     let rpm = s["rpm"].as_f64().unwrap();
-    let again = nginx_support::recompute_tls(run, 4);
+    let again = rpm_support::recompute_tls(run, 4);
     assert!(
         (rpm - again).abs() / again < 1e-9,
         "reported {rpm}, the draft's arithmetic {again}"

@@ -3,6 +3,8 @@
 //! the raw probe times; and the bad cases: a server without the RPM extension, something that
 //! is not a routerbench server, a time limit too short to saturate (partial ramp, Low).
 
+mod rpm_support;
+
 use routerbench::latency::server::Bounds;
 use routerbench::server::latency_only::spawn_in_process;
 use std::io::{Read, Write};
@@ -27,30 +29,6 @@ fn dir() -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("rb-rpm-e2e-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-/// The draft's TCP-only arithmetic (§5.3.1.2) recomputed from the raw probes of the last MAD
-/// intervals: 95 % single-sided trimmed means, foreign = 60000 / mean(tcp, http), loaded =
-/// 60000 / TM(http_l), RPM = their mean.
-fn recompute(run: &serde_json::Value, mad: usize) -> f64 {
-    let n = run["intervals"].as_array().unwrap().len();
-    let first = n.saturating_sub(mad);
-    let tm = |kind: &str, field: &str| {
-        let mut v: Vec<f64> = run["probes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|p| p["kind"] == kind && p.get("error").is_none())
-            .filter(|p| p["interval"].as_u64().unwrap() as usize >= first)
-            .filter_map(|p| p[field].as_f64())
-            .collect();
-        v.sort_by(f64::total_cmp);
-        let keep = ((v.len() as f64 * 0.95).floor() as usize).max(1);
-        v[..keep].iter().sum::<f64>() / keep as f64
-    };
-    let foreign = 60000.0 / ((tm("foreign", "tcp_ms") + tm("foreign", "http_ms")) / 2.0);
-    let loaded = 60000.0 / tm("self", "http_ms");
-    (foreign + loaded) / 2.0
 }
 
 #[test]
@@ -101,7 +79,7 @@ fn rpm_over_loopback_scores_with_every_probe_kept() {
             "as many foreign as self probes (§5.3)"
         );
         let rpm = run["score"]["rpm"].as_f64().unwrap();
-        let again = recompute(run, 4);
+        let again = rpm_support::recompute(run, 4);
         assert!(
             (rpm - again).abs() / again < 1e-6,
             "{}: reported {rpm}, draft arithmetic {again}",

@@ -11,6 +11,8 @@
 
 #[path = "nginx_support/mod.rs"]
 mod nginx_support;
+#[path = "rpm_support/mod.rs"]
+mod rpm_support;
 
 use std::process::Command;
 
@@ -75,7 +77,7 @@ fn rpm_against_nginx_over_loopback_follows_the_drafts_arithmetic() {
             run["end"]
         );
         let rpm = run["score"]["rpm"].as_f64().unwrap();
-        let again = nginx_support::recompute_tls(run, 4);
+        let again = rpm_support::recompute_tls(run, 4);
         assert!(
             (rpm - again).abs() / again < 1e-9,
             "{dirn}: reported {rpm}, the draft's arithmetic {again}"

@@ -246,28 +246,3 @@ impl Drop for Nginx {
         let _ = self.child.wait();
     }
 }
-
-/// The draft's TLS-enabled arithmetic (§5.3.1.1) from the raw probes of the last MAD intervals:
-/// 95 % single-sided trimmed means; foreign = 60000 / mean(tcp_f, tls_f, http_f), loaded =
-/// 60000 / TM(http_l), RPM = their mean.
-pub fn recompute_tls(run: &serde_json::Value, mad: usize) -> f64 {
-    let n = run["intervals"].as_array().unwrap().len();
-    let first = n.saturating_sub(mad);
-    let tm = |kind: &str, field: &str| {
-        let mut v: Vec<f64> = run["probes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|p| p["kind"] == kind && p.get("error").is_none())
-            .filter(|p| p["interval"].as_u64().unwrap() as usize >= first)
-            .filter_map(|p| p[field].as_f64())
-            .collect();
-        v.sort_by(f64::total_cmp);
-        let keep = ((v.len() as f64 * 0.95).floor() as usize).max(1);
-        v[..keep].iter().sum::<f64>() / keep as f64
-    };
-    let foreign = 60000.0
-        / ((tm("foreign", "tcp_ms") + tm("foreign", "tls_ms") + tm("foreign", "http_ms")) / 3.0);
-    let loaded = 60000.0 / tm("self", "http_ms");
-    (foreign + loaded) / 2.0
-}
