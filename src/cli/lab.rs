@@ -891,7 +891,7 @@ pub struct VmRouterArgs {
     /// Internal: run the userspace AQM forwarder.
     #[arg(long, hide = true)]
     pub shape: bool,
-    /// Print the userspace forwarder's counters (both directions, JSON), read with
+    /// Print the userspace forwarder's counters (qdisc, both directions; JSON), read with
     /// `lab exec --name N -- vm-router --shape-stats`.
     #[arg(long, hide = true)]
     pub shape_stats: bool,

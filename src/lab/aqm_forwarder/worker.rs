@@ -89,7 +89,9 @@ fn mac_of(ns: &str, dev: &str) -> Result<[u8; 6]> {
     Ok(mac)
 }
 
-fn write_json<T: Serialize>(path: &std::path::Path, v: &T) {
+/// Writes `v` to a new file and renames it over `path`, so a reader never sees half a file; a
+/// failed write costs only that read-out.
+pub(crate) fn write_json<T: Serialize>(path: &std::path::Path, v: &T) {
     let tmp = path.with_extension("tmp");
     if let Ok(text) = serde_json::to_string_pretty(v) {
         if std::fs::write(&tmp, text).is_ok() {

@@ -5,6 +5,7 @@
 //! runs, never a shell; the port is reached through a root-only socket of qemu's on the host.
 
 use crate::lab::aqm_forwarder::forward::{self, Direction, DirectionReport};
+use crate::lab::aqm_forwarder::worker::{ShapeStats, write_json};
 use crate::lab::error::{IoContext, LabError, Result};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
@@ -14,8 +15,8 @@ use std::time::{Duration, Instant};
 
 /// The virtio-serial port's name (qemu's `virtserialport,name=`).
 pub const CONTROL_PORT: &str = "routerbench.ctl";
-/// Where the forwarder inside the VM keeps its counters (both directions' `DirectionReport`s as
-/// one JSON array, rewritten every second); `lab exec -- vm-router --shape-stats` prints it.
+/// Where the forwarder inside the VM keeps its counters (a `ShapeStats`, as the namespace lab's
+/// forwarder writes, rewritten every second); `lab exec -- vm-router --shape-stats` prints it.
 pub const SHAPE_STATS: &str = "/run/routerbench-shape.json";
 /// A request or reply line is at most this long.
 pub const MAX_LINE: usize = 1 << 20;
@@ -233,20 +234,18 @@ pub fn serve_shape(s: &GuestShape) -> Result<()> {
         let p = format!("/proc/sys/net/ipv4/conf/{dev}/forwarding");
         std::fs::write(&p, "0").io_context(|| format!("cannot write {p}"))?;
     }
-    // The counters, every second, until both directions end: written to a new file and renamed,
-    // so a reader never sees half a file. A failed write costs only the read-out.
-    let tmp = format!("{SHAPE_STATS}.tmp");
+    // The counters, every second, until both directions end, in the namespace lab's stats format.
+    let path = std::path::Path::new(SHAPE_STATS);
     while threads.iter().any(|t| !t.is_finished()) {
         std::thread::sleep(Duration::from_secs(1));
-        let now: Vec<DirectionReport> = reports
-            .iter()
-            .map(|r| r.lock().map(|g| g.clone()).unwrap_or_default())
-            .collect();
-        if let Ok(text) = serde_json::to_string(&now) {
-            if std::fs::write(&tmp, text).is_ok() {
-                let _ = std::fs::rename(&tmp, SHAPE_STATS);
-            }
-        }
+        let now = |i: usize| reports[i].lock().map(|g| g.clone()).unwrap_or_default();
+        let stats = ShapeStats {
+            qdisc: s.qdisc.name().into(),
+            worker_pid: std::process::id() as i32,
+            up: now(0),
+            down: now(1),
+        };
+        write_json(path, &stats);
     }
     let mut result = Ok(());
     for t in threads {
