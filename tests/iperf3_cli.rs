@@ -75,7 +75,11 @@ fn daemon_with_pidfile_serves_iperf3_and_reopens_its_log_on_sighup() {
         .status()
         .expect("start server -D");
     assert!(st.success(), "server -D exits 0 in the foreground: {st}");
-    wait_for("pid file", Duration::from_secs(10), || pidfile.exists());
+    // The server writes the pid file whole (renamed into place); waiting for a number rather
+    // than for the file also keeps an orphan daemon from outliving a failed parse.
+    wait_for("pid file", Duration::from_secs(10), || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|t| t.trim().parse::<i32>().is_ok())
+    });
     let pid: i32 = std::fs::read_to_string(&pidfile)
         .unwrap()
         .trim()
