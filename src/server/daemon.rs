@@ -53,23 +53,16 @@ impl PidFile {
         Ok(abs)
     }
 
-    /// Writes this process's pid to `path` (made absolute by [`PidFile::check`]): into a
-    /// temporary file beside it, then renamed over it, so a reader that sees the file (a
-    /// service manager, a script waiting for it) never reads it empty or half written.
+    /// Writes this process's pid to `path` (made absolute by [`PidFile::check`]) atomically
+    /// ([`crate::results::write_atomic`]: a temporary file renamed over it), so a reader that
+    /// sees the file (a service manager, a script waiting for it) never reads it empty.
     pub fn write(path: PathBuf) -> Result<PidFile, ServerError> {
-        let err = |source| ServerError::PidFileWrite {
-            path: path.display().to_string(),
-            source,
-        };
-        let mut tmp = path.clone().into_os_string();
-        tmp.push(format!(".{}.tmp", std::process::id()));
-        let tmp = PathBuf::from(tmp);
-        std::fs::write(&tmp, format!("{}\n", std::process::id()))
-            .and_then(|()| std::fs::rename(&tmp, &path))
-            .map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                err(e)
-            })?;
+        crate::results::write_atomic(&path, &format!("{}\n", std::process::id())).map_err(
+            |source| ServerError::PidFileWrite {
+                path: path.display().to_string(),
+                source,
+            },
+        )?;
         Ok(PidFile { path })
     }
 }
