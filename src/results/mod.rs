@@ -319,14 +319,23 @@ pub fn save(result: &RunResult, path: &std::path::Path) -> std::io::Result<()> {
 }
 
 /// Writes `text` to a temporary file next to `path` (its directory created), then renames it
-/// over `path`, so a reader never sees half a document.
+/// over `path`, so a reader never sees half a document. The temporary name carries the whole
+/// file name and this process's id (any kind of file: results, pid files), and it is removed
+/// if the write fails.
 pub fn write_atomic(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 #[cfg(test)]
