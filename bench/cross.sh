@@ -100,7 +100,7 @@ gccpkg() { echo "gcc-$(gcc_linker "$1" | sed 's/-gcc$//')"; }
 add_arch() {
   if ! dpkg --print-foreign-architectures | grep -qx "$1"; then
     dpkg --add-architecture "$1"
-    apt-get update -qq || echo "apt-get update reported errors; going on" >&2
+    apt-get -o DPkg::Lock::Timeout=600 update -qq || echo "apt-get update reported errors; going on" >&2
   fi
 }
 
@@ -160,8 +160,8 @@ setup() {
   if ! command -v "$(gcc_linker "$t")" >/dev/null || ! command -v "$(qemu "$t")" >/dev/null \
      || ! command -v iperf3 >/dev/null || ! command -v python3 >/dev/null \
      || ! command -v dpkg-source >/dev/null || [ ! -x "$RUSTC" ]; then
-    apt-get update -qq || echo "apt-get update reported errors (bookworm-security index for a foreign arch fails here); going on" >&2
-    apt-get install -y -qq "$(gccpkg "$t")" qemu-user-static iperf3 python3 dpkg-dev \
+    apt-get -o DPkg::Lock::Timeout=600 update -qq || echo "apt-get update reported errors (bookworm-security index for a foreign arch fails here); going on" >&2
+    apt-get -o DPkg::Lock::Timeout=600 install -y -qq "$(gccpkg "$t")" qemu-user-static iperf3 python3 dpkg-dev \
       "rustc-web=$RUST_DEB_VERSION" "libstd-rust-web-dev=$RUST_DEB_VERSION" \
       "libstd-rust-web-1.85=$RUST_DEB_VERSION" >/dev/null
   fi

@@ -458,8 +458,14 @@ fn vm_router_mipsel_kernel_stamps_at_both_ends() {
         vmj["boot_s"]
     );
     let (r, series) = rrul_against_the_vm_server(rb, &lab, "mipsel");
+    // What the run itself said went wrong, for every assertion below.
+    let notes = &r["latency"]["notes"];
     for rtts in &series {
-        assert!(rtts.len() >= 5, "{} round trips: {rtts:?}", rtts.len());
+        assert!(
+            rtts.len() >= 5,
+            "{} round trips: {rtts:?}; notes: {notes}",
+            rtts.len()
+        );
         // Sane: positive, and below the probes' own timeout-scale bound.
         assert!(rtts.iter().all(|&v| v > 0.0 && v < 5000.0), "{rtts:?}");
     }
@@ -471,8 +477,14 @@ fn vm_router_mipsel_kernel_stamps_at_both_ends() {
         loaded >= idle * 0.5 && loaded < 5000.0,
         "loaded RTT {loaded} ms: {s}"
     );
-    assert!(s["upload_mbps"].as_f64().unwrap() > 0.1, "{s}");
-    assert!(s["download_mbps"].as_f64().unwrap() > 0.1, "{s}");
+    assert!(
+        s["upload_mbps"].as_f64().unwrap() > 0.1,
+        "{s}; notes: {notes}"
+    );
+    assert!(
+        s["download_mbps"].as_f64().unwrap() > 0.1,
+        "{s}; notes: {notes}"
+    );
     eprintln!(
         "mipsel VM server: idle {idle:.2} ms, loaded {loaded:.2} ms, up {} / down {} Mbit/s",
         s["upload_mbps"], s["download_mbps"]

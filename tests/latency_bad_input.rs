@@ -540,3 +540,66 @@ fn probes_to_a_closed_port_fail_quietly_without_spinning() {
         "probe loop used {cpu_s:.2} s CPU in {wall_s:.2} s"
     );
 }
+
+/// A Finish that arrives before this server's load has ended (an interrupted client, or a
+/// server behind the client's clock: a starved router CPU that took Start late) still gets
+/// every byte the server received reported: one last StepReport for the step in progress, then
+/// Finished. Before, the server answered Finished at once and the bytes since its last report
+/// were lost (an RRUL against a 1-vCPU emulated router read upload 0.0 Mbit/s).
+#[test]
+fn finish_during_the_load_still_reports_every_received_byte() {
+    let (addr, svc) = server(Bounds::default());
+    let (mut ctl, id, _port) = session(addr);
+    let hello = Message::LoadHello {
+        version: rb::VERSION,
+        session: id,
+        flow: 0,
+        direction: Direction::Upload,
+        tos: 0,
+        cc: String::new(),
+    };
+    let mut up = connect(addr, &hello.emit());
+    assert!(matches!(
+        read_frame(&mut up),
+        Some(Message::LoadAccept { .. })
+    ));
+    // One long step: no regular report is due before the Finish below.
+    ctl.write_all(
+        &Message::Start {
+            start_in_us: 0,
+            duration_ms: 20_000,
+            step_ms: 10_000,
+        }
+        .emit(),
+    )
+    .unwrap();
+    const SENT: usize = 300_000;
+    up.write_all(&vec![0x5a; SENT]).unwrap();
+    // Give the server's flow thread time to read it all (loopback; generous for a loaded CI).
+    std::thread::sleep(Duration::from_millis(1500));
+    ctl.write_all(&Message::Finish.emit()).unwrap();
+    let mut reported = 0u64;
+    let mut finished = false;
+    for _ in 0..10 {
+        match read_frame(&mut ctl) {
+            Some(Message::StepReport { flows, .. }) => {
+                reported += flows
+                    .iter()
+                    .filter(|f| f.flow == 0)
+                    .map(|f| f.bytes)
+                    .sum::<u64>()
+            }
+            Some(Message::Finished { .. }) => {
+                finished = true;
+                break;
+            }
+            other => panic!("expected StepReport or Finished, got {other:?}"),
+        }
+    }
+    assert!(finished, "no Finished after Finish");
+    assert_eq!(
+        reported, SENT as u64,
+        "bytes the server received but did not report"
+    );
+    svc.shutdown();
+}

@@ -493,6 +493,14 @@ fn assemble(
             .max(1.0) as usize;
         for (id, known, out) in flows {
             let server = data.steps.get(&id).cloned().unwrap_or_default();
+            if known.plan.direction == Direction::Upload && server.is_empty() {
+                notes.push(format!(
+                    "server {addr} reported no received bytes for upload flow {}: its goodput \
+                     reads 0 (the server's control connection ended before its first step \
+                     report)",
+                    known.plan.name
+                ));
+            }
             let per_step = (0..steps)
                 .map(|k| {
                     let (sb, srtt) = server.get(k).copied().unwrap_or((0, 0));

@@ -383,18 +383,9 @@ impl Service {
             .round()
             .max(1.0) as u32;
         let mut last: HashMap<u8, u64> = HashMap::new();
-        for k in 0..steps {
-            let at = start + step * (k + 1);
-            while let Some(left) = at.checked_duration_since(Instant::now()) {
-                if s.abort.load(Ordering::SeqCst) || self.inner.shutdown.load(Ordering::SeqCst) {
-                    return Err(ServiceError::Aborted);
-                }
-                if self.client_spoke(stream, left.min(Duration::from_millis(50)))? {
-                    s.abort.store(true, Ordering::SeqCst);
-                    return Ok(true);
-                }
-            }
-            let flows: Vec<FlowStep> = match s.flows.lock() {
+        // The bytes each upload flow received since the previous report.
+        let step_of = |last: &mut HashMap<u8, u64>| -> Vec<FlowStep> {
+            match s.flows.lock() {
                 Ok(fl) => fl
                     .iter()
                     .map(|f| {
@@ -412,7 +403,27 @@ impl Service {
                     })
                     .collect(),
                 Err(_) => Vec::new(),
-            };
+            }
+        };
+        for k in 0..steps {
+            let at = start + step * (k + 1);
+            while let Some(left) = at.checked_duration_since(Instant::now()) {
+                if s.abort.load(Ordering::SeqCst) || self.inner.shutdown.load(Ordering::SeqCst) {
+                    return Err(ServiceError::Aborted);
+                }
+                if self.client_spoke(stream, left.min(Duration::from_millis(50)))? {
+                    // Finish before this server's load ended: an interrupted client, or a
+                    // server that runs behind the client's clock (a starved router CPU got
+                    // Start late). What arrived since the last report is still counted: one
+                    // last report for the step in progress, so no received byte is lost.
+                    let flows = step_of(&mut last);
+                    s.abort.store(true, Ordering::SeqCst);
+                    conn::write_msg(stream, &Message::StepReport { step: k, flows })
+                        .map_err(ServiceError::VanishedInLoad)?;
+                    return Ok(true);
+                }
+            }
+            let flows = step_of(&mut last);
             conn::write_msg(stream, &Message::StepReport { step: k, flows })
                 .map_err(ServiceError::VanishedInLoad)?;
         }
