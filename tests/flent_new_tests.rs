@@ -214,9 +214,36 @@ fn phases_download_then_upload_then_both() {
         let i = x.iter().position(|&v| v >= t).unwrap();
         doc["results"][name][i].as_f64().is_some_and(|v| v > 0.0)
     };
-    assert!(loaded("TCP download", 2.0) && !loaded("TCP upload", 2.0));
-    assert!(!loaded("TCP download", 6.0) && loaded("TCP upload", 6.0));
-    assert!(loaded("TCP download", 10.0) && loaded("TCP upload", 10.0));
+    let series = |name: &str| {
+        x.iter()
+            .zip(doc["results"][name].as_array().unwrap())
+            .map(|(t, v)| format!("{t:.1}:{v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let why = || {
+        format!(
+            "download {}\nupload {}\nnotes {}",
+            series("TCP download"),
+            series("TCP upload"),
+            doc["metadata"]["NOTES"]
+        )
+    };
+    assert!(
+        loaded("TCP download", 2.0) && !loaded("TCP upload", 2.0),
+        "{}",
+        why()
+    );
+    assert!(
+        !loaded("TCP download", 6.0) && loaded("TCP upload", 6.0),
+        "{}",
+        why()
+    );
+    assert!(
+        loaded("TCP download", 10.0) && loaded("TCP upload", 10.0),
+        "{}",
+        why()
+    );
     // One ping series across the whole timeline (each phase's session probes its part).
     let ping = doc["results"]["Ping (ms) ICMP"].as_array().unwrap();
     for t in [0.5, 4.0, 8.0, 11.5] {
