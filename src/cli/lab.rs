@@ -895,6 +895,10 @@ pub struct VmRouterArgs {
     /// `lab exec --name N -- vm-router --shape-stats`.
     #[arg(long, hide = true)]
     pub shape_stats: bool,
+    /// Time the VM's clocks and timers as the forwarder's loop uses them (JSON), read with
+    /// `lab exec --name N -- vm-router --timer-probe`.
+    #[arg(long, hide = true)]
+    pub timer_probe: bool,
 }
 
 /// Waits (at most `limit`) until the kernel's forwarding of `devs` is off: the forwarder's
@@ -920,6 +924,10 @@ pub fn vm_router(a: VmRouterArgs) -> anyhow::Result<i32> {
     use lab::vm::{guest, guest_run};
     if a.control {
         guest_run::serve_control()?;
+        return Ok(0);
+    }
+    if a.timer_probe {
+        crate::outln!("{}", serde_json::to_string(&guest_run::timer_probe())?);
         return Ok(0);
     }
     if a.shape_stats {

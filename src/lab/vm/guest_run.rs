@@ -259,6 +259,81 @@ pub fn serve_shape(s: &GuestShape) -> Result<()> {
     result
 }
 
+/// What one kind of wait took, µs of wall time (and the calling thread's CPU time per wait).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WaitTimes {
+    pub asked_us: f64,
+    pub median_us: f64,
+    pub p90_us: f64,
+    pub max_us: f64,
+    pub cpu_per_wait_us: f64,
+}
+
+/// The VM's timers and clocks as the forwarder's loop uses them (`lab exec -- vm-router
+/// --timer-probe`): the clocksource, what a clock read costs, and how late a 100 µs sleep (the
+/// forwarder's coalescing wait), a 1 ms sleep and a 1 ms `ppoll` wake up.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TimerProbe {
+    pub clocksource: String,
+    pub monotonic_read_ns: f64,
+    pub thread_cputime_read_ns: f64,
+    pub sleep_100us: WaitTimes,
+    pub sleep_1ms: WaitTimes,
+    pub ppoll_1ms: WaitTimes,
+}
+
+/// Measures [`TimerProbe`] in well under a second on an idle VM (bounded: 200 waits).
+pub fn timer_probe() -> TimerProbe {
+    use crate::lab::aqm_forwarder::afpacket::{clock_ns, wait_readable};
+    use nix::time::ClockId;
+    let per_read = |c: ClockId| {
+        let t = Instant::now();
+        for _ in 0..2_000 {
+            std::hint::black_box(clock_ns(c));
+        }
+        t.elapsed().as_nanos() as f64 / 2_000.0
+    };
+    let times = |n: usize, asked: Duration, wait: &dyn Fn()| {
+        let cpu0 = clock_ns(ClockId::CLOCK_THREAD_CPUTIME_ID);
+        let mut v: Vec<f64> = (0..n)
+            .map(|_| {
+                let t = Instant::now();
+                wait();
+                t.elapsed().as_nanos() as f64 / 1e3
+            })
+            .collect();
+        let cpu = clock_ns(ClockId::CLOCK_THREAD_CPUTIME_ID).saturating_sub(cpu0);
+        v.sort_by(f64::total_cmp);
+        let at = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
+        WaitTimes {
+            asked_us: asked.as_nanos() as f64 / 1e3,
+            median_us: at(0.5),
+            p90_us: at(0.9),
+            max_us: at(1.0),
+            cpu_per_wait_us: cpu as f64 / 1e3 / n as f64,
+        }
+    };
+    // A pipe's read end that never becomes readable: ppoll only times out.
+    let pipe = nix::unistd::pipe().ok();
+    let us100 = Duration::from_micros(100);
+    let ms1 = Duration::from_millis(1);
+    TimerProbe {
+        clocksource: std::fs::read_to_string(
+            "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+        )
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default(),
+        monotonic_read_ns: per_read(ClockId::CLOCK_MONOTONIC),
+        thread_cputime_read_ns: per_read(ClockId::CLOCK_THREAD_CPUTIME_ID),
+        sleep_100us: times(100, us100, &|| std::thread::sleep(us100)),
+        sleep_1ms: times(50, ms1, &|| std::thread::sleep(ms1)),
+        ppoll_1ms: times(50, ms1, &|| match &pipe {
+            Some((r, _)) => wait_readable(std::os::fd::AsFd::as_fd(r), 1_000_000),
+            None => std::thread::sleep(ms1),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,6 +373,15 @@ mod tests {
             },
         );
         assert!(missing.error.unwrap().contains("cannot start"));
+    }
+
+    #[test]
+    fn timer_probe_measures_the_waits() {
+        let p = timer_probe();
+        assert!(p.monotonic_read_ns > 0.0);
+        assert!(p.sleep_100us.median_us >= 100.0, "{p:?}");
+        assert!(p.sleep_1ms.median_us >= 1_000.0 && p.ppoll_1ms.median_us >= 900.0);
+        assert!(p.sleep_100us.max_us >= p.sleep_100us.p90_us);
     }
 
     #[test]
