@@ -4,7 +4,7 @@
 # (apk-tools v3), each with /usr/bin/routerbench, the procd init script and the UCI config of
 # openwrt/routerbench/files/. Layout and scripts follow OpenWrt's own packaging
 # (scripts/ipkg-build and include/package-pack.mk); docs/packages.md says what is in each file
-# and why. The packages' tests are tests/openwrt_packages.rs (ROUTERBENCH_PACKAGES=OUT).
+# and why. The packages' tests are tests/openwrt/openwrt_packages.rs (ROUTERBENCH_PACKAGES=OUT).
 #
 #   bench/package.sh                 # every target bench/cross.sh built, into target/packages/
 #   OUT=/tmp/pkgs bench/package.sh   # elsewhere

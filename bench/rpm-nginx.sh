@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/rpm-nginx.sh - `routerbench rpm --url` against Debian's nginx (HTTP/2 over TLS, the
-# draft's four endpoints from tests/nginx_support/nginx.conf.in) beside `routerbench rpm`
+# draft's four endpoints from tests/support/nginx.conf.in) beside `routerbench rpm`
 # against routerbench's own latency-server, over loopback, alternated and repeated; medians.
 # No root. Needs nginx and openssl, and a build with the `https` feature:
 #
@@ -63,7 +63,7 @@ trap cleanup EXIT
 )
 sed -e "s|@DIR@|$dir|g" -e "s|@LISTEN@|$IP|g" -e "s|@PORT@|$PORT|g" \
   -e "s|@PORT_H1@|24444|g" -e "s|@PORT_PLAIN@|24445|g" -e "s|@PORT_SILENT@|24446|g" \
-  -e "s|@UPLOAD_BODY@|4m|g" tests/nginx_support/nginx.conf.in >"$dir/nginx.conf"
+  -e "s|@UPLOAD_BODY@|4m|g" tests/support/nginx.conf.in >"$dir/nginx.conf"
 if [ -n "$WAN_SYSCTL" ]; then
   restore="${WAN_SYSCTL%%=*}=$("${srv_ns[@]}" sysctl -n "${WAN_SYSCTL%%=*}")"
   "${srv_ns[@]}" sysctl -qw "$WAN_SYSCTL"

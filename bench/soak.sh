@@ -10,8 +10,8 @@
 #   bench/soak.sh                     # 3 waves of 25 s (~2.5 min)
 #   WAVES=10 WAVE_SECS=60 bench/soak.sh
 #
-# Not run in CI (it takes minutes); the per-attack tests are tests/server_attacks.rs and
-# tests/server_sending.rs.
+# Not run in CI (it takes minutes); the per-attack tests are tests/server/server_attacks.rs and
+# tests/server/server_sending.rs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WAVES=${WAVES:-3}

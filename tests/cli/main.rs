@@ -1,0 +1,17 @@
+//! Integration tests of the command line: device, inputs refused, outputs written, run, interrupts
+//! that save, stress, the results schema.
+//!
+//! One test binary with a module per former binary (`cargo test --test cli MODULE::` runs one),
+//! to link once instead of once per file; the shared helpers are in tests/support/.
+
+// The crate root of each binary is its own directory; tests/support/ is beside them.
+#[path = "../support/mod.rs"]
+mod support;
+
+mod cli_device;
+mod cli_inputs;
+mod cli_outputs;
+mod cli_run;
+mod interrupt_saves;
+mod results_schema;
+mod stress_cli;

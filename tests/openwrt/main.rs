@@ -1,0 +1,12 @@
+//! Integration tests of the OpenWrt packages: the package's files and installing the .ipk/.apk into
+//! scratch roots.
+//!
+//! One test binary with a module per former binary (`cargo test --test openwrt MODULE::` runs one),
+//! to link once instead of once per file; the shared helpers are in tests/support/.
+
+// The crate root of each binary is its own directory; tests/support/ is beside them.
+#[path = "../support/mod.rs"]
+mod support;
+
+mod openwrt_package;
+mod openwrt_packages;

@@ -1,0 +1,12 @@
+//! Integration tests of the reports: the HTML report opened in headless chromium and compare's
+//! tables.
+//!
+//! One test binary with a module per former binary (`cargo test --test report MODULE::` runs one),
+//! to link once instead of once per file; the shared helpers are in tests/support/.
+
+// The crate root of each binary is its own directory; tests/support/ is beside them.
+#[path = "../support/mod.rs"]
+mod support;
+
+mod report_chromium;
+mod report_compare;

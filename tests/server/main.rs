@@ -1,0 +1,11 @@
+//! Integration tests of the server under hostile clients and while sending.
+//!
+//! One test binary with a module per former binary (`cargo test --test server MODULE::` runs one),
+//! to link once instead of once per file; the shared helpers are in tests/support/.
+
+// The crate root of each binary is its own directory; tests/support/ is beside them.
+#[path = "../support/mod.rs"]
+mod support;
+
+mod server_attacks;
+mod server_sending;

@@ -1,0 +1,11 @@
+//! Integration tests of the VM router (qemu): one VM at a time; a binary of its own so no other
+//! test shares the machine with a booting VM.
+//!
+//! One test binary with a module per former binary (`cargo test --test vm MODULE::` runs one),
+//! to link once instead of once per file; the shared helpers are in tests/support/.
+
+// The crate root of each binary is its own directory; tests/support/ is beside them.
+#[path = "../support/mod.rs"]
+mod support;
+
+mod lab_vm;
