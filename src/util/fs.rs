@@ -28,15 +28,36 @@ pub fn write_atomic(path: &Path, bytes: impl AsRef<[u8]>) -> std::io::Result<()>
 }
 
 /// Writes `bytes` to `path`: replaced atomically ([`write_atomic`]) when it is a regular file
-/// or new, written in place when it is a device or a pipe (`/dev/stdout`, `/dev/null`), which
-/// cannot be renamed over.
+/// or new (through a symlink: its target), written in place when it is a device, a pipe or one
+/// of this process's descriptors (`/dev/stdout`, `/dev/fd/1`: links into `/proc`, even when
+/// the descriptor is a redirected file), which cannot be renamed over.
 pub fn write_output(path: &Path, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
-        let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
-        f.write_all(bytes.as_ref())?;
-        return f.flush();
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return write_atomic(path, bytes);
+    };
+    if meta.file_type().is_symlink() {
+        let into_proc = std::fs::read_link(path).is_ok_and(|t| t.starts_with("/proc"))
+            || path
+                .parent()
+                .and_then(|d| std::fs::canonicalize(d).ok())
+                .is_some_and(|d| d.starts_with("/proc"));
+        let target = std::fs::canonicalize(path).ok();
+        let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
+        return match target {
+            Some(t) if regular && !into_proc => write_atomic(&t, bytes),
+            _ => write_in_place(path, bytes.as_ref()),
+        };
+    }
+    if !meta.is_file() && !meta.is_dir() {
+        return write_in_place(path, bytes.as_ref());
     }
     write_atomic(path, bytes)
+}
+
+fn write_in_place(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+    f.write_all(bytes)?;
+    f.flush()
 }
 
 #[cfg(test)]
@@ -56,6 +77,19 @@ mod tests {
             .collect();
         assert_eq!(names.len(), 1, "no temporary file is left");
         write_output(Path::new("/dev/null"), "in place\n").unwrap();
+        let link = dir.join("link.json");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        write_output(&link, "through the link\n").unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "through the link\n"
+        );
         assert!(write_output(Path::new("/dev/full"), "x").is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
