@@ -8,7 +8,12 @@
 //!    every other edge between files is acyclic.
 //! 4. 64-bit atomics come from `portable_atomic`: MIPS32 routers have no `std`/`core`
 //!    `AtomicU64`/`AtomicI64` (docs/cross-build.md), so naming those breaks the MIPS builds.
-//! 5. The layout drawn in docs/architecture.md ("Layout": one line per folder of `src/` and
+//! 5. Output formats are written only in `report` (its `export/` room) and `cli`: elsewhere no
+//!    pretty JSON document (`serde_json::to_string_pretty`/`to_vec_pretty`), no streamed one
+//!    (`serde_json::to_writer*`), no gzip (`flate2` `GzEncoder`/`GzBuilder`), and no
+//!    `fs::rename` (the one temp-file-and-rename writer is `util::fs`). The few state files
+//!    of the lab that only routerbench reads back are listed in [`NOT_OUTPUT_FORMATS`].
+//! 6. The layout drawn in docs/architecture.md ("Layout": one line per folder of `src/` and
 //!    `aqm/src/`, and per top-level file) is the tree's: nothing missing, nothing invented.
 //!
 //! Test code (`#[cfg(test)]` items) is ignored. Run: `cargo test --test architecture`; a failure
@@ -33,6 +38,32 @@ const PRINT_MACROS: &[&str] = &[
     "eprint!",
     "errln!",
     "outln!",
+];
+
+/// Where output formats are written (rule 5).
+const FORMAT_WRITERS: &[&str] = &["report", "cli"];
+/// The writers of formats and files, as paths (`serde_json::to_writer` and its `use`).
+const FORMAT_CALLS: &[&[&str]] = &[
+    &["serde_json", "to_string_pretty"],
+    &["serde_json", "to_vec_pretty"],
+    &["serde_json", "to_writer"],
+    &["serde_json", "to_writer_pretty"],
+];
+/// Names that write a format wherever they appear (gzip streams).
+const FORMAT_WORDS: &[&str] = &["GzEncoder", "GzBuilder"];
+/// The one file writer (temporary file + rename) and what only it may call.
+const ATOMIC_WRITER: &str = "util::fs";
+const RENAME: &[&str] = &["fs", "rename"];
+/// Files outside `report`/`cli` that write pretty JSON or gzip which is no output format: the
+/// lab's state, read back only by routerbench itself (module, why).
+const NOT_OUTPUT_FORMATS: &[(&str, &str)] = &[
+    ("lab::state", "the lab's config and AQM state under /run"),
+    (
+        "lab::aqm_forwarder::worker",
+        "the forwarder's counters file",
+    ),
+    ("lab::vm::assets", "the VM assets' cache manifest"),
+    ("lab::vm::initramfs", "the guest's gzip cpio initramfs"),
 ];
 
 type Module = Vec<String>;
@@ -585,7 +616,104 @@ fn tarjan<'a>(adj: &BTreeMap<&'a Module, BTreeSet<&'a Module>>) -> Vec<Vec<&'a M
     s.out
 }
 
+/// The format writers (rule 5) a file's text names: `serde_json::to_writer(…)` and friends as
+/// paths or imported by `use`, `fs::rename`, and the gzip encoder's names.
+fn format_writers(text: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut uses = Vec::new();
+    let mut rest = text;
+    while let Some(at) = find_word(rest, "use") {
+        let after = &rest[at + 3..];
+        let Some(end) = after.find(';') else { break };
+        if after.starts_with(char::is_whitespace) {
+            use_paths(after[..end].trim(), &[], &mut uses);
+        }
+        rest = &after[end..];
+    }
+    let calls = FORMAT_CALLS.iter().chain(std::iter::once(&RENAME));
+    for call in calls {
+        let joined = call.join("::");
+        let in_use = uses
+            .iter()
+            .any(|u| u.ends_with(&call.iter().map(|s| s.to_string()).collect::<Vec<_>>()));
+        if in_use || find_word(text, &joined).is_some() {
+            found.insert(joined);
+        }
+    }
+    for w in FORMAT_WORDS {
+        if find_word(text, w).is_some() {
+            found.insert(w.to_string());
+        }
+    }
+    found
+}
+
+#[test]
+fn output_formats_are_written_only_in_report_and_cli() {
+    let g = graph();
+    let mut bad = Vec::new();
+    let mut allowed_used = BTreeSet::new();
+    for (m, (text, _)) in &g.files {
+        let path = m.join("::");
+        let mut found = format_writers(text);
+        if path == ATOMIC_WRITER {
+            found.remove(&RENAME.join("::"));
+        }
+        if found.is_empty() {
+            continue;
+        }
+        let rename = found.contains(&RENAME.join("::"));
+        let writer_room = m
+            .first()
+            .is_some_and(|t| FORMAT_WRITERS.contains(&t.as_str()));
+        let allowed = NOT_OUTPUT_FORMATS.iter().any(|(a, _)| *a == path);
+        if allowed {
+            allowed_used.insert(path.clone());
+        }
+        if rename || !(writer_room || allowed) {
+            bad.push(format!(
+                "{} uses {}",
+                name(m),
+                found.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    for (a, why) in NOT_OUTPUT_FORMATS {
+        if !allowed_used.contains(*a) {
+            bad.push(format!(
+                "NOT_OUTPUT_FORMATS lists crate::{a} ({why}), which writes none: drop the line"
+            ));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "output formats are written in report::export (called from cli), files through \
+         util::fs::write_atomic/write_output:\n{}",
+        bad.join("\n")
+    );
+}
+
 // The checker checks itself: each rule fires on a small example.
+#[test]
+fn the_format_rule_sees_calls_imports_and_gzip_but_not_look_alikes() {
+    let text = strip(
+        "use serde_json::{json, to_writer};\nlet s = serde_json::to_string_pretty(&d);\n\
+         let gz = flate2::write::GzEncoder::new(f, c);\nstd::fs::rename(a, b);\n\
+         let to_writer = 1; let t = serde_json::to_string(&d); // serde_json::to_vec_pretty\n",
+    );
+    let found: Vec<String> = format_writers(&text).into_iter().collect();
+    assert_eq!(
+        found,
+        [
+            "GzEncoder",
+            "fs::rename",
+            "serde_json::to_string_pretty",
+            "serde_json::to_writer"
+        ]
+    );
+    assert!(format_writers(&strip("let to_writer = x; serde_json::to_vec(&v);")).is_empty());
+}
+
 #[test]
 fn the_checker_sees_paths_in_use_trees_and_code_but_not_in_comments_strings_or_tests() {
     let text = strip(

@@ -7,6 +7,7 @@ use crate::cli::common::iperf3_opts::{
 use crate::cli::common::signal_flag::SignalFlag;
 use crate::iperf3::client::{self, ClientConfig, Family};
 use crate::iperf3::{IntervalSink, Iperf3Error};
+use crate::report::export::iperf3::Iperf3Json;
 use crate::wire::iperf3::Protocol;
 use clap::Args;
 
@@ -216,7 +217,7 @@ pub fn run(args: ClientArgs) -> anyhow::Result<i32> {
             // Written first, reported after the text: a failed write (its document kept
             // elsewhere) must not swallow the summary.
             let saved = if t.json.is_set() {
-                let doc = format!("{}\n", crate::iperf3::json::render(result, &system_info));
+                let doc = Iperf3Json::new(&system_info).text(result);
                 t.json.write_text(&doc, |d| out.output(d)).map(|_| ())
             } else {
                 Ok(())

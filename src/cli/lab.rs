@@ -1,6 +1,7 @@
 //! `routerbench lab`: build, inspect and remove the netns router lab, and measure through it.
 
 use crate::lab::{self, LabGuard, LabSpec, load::ExternalIperf3, load::LoadGenerator, tc_shaper};
+use crate::report::export::{Exporter, flent::Flent};
 use crate::results::RunResult;
 use crate::results::lab::{LabResult, Shaper};
 use clap::{Args, Subcommand, ValueEnum};
@@ -843,7 +844,7 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         } else {
             format!("lab {}", cfg.name)
         };
-        crate::results::flent::write(&run.latency, &title, path)?;
+        Flent::new(&title).write_to_file(&run.latency, path)?;
         a.json.say(&format!("saved {}", path.display()));
     }
     if a.json.is_set() {

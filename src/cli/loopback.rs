@@ -4,6 +4,7 @@
 use crate::cli::common::iperf3_opts::{TestOpts, TextIntervals};
 use crate::cli::common::signal_flag::SignalFlag;
 use crate::iperf3::IntervalSink;
+use crate::report::export::iperf3::Iperf3Json;
 use crate::results::throughput::{Connected, Interval, ThroughputResult};
 use crate::server::loopback::{self, LoopbackConfig};
 use crate::util::progress::Progress;
@@ -85,7 +86,7 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
                 crate::out!("{}", crate::report::iperf3::render_final_verbose(r));
             }
             if args.test.json.is_set() {
-                let doc = format!("{}\n", crate::iperf3::json::render(r, &system_info));
+                let doc = Iperf3Json::new(&system_info).text(r);
                 args.test.json.write_text(&doc, |d| crate::out!("{d}"))?;
             }
             if r.interrupted {

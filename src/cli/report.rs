@@ -1,6 +1,7 @@
 //! `routerbench report RESULT.json… [-o report.html]` and `routerbench plot RESULT.json --kind K
-//! -o FILE.svg`: the HTML page and single SVG plots, drawn by `report::html` and `report::plot`.
+//! -o FILE.svg`: the HTML page and single SVG plots, drawn by `report::export::html` and `report::plot`.
 
+use crate::report::export::{ExportError, Exporter, html::Html};
 use crate::report::plot::{self, Kind};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -54,9 +55,17 @@ pub fn write_report(
     extra: &[crate::report::rows::Row],
     path: &Path,
 ) -> anyhow::Result<()> {
-    let page = crate::report::html::render(runs, extra);
-    std::fs::write(path, page)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e} (choose another -o)", path.display()))
+    Html { extra }
+        .write_to_file(runs, path)
+        .map_err(|e| match e {
+            ExportError::Write { cause, .. } => {
+                anyhow::anyhow!(
+                    "cannot write {}: {cause} (choose another -o)",
+                    path.display()
+                )
+            }
+            e => e.into(),
+        })
 }
 
 pub fn run_report(a: ReportArgs) -> anyhow::Result<i32> {

@@ -2,6 +2,7 @@
 //! latency-server`: the latency-under-load tests and a standalone server for them.
 
 use crate::latency::{IpPref, TestConfig, TestKind};
+use crate::report::export::{Exporter, flent::Flent};
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -249,7 +250,7 @@ fn run_with(
         } else {
             a.title.clone()
         };
-        crate::results::flent::write(&result, &title, path)?;
+        Flent::new(&title).write_to_file(&result, path)?;
         a.json.say(&format!(
             "saved {} (plot: flent -i {} -p {} -o plot.png)",
             path.display(),

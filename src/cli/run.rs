@@ -5,6 +5,7 @@
 
 use crate::cli::common::signal_flag::SignalFlag;
 use crate::crypto::{self, SuiteConfig};
+use crate::report::export::{Exporter, flent::Flent};
 use crate::results::RunResult;
 use crate::util::progress::{BarProgress, NoProgress, Progress};
 use clap::Args;
@@ -227,19 +228,19 @@ fn print_summary(result: &RunResult) {
 fn save_files(args: &RunArgs, result: &RunResult, started_unix: i64) -> anyhow::Result<()> {
     let stamp = crate::util::time::file_stamp(started_unix);
     let path = args.out_dir.join(format!("run-{stamp}.json"));
-    crate::results::save(result, &path).map_err(|e| {
+    crate::report::export::json::save(result, &path).map_err(|e| {
         anyhow::anyhow!(
             "cannot save {}: {e} (choose another --out-dir)",
             path.display()
         )
     })?;
-    crate::results::save(result, &args.out_dir.join("latest.json")).map_err(|e| {
+    crate::report::export::json::save(result, &args.out_dir.join("latest.json")).map_err(|e| {
         anyhow::anyhow!("cannot save latest.json in {}: {e}", args.out_dir.display())
     })?;
     crate::outln!("\nsaved {}", path.display());
     if let Some(lat) = &result.latency {
         let flent = args.out_dir.join(format!("rrul-{stamp}.flent.gz"));
-        match crate::results::flent::write(lat, "routerbench run", &flent) {
+        match Flent::new("routerbench run").write_to_file(lat, &flent) {
             Ok(()) => crate::outln!("saved {} (flent -i FILE -p all_scaled)", flent.display()),
             Err(e) => crate::errln!("routerbench: cannot write {}: {e:#}", flent.display()),
         }

@@ -259,7 +259,7 @@ pub fn run(a: StressArgs) -> anyhow::Result<i32> {
     run.stress = Some(outcome.stress);
     let stamp = crate::util::time::file_stamp(started_unix);
     let json = a.out_dir.join(format!("stress-{stamp}.json"));
-    crate::results::save(&run, &json).map_err(|e| {
+    crate::report::export::json::save(&run, &json).map_err(|e| {
         anyhow::anyhow!(
             "cannot save {}: {e} (choose another --out-dir)",
             json.display()

@@ -1,6 +1,6 @@
 //! iperf3-compatible throughput tests: the client and server sessions that speak
-//! [`crate::wire::iperf3`], one thread per data stream, interval accounting, CPU use, the
-//! `-J` JSON schema. (The in-process loopback test, which needs the daemon, is
+//! [`crate::wire::iperf3`], one thread per data stream, interval accounting, CPU use. (The
+//! `-J` document of a result is written by `report::export::iperf3`; the in-process loopback test, which needs the daemon, is
 //! `crate::server::loopback`.)
 //!
 //! Measuring code here never prints: live intervals go to an [`IntervalSink`], results come
@@ -12,7 +12,6 @@ pub mod client;
 pub mod control;
 pub mod cpu;
 pub mod env;
-pub mod json;
 pub mod meter;
 pub mod ratelimit;
 pub(crate) mod running;

@@ -1,11 +1,11 @@
-//! Rendering of the result model: text summaries, tables, rows. Nothing here measures.
+//! Rendering of the result model: text summaries, tables, rows, and every output format written
+//! to a file (`export/`: iperf3 -J, flent, routerbench's JSON, HTML). Nothing here measures.
 
 #[cfg(feature = "plots")]
 pub mod compare;
 pub mod crypto;
 pub mod device;
-#[cfg(feature = "plots")]
-pub mod html;
+pub mod export;
 pub mod iperf3;
 #[cfg(feature = "lab")]
 pub mod lab;

@@ -1,5 +1,7 @@
 //! The result model: everything routerbench measures ends up here, and every report is rendered
-//! from here. Serialized as JSON with a versioned schema (`docs/results-schema.md`).
+//! from here. Serialized as JSON with a versioned schema (`docs/results-schema.md`); this module
+//! reads those files back (`load`, `load_any`), the writers of every output format (this JSON
+//! too) are `report::export`.
 //!
 //! Each measuring area owns one file (`device.rs`, `crypto.rs`, …); `RunResult` is the envelope
 //! that `routerbench run` saves under `./routerbench-results/`.
@@ -8,8 +10,6 @@ use serde::{Deserialize, Serialize};
 
 pub mod crypto;
 pub mod device;
-pub mod flent;
-mod flent_voip;
 pub mod iperf3_doc;
 pub mod lab;
 pub mod latency;
@@ -310,32 +310,6 @@ fn from_value(value: serde_json::Value, p: String) -> Result<RunResult, LoadErro
             LoadError::Json { path: p, cause }
         }
     })
-}
-
-/// Writes `result` as pretty JSON, atomically (temp file + rename), creating the directory.
-pub fn save(result: &RunResult, path: &std::path::Path) -> std::io::Result<()> {
-    let text = serde_json::to_string_pretty(result).map_err(std::io::Error::other)?;
-    write_atomic(path, &(text + "\n"))
-}
-
-/// Writes `text` to a temporary file next to `path` (its directory created), then renames it
-/// over `path`, so a reader never sees half a document. The temporary name carries the whole
-/// file name and this process's id (any kind of file: results, pid files), and it is removed
-/// if the write fails.
-pub fn write_atomic(path: &std::path::Path, text: &str) -> std::io::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Throughput results (iperf3-compatible tests: client, server session, loopback).
 //!
 //! The per-interval and end-of-test pieces use iperf3's `-J` key names and units
-//! (`bits_per_second`, `jitter_ms`, `rtt` in µs…), so `iperf3::json` can emit iperf3's schema
+//! (`bits_per_second`, `jitter_ms`, `rtt` in µs…), so `report::export::iperf3` can emit iperf3's schema
 //! from them unchanged and readers of iperf3 JSON feel at home.
 
 use serde::{Deserialize, Serialize};

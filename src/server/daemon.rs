@@ -54,10 +54,10 @@ impl PidFile {
     }
 
     /// Writes this process's pid to `path` (made absolute by [`PidFile::check`]) atomically
-    /// ([`crate::results::write_atomic`]: a temporary file renamed over it), so a reader that
+    /// ([`crate::util::fs::write_atomic`]: a temporary file renamed over it), so a reader that
     /// sees the file (a service manager, a script waiting for it) never reads it empty.
     pub fn write(path: PathBuf) -> Result<PidFile, ServerError> {
-        crate::results::write_atomic(&path, &format!("{}\n", std::process::id())).map_err(
+        crate::util::fs::write_atomic(&path, format!("{}\n", std::process::id())).map_err(
             |source| ServerError::PidFileWrite {
                 path: path.display().to_string(),
                 source,

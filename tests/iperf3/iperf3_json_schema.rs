@@ -58,7 +58,7 @@ fn tcp_json_has_iperf3_keys() {
         ..Default::default()
     })
     .unwrap();
-    let ours: Value = serde_json::from_str(&routerbench::iperf3::json::render(
+    let ours: Value = serde_json::from_str(&routerbench::report::export::iperf3::render(
         &r,
         &routerbench::iperf3::system_info(),
     ))
@@ -79,7 +79,7 @@ fn udp_json_has_iperf3_keys() {
         ..Default::default()
     })
     .unwrap();
-    let ours: Value = serde_json::from_str(&routerbench::iperf3::json::render(
+    let ours: Value = serde_json::from_str(&routerbench::report::export::iperf3::render(
         &r,
         &routerbench::iperf3::system_info(),
     ))

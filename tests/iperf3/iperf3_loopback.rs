@@ -110,10 +110,9 @@ fn loopback_bidir_two_streams() {
         Some(rev.bytes),
         "{per_stream:?}"
     );
-    let doc: serde_json::Value = serde_json::from_str(&routerbench::iperf3::json::render(
-        &r,
-        &routerbench::iperf3::system_info(),
-    ))
+    let doc: serde_json::Value = serde_json::from_str(
+        &routerbench::report::export::iperf3::render(&r, &routerbench::iperf3::system_info()),
+    )
     .unwrap();
     assert!(
         doc["end"]["sum_sent_bidir_reverse"]["bytes"]

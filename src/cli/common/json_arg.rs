@@ -1,5 +1,5 @@
-//! The one `--json [FILE|-]` (`-J`) convention of every command that writes JSON, and the one
-//! writer behind it.
+//! The one `--json [FILE|-]` (`-J`) convention of every command that writes JSON; the document
+//! is `report::export::json`'s (or `report::export::iperf3`'s), the file writer `util::fs`'s.
 //!
 //! - `--json FILE` writes the JSON to FILE (checked before anything is measured: not a
 //!   directory, its directory exists and is writable; none is created; the file is replaced
@@ -19,6 +19,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+
+use crate::report::export::{Exporter, json::Json};
 
 /// Where `--json` sends the JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,7 +86,8 @@ impl JsonArg {
     /// Writes one JSON document (`value`, pretty-printed, with a final newline): to FILE or
     /// standard output. Returns the FILE written, for a "saved" line.
     pub fn write<T: serde::Serialize>(&self, value: &T) -> anyhow::Result<Option<&Path>> {
-        let text = serde_json::to_string_pretty(value)? + "\n";
+        let bytes = Json.serialize(value)?;
+        let text = String::from_utf8(bytes)?;
         self.write_text(&text, |t| crate::out!("{t}"))
     }
 
@@ -103,7 +106,7 @@ impl JsonArg {
                 stdout(text);
                 Ok(None)
             }
-            Some(JsonTarget::File(path)) => match write_file(path, text) {
+            Some(JsonTarget::File(path)) => match crate::util::fs::write_output(path, text) {
                 Ok(()) => Ok(Some(path)),
                 Err(e) => Err(kept_elsewhere(path, &e, text, stdout)),
             },
@@ -136,28 +139,6 @@ impl JsonArg {
             crate::outln!("{line}");
         }
     }
-}
-
-/// Writes `text` to `path`: replaced atomically (a temporary file next to it, then a rename)
-/// when it is a regular file or new, written in place when it is a device or a pipe.
-pub fn write_file(path: &Path, text: &str) -> std::io::Result<()> {
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
-        let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
-        f.write_all(text.as_bytes())?;
-        return f.flush();
-    }
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "result".into());
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    let written = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()))
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
 }
 
 /// Where a document goes when its FILE cannot be written: a fallback file in the current

@@ -63,7 +63,7 @@ pub fn finish_throughput(
         run.throughput = throughput.cloned();
         run.router = router;
         run.notes = notes;
-        crate::results::save(&run, path)
+        crate::report::export::json::save(&run, path)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     }
     Ok(())

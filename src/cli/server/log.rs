@@ -3,6 +3,7 @@
 //! hand-offs, shutdown), rendered from the server's events; the log file's reopen on SIGHUP.
 
 use crate::cli::common::log_sink::LogSink;
+use crate::report::export::iperf3::Iperf3Json;
 use crate::results::throughput::ThroughputResult;
 use crate::server::{ServerEvent, ServerObserver};
 use portable_atomic::AtomicU64;
@@ -85,10 +86,7 @@ impl ServerObserver for Log {
             )),
             ServerEvent::TestDone { peer, result } => {
                 if self.json.is_set() {
-                    let doc = format!(
-                        "{}\n",
-                        crate::iperf3::json::render(result, &self.system_info)
-                    );
+                    let doc = Iperf3Json::new(&self.system_info).text(result);
                     if let Err(e) = self.json.append_text(&doc, |d| self.output(d)) {
                         self.sink.error(&format!("routerbench: {e:#}"));
                     }

@@ -89,14 +89,12 @@ fn mac_of(ns: &str, dev: &str) -> Result<[u8; 6]> {
     Ok(mac)
 }
 
-/// Writes `v` to a new file and renames it over `path`, so a reader never sees half a file; a
-/// failed write costs only that read-out.
+/// Writes `v` through the project's one atomic writer (`util::fs::write_atomic`: a temporary
+/// file renamed over `path`), so a reader never sees half a file; a failed write costs only
+/// that read-out.
 pub(crate) fn write_json<T: Serialize>(path: &std::path::Path, v: &T) {
-    let tmp = path.with_extension("tmp");
     if let Ok(text) = serde_json::to_string_pretty(v) {
-        if std::fs::write(&tmp, text).is_ok() {
-            let _ = std::fs::rename(&tmp, path);
-        }
+        let _ = crate::util::fs::write_atomic(path, text);
     }
 }
 

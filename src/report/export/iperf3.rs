@@ -1,11 +1,39 @@
 //! iperf3's `-J` JSON document (`start` / `intervals` / `end`, as in tests/fixtures/iperf3/iperf3-*.json)
 //! rendered from a [`ThroughputResult`], so tools that parse iperf3 JSON work unchanged.
 //! Differences: `socket` holds the stream id (iperf3: the fd), `version` names routerbench.
+//! The client, loopback and server commands write it (`cli/`); `results::iperf3_doc` reads it.
 
+use super::{ExportError, Exporter};
 use crate::results::throughput::{
     Connected, EndSide, Interval, IntervalStream, Protocol, StreamEnd, ThroughputResult,
 };
 use serde::Serialize;
+
+/// iperf3's `-J` document of one test, with a final newline; `system_info` is the measuring
+/// host's `uname -a`-like line (`iperf3::system_info`, the document's `start.system_info`).
+#[derive(Debug, Clone, Default)]
+pub struct Iperf3Json {
+    pub system_info: String,
+}
+
+impl Iperf3Json {
+    pub fn new(system_info: &str) -> Self {
+        Self {
+            system_info: system_info.to_string(),
+        }
+    }
+
+    /// The document as text (ending in a newline), for the `--json` writer of the commands.
+    pub fn text(&self, r: &ThroughputResult) -> String {
+        render(r, &self.system_info) + "\n"
+    }
+}
+
+impl Exporter<ThroughputResult> for Iperf3Json {
+    fn serialize(&self, r: &ThroughputResult) -> Result<Vec<u8>, ExportError> {
+        Ok(self.text(r).into_bytes())
+    }
+}
 
 #[derive(Serialize)]
 struct Timestamp {
@@ -262,8 +290,8 @@ pub fn http_date(unix: u64) -> String {
 }
 
 /// Renders the iperf3 `-J` document, pretty-printed by serde_json (cJSON indents with tabs;
-/// parsers do not care). `system_info` is the measuring host's `uname -a`-like line
-/// ([`super::system_info`]).
+/// parsers do not care), without a final newline. `system_info` is the measuring host's
+/// `uname -a`-like line (`iperf3::system_info`).
 pub fn render(r: &ThroughputResult, system_info: &str) -> String {
     let udp = r.setup.protocol == Protocol::Udp;
     let streams = r

@@ -3,8 +3,9 @@
 //! device, the crypto table and bars (all devices side by side), throughput, RRUL (all_scaled,
 //! CDF, idle-vs-loaded boxes with the grade), the monitor panels, and the lab's theory.
 
-use super::plot::{self, Figure};
-use super::rows::{Row, TITLES, human};
+use super::{ExportError, Exporter};
+use crate::report::plot::{self, Figure};
+use crate::report::rows::{Row, TITLES, human};
 use crate::results::RunResult;
 
 const CSS: &str = "body{font-family:sans-serif;max-width:1000px;margin:1em auto;padding:0 1em;color:#222}\
@@ -91,11 +92,11 @@ fn crypto_section(rows: &[Row]) -> String {
     }
     if rows.len() > 1 {
         out.push_str("<table><tr>");
-        for h in super::compare::header(rows) {
+        for h in crate::report::compare::header(rows) {
             out.push_str(&format!("<th>{}</th>", esc(&h)));
         }
         out.push_str("</tr>\n");
-        for line in super::compare::body(rows) {
+        for line in crate::report::compare::body(rows) {
             out.push_str("<tr>");
             for c in line {
                 out.push_str(&format!("<td>{}</td>", esc(&c)));
@@ -103,7 +104,7 @@ fn crypto_section(rows: &[Row]) -> String {
             out.push_str("</tr>\n");
         }
         out.push_str("</table>\n");
-        for line in super::compare::summary(rows).lines() {
+        for line in crate::report::compare::summary(rows).lines() {
             out.push_str(&format!("<p class=\"note\">{}</p>\n", esc(line)));
         }
     }
@@ -143,7 +144,7 @@ fn wireguard_table(rows: &[Row]) -> String {
 fn result_section(run: &RunResult, source: &str) -> String {
     let mut out = format!(
         "<h2>{}</h2>\n<p class=\"note\">{} — {} to {}, {} {}</p>\n",
-        esc(&super::rows::device_label(run, source)),
+        esc(&crate::report::rows::device_label(run, source)),
         esc(source),
         esc(&run.started_at),
         esc(&run.finished_at),
@@ -210,6 +211,18 @@ fn result_section(run: &RunResult, source: &str) -> String {
         ));
     }
     out
+}
+
+/// The HTML report of result files (result, file name), with `extra` crypto rows.
+#[derive(Debug, Clone, Copy)]
+pub struct Html<'a> {
+    pub extra: &'a [Row],
+}
+
+impl Exporter<[(RunResult, String)]> for Html<'_> {
+    fn serialize(&self, runs: &[(RunResult, String)]) -> Result<Vec<u8>, ExportError> {
+        Ok(render(runs, self.extra).into_bytes())
+    }
 }
 
 /// The whole page for `runs` (result, file name), in the given order; `extra` crypto rows

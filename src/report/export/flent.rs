@@ -4,6 +4,7 @@
 //! `metadata` (NAME, LENGTH, TOTAL_LENGTH, STEP_SIZE, T0, HOSTS, SERIES_META, …), so that
 //! `flent -i FILE.flent.gz -p all_scaled` plots it with flent's own plot definitions.
 
+use super::{ExportError, Exporter};
 use crate::results::latency::{FlowResult, LatencyResult};
 use serde_json::{Map, Value, json};
 use std::io::Write;
@@ -386,40 +387,55 @@ fn metadata(r: &LatencyResult, title: &str, series_meta: Map<String, Value>) -> 
     })
 }
 
-/// Why a flent file could not be written: the file and the cause.
-#[derive(Debug, thiserror::Error)]
-pub enum FlentError {
-    #[error("cannot create {}: {cause}", path.display())]
-    Create {
-        path: std::path::PathBuf,
-        cause: std::io::Error,
-    },
-    #[error("cannot write {}: {cause}", path.display())]
-    Write {
-        path: std::path::PathBuf,
-        cause: std::io::Error,
-    },
+/// flent's data file of a latency result, titled `title` (flent's `TITLE`); `DATA_FILENAME` is
+/// the name of the file written ([`Exporter::write_to_file`]), or null for bare bytes.
+#[derive(Debug, Clone, Default)]
+pub struct Flent {
+    pub title: String,
+    pub data_filename: Option<String>,
 }
 
-/// Writes `r` as a gzip-compressed flent data file (the name should end in `.flent.gz`).
-pub fn write(r: &LatencyResult, title: &str, path: &Path) -> Result<(), FlentError> {
-    let mut doc = to_flent_json(r, title);
-    if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
-        doc["metadata"]["DATA_FILENAME"] = json!(name);
+impl Flent {
+    pub fn new(title: &str) -> Self {
+        Self {
+            title: title.to_string(),
+            data_filename: None,
+        }
     }
-    let file = std::fs::File::create(path).map_err(|cause| FlentError::Create {
-        path: path.to_path_buf(),
-        cause,
-    })?;
-    let write_err = |cause: std::io::Error| FlentError::Write {
-        path: path.to_path_buf(),
-        cause,
-    };
-    let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
-    serde_json::to_writer(&mut gz, &doc).map_err(|e| write_err(e.into()))?;
-    gz.write_all(b"\n").map_err(write_err)?;
-    gz.finish().map_err(write_err)?;
-    Ok(())
+}
+
+impl Exporter<LatencyResult> for Flent {
+    /// The gzip-compressed JSON document, with a final newline inside the gzip stream.
+    fn serialize(&self, r: &LatencyResult) -> Result<Vec<u8>, ExportError> {
+        let mut doc = to_flent_json(r, &self.title);
+        if let Some(name) = &self.data_filename {
+            doc["metadata"]["DATA_FILENAME"] = json!(name);
+        }
+        let encode = |cause: std::io::Error| ExportError::Encode {
+            what: "the flent data file",
+            cause,
+        };
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        serde_json::to_writer(&mut gz, &doc).map_err(|e| encode(e.into()))?;
+        gz.write_all(b"\n").map_err(encode)?;
+        gz.finish().map_err(encode)
+    }
+
+    /// Writes the file (its name should end in `.flent.gz`), naming it in `DATA_FILENAME`.
+    fn write_to_file(&self, r: &LatencyResult, path: &Path) -> Result<(), ExportError> {
+        let named = Flent {
+            title: self.title.clone(),
+            data_filename: path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map(str::to_string),
+        };
+        let bytes = named.serialize(r)?;
+        crate::util::fs::write_output(path, bytes).map_err(|cause| ExportError::Write {
+            path: path.to_path_buf(),
+            cause,
+        })
+    }
 }
 
 #[cfg(test)]
