@@ -1,11 +1,6 @@
 //! routerbench: the command-line entry point. Parses the arguments, runs one command, maps errors
 //! to exit codes (0 ok, 1 failure, 2 usage).
 
-#![cfg_attr(
-    not(test),
-    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
-)]
-
 use clap::Parser;
 
 // `main` returns its exit code instead of calling `process::exit`: a `main` that never returns

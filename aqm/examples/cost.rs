@@ -4,6 +4,10 @@
 //!
 //! Usage: cargo run --release -p aqm --example cost [ITERATIONS]
 
+// Tests may unwrap, expect and panic; clippy.toml's in-tests allowance does not reach an
+// integration test's helper functions (rust-clippy #13981), so the crate root says it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use aqm::{
     Cake, CakeConfig, Codel, CodelParams, Dequeued, Fifo, FlowHasher, FqCodel, FqCodelConfig,
     Overhead, Packet, PktMeta, Qdisc, Shaped,
