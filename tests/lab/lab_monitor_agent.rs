@@ -10,9 +10,7 @@
 
 use crate::support::lab::{can_run, guard, unique_name};
 use routerbench::lab::{self, DEV_RTR_LAN, DEV_RTR_WAN, LabSpec};
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_routerbench");
 const TOKEN: &str = "lab-agent-token";
@@ -21,43 +19,7 @@ const DELAY_S: f64 = 2.0;
 const LENGTH_S: f64 = 10.0;
 const WARMUP_S: f64 = 2.0;
 
-/// A process in a namespace, killed by PID when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn spawn_in(ns: &str, args: &[&str]) -> Proc {
-    Proc(
-        Command::new("ip")
-            .args(["netns", "exec", ns, BIN])
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    )
-}
-
-/// Waits until `addr` accepts a TCP connection from the LAN host.
-fn wait_reachable(ns_lan: &str, addr: SocketAddr) {
-    let ok = lab::netns::run_in(ns_lan, move || {
-        let until = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < until {
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-                return Ok(true);
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Ok(false)
-    })
-    .unwrap();
-    assert!(ok, "{addr} not reachable from the LAN host");
-}
+use crate::support::lab::{spawn_in, wait_reachable};
 
 fn p95(mut v: Vec<f64>) -> f64 {
     assert!(!v.is_empty());

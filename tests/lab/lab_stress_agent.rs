@@ -9,8 +9,7 @@
 
 use crate::support::lab::{can_run, guard};
 use routerbench::lab::{self, LabSpec};
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_routerbench");
@@ -18,42 +17,7 @@ const TOKEN: &str = "rb23-stress-token";
 const FOR_S: u64 = 25;
 const KILL_AT_S: u64 = 10;
 
-/// A process, killed by PID when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn spawn_in(ns: &str, args: &[&str]) -> Proc {
-    Proc(
-        Command::new("ip")
-            .args(["netns", "exec", ns, BIN])
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    )
-}
-
-fn wait_reachable(ns_lan: &str, addr: SocketAddr) {
-    let ok = lab::netns::run_in(ns_lan, move || {
-        let until = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < until {
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-                return Ok(true);
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Ok(false)
-    })
-    .unwrap();
-    assert!(ok, "{addr} not reachable from the LAN host");
-}
+use crate::support::lab::{spawn_in, wait_reachable};
 
 /// The number after `at t = ` in `line`.
 fn t_of(line: &str) -> f64 {

@@ -49,3 +49,43 @@ pub fn guard(name: &str) -> routerbench::lab::LabGuard {
         std::sync::Arc::new(|e: &routerbench::lab::LabEvent| eprintln!("lab cleanup: {e:?}")),
     )
 }
+
+/// A routerbench process in a lab namespace, killed by PID when dropped.
+pub struct NsProc(pub std::process::Child);
+
+impl Drop for NsProc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `routerbench ARGS` inside namespace `ns`, output discarded.
+pub fn spawn_in(ns: &str, args: &[&str]) -> NsProc {
+    NsProc(
+        std::process::Command::new("ip")
+            .args(["netns", "exec", ns, env!("CARGO_BIN_EXE_routerbench")])
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Waits (10 s at most) until `addr` accepts a TCP connection from inside `ns_lan`.
+pub fn wait_reachable(ns_lan: &str, addr: std::net::SocketAddr) {
+    use std::time::{Duration, Instant};
+    let ok = routerbench::lab::netns::run_in(ns_lan, move || {
+        let until = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < until {
+            if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                return Ok(true);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(false)
+    })
+    .unwrap();
+    assert!(ok, "{addr} not reachable from the LAN host");
+}
