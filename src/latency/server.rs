@@ -407,25 +407,29 @@ impl Service {
         };
         for k in 0..steps {
             let at = start + step * (k + 1);
+            let mut finish = false;
             while let Some(left) = at.checked_duration_since(Instant::now()) {
                 if s.abort.load(Ordering::SeqCst) || self.inner.shutdown.load(Ordering::SeqCst) {
                     return Err(ServiceError::Aborted);
                 }
                 if self.client_spoke(stream, left.min(Duration::from_millis(50)))? {
-                    // Finish before this server's load ended: an interrupted client, or a
-                    // server that runs behind the client's clock (a starved router CPU got
-                    // Start late). What arrived since the last report is still counted: one
-                    // last report for the step in progress, so no received byte is lost.
-                    let flows = step_of(&mut last);
-                    s.abort.store(true, Ordering::SeqCst);
-                    conn::write_msg(stream, &Message::StepReport { step: k, flows })
-                        .map_err(ServiceError::VanishedInLoad)?;
-                    return Ok(true);
+                    finish = true;
+                    break;
                 }
             }
+            // On a Finish before this server's load ended (an interrupted client, or a server
+            // behind the client's clock: a starved router CPU took Start late), what arrived
+            // since the last report still goes out, as the step in progress, so no received
+            // byte is lost.
             let flows = step_of(&mut last);
+            if finish {
+                s.abort.store(true, Ordering::SeqCst);
+            }
             conn::write_msg(stream, &Message::StepReport { step: k, flows })
                 .map_err(ServiceError::VanishedInLoad)?;
+            if finish {
+                return Ok(true);
+            }
         }
         Ok(false)
     }
