@@ -2,9 +2,10 @@
 //! CAKE-style qdisc (set-associative flow hashing, host fairness, COBALT, deficit-mode shaper,
 //! diffserv tins), plus a byte-limited FIFO as the baseline.
 //!
-//! Every packet carries a [`PktMeta`] filled once on receive: the receive timestamp (so the AQM's
-//! sojourn time includes receive-side queueing, docs/protocols/router-signals.md B4), the keyed flow hash and
-//! the host hashes, lengths, DSCP and ECN. Enqueue and dequeue never parse headers again. Time is
+//! Every packet carries a [`PktMeta`] filled once on receive: the receive timestamp (the time the
+//! forwarder takes it in, which is its enqueue, as the kernel's qdiscs stamp at enqueue;
+//! docs/protocols/router-signals.md B4, docs/aqm.md "Which sojourn the AQM sees"), the keyed flow
+//! hash and the host hashes, lengths, DSCP and ECN. Enqueue and dequeue never parse headers again. Time is
 //! plain `u64` nanoseconds of one monotonic clock chosen by the caller; the crate does no I/O and
 //! reads no clock, so it can be driven by a simulated clock in tests and benchmarks.
 
