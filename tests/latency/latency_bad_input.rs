@@ -51,6 +51,23 @@ fn session(addr: SocketAddr) -> (TcpStream, u64, u16) {
     }
 }
 
+/// Opens load flow `flow` of `session` and checks the server accepts it with the TOS asked for.
+fn load_flow(addr: SocketAddr, session: u64, flow: u8, direction: Direction, tos: u8) -> TcpStream {
+    let hello = Message::LoadHello {
+        version: rb::VERSION,
+        session,
+        flow,
+        direction,
+        tos,
+        cc: String::new(),
+    };
+    let mut f = connect(addr, &hello.emit());
+    match read_frame(&mut f) {
+        Some(Message::LoadAccept { tos: t, .. }) if t == tos => f,
+        other => panic!("expected LoadAccept with TOS {tos:#x}, got {other:?}"),
+    }
+}
+
 fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     let end = Instant::now() + Duration::from_secs(10);
     while !cond() {
@@ -320,20 +337,7 @@ fn client_vanishing_mid_test_frees_the_slot() {
         .into_iter()
         .enumerate()
     {
-        let hello = Message::LoadHello {
-            version: rb::VERSION,
-            session: id,
-            flow: i as u8,
-            direction: dir,
-            tos: 0x20,
-            cc: String::new(),
-        };
-        let mut f = connect(addr, &hello.emit());
-        assert!(matches!(
-            read_frame(&mut f),
-            Some(Message::LoadAccept { tos: 0x20, .. })
-        ));
-        flows.push(f);
+        flows.push(load_flow(addr, id, i as u8, dir, 0x20));
     }
     // A load flow for a session that does not exist, and one from the wrong flow id twice.
     let bogus = Message::LoadHello {
@@ -550,19 +554,7 @@ fn probes_to_a_closed_port_fail_quietly_without_spinning() {
 fn finish_during_the_load_still_reports_every_received_byte() {
     let (addr, svc) = server(Bounds::default());
     let (mut ctl, id, _port) = session(addr);
-    let hello = Message::LoadHello {
-        version: rb::VERSION,
-        session: id,
-        flow: 0,
-        direction: Direction::Upload,
-        tos: 0,
-        cc: String::new(),
-    };
-    let mut up = connect(addr, &hello.emit());
-    assert!(matches!(
-        read_frame(&mut up),
-        Some(Message::LoadAccept { .. })
-    ));
+    let mut up = load_flow(addr, id, 0, Direction::Upload, 0);
     // One long step: no regular report is due before the Finish below.
     ctl.write_all(
         &Message::Start {
