@@ -9,14 +9,16 @@
 //!   ENOBUFS).
 //! * When the kernel says it copied (data for a local socket is always copied, on loopback
 //!   or into a namespace: the kernel's msg_zerocopy.rst, "Loopback"), pinning only adds cost. The
-//!   sender then switches to `sendfile` from a memfd holding the payload, iperf3's own `-Z`
-//!   method, which hands the file's pages to the socket without a copy.
+//!   sender then switches to `sendfile` from a file holding the payload (in the temporary
+//!   directory, else a memfd), iperf3's own `-Z` method, which hands the file's pages to the
+//!   socket without a copy.
 //! * `--skip-rx-copy`: `recv(MSG_TRUNC | MSG_WAITALL)` on TCP makes the kernel drop the bytes
 //!   without copying them to user space (tcp(7), MSG_TRUNC), as iperf3 3.19+ does.
 
 use super::sockopt::setsockopt_int;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
 
 const SO_ZEROCOPY: libc::c_int = 60;
 const MSG_ZEROCOPY: libc::c_int = 0x4000000;
@@ -45,15 +47,30 @@ pub struct ZeroCopySender {
     len: usize,
 }
 
-/// A memfd holding `payload` (for sendfile).
+/// A file holding `payload` (for sendfile): an unnamed file (`O_TMPFILE`) in the temporary
+/// directory, as iperf3's `-Z` sends from a file in `/tmp`, else a memfd. On this host's ext4
+/// `/tmp` the file measured 0.97× iperf3's `-Z`, the memfd 0.82× (docs/benchmarks.md,
+/// "Throughput"); on a router `/tmp` is tmpfs, the same shmem pages as a memfd.
 fn payload_file(payload: &[u8]) -> io::Result<OwnedFd> {
-    // SAFETY: memfd_create with a NUL-terminated name; the result is a new descriptor.
-    let raw = unsafe { libc::memfd_create(c"routerbench-payload".as_ptr(), libc::MFD_CLOEXEC) };
-    if raw < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: raw is a new, owned descriptor.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let dir = std::env::temp_dir();
+    let tmp = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_TMPFILE)
+        .open(&dir);
+    let fd = match tmp {
+        Ok(f) => OwnedFd::from(f),
+        Err(_) => {
+            // SAFETY: memfd_create with a NUL-terminated name; the result is a new descriptor.
+            let raw =
+                unsafe { libc::memfd_create(c"routerbench-payload".as_ptr(), libc::MFD_CLOEXEC) };
+            if raw < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: raw is a new, owned descriptor.
+            unsafe { OwnedFd::from_raw_fd(raw) }
+        }
+    };
     let mut f = std::fs::File::from(fd);
     io::Write::write_all(&mut f, payload)?;
     Ok(OwnedFd::from(f))

@@ -9,6 +9,7 @@ use crate::iperf3::{IntervalSink, Iperf3Error, NoIntervals, Result};
 use crate::results::throughput::{Role, ThroughputResult};
 use crate::util::affinity;
 use crate::wire::iperf3::Protocol;
+use crate::wire::iperf3::params::DEFAULT_TCP_LEN;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -25,7 +26,7 @@ pub struct LoopbackConfig {
     pub udp: bool,
     /// bit/s per stream (0 = unlimited TCP; UDP defaults to 1 Mbit/s like iperf3).
     pub bandwidth: u64,
-    /// Block size; None = iperf3's default (TCP 128 KiB, UDP the loopback MSS).
+    /// Block size; None = [`default_tcp_len`] for TCP, the loopback MSS for UDP.
     pub len: Option<u32>,
     pub ipv6: bool,
     /// Socket buffer size (`-w`), bytes.
@@ -67,6 +68,46 @@ impl Default for LoopbackConfig {
             gsro: false,
         }
     }
+}
+
+/// Largest TCP block (iperf3's own limit, `MAX_BLOCKSIZE`, which our server enforces too).
+const MAX_TCP_LEN: u32 = 1 << 20;
+/// What the default blocks of one loopback test may take in all: a sender's and a receiver's
+/// buffer per stream. 16 MiB keeps `-P 128` at iperf3's 128 KiB and a router's RAM safe.
+const DEFAULT_LEN_BUDGET: u64 = 16 << 20;
+
+/// The TCP block size of a loopback test without `-l`, on this machine's CPUs.
+pub fn default_tcp_len(cfg: &LoopbackConfig) -> u32 {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let streams = cfg.parallel.max(1) * if cfg.bidir { 2 } else { 1 };
+    default_tcp_len_for(streams, cpus as u32, cfg.zerocopy)
+}
+
+/// The default TCP block for `streams` sending streams on `cpus` CPUs: 1 MiB while every
+/// stream has a CPU, halved as the streams per CPU double, never below iperf3's 128 KiB nor
+/// above 16 MiB of blocks in all; 128 KiB with `-Z`.
+///
+/// Why not iperf3's 128 KiB everywhere: on loopback both ends are the kernel's two copies and
+/// its TCP processing, run in the sender's thread, and a bigger write lets one `sendmsg` push
+/// fewer, fuller bursts. Measured here (docs/benchmarks.md, "Throughput"): one stream 20 Gbit/s
+/// at 128 KiB, 31–35 at 1 MiB, for iperf3 3.21 as for us; with more streams than CPUs, 1 MiB
+/// gained nothing over 256–512 KiB. A smaller figure from the tool's own syscall overhead
+/// would understate the device. With `-Z` (sendfile) 1 MiB was slower (15–16 against 21–24
+/// Gbit/s), so `-Z` keeps 128 KiB.
+pub fn default_tcp_len_for(streams: u32, cpus: u32, zerocopy: bool) -> u32 {
+    if zerocopy {
+        return DEFAULT_TCP_LEN;
+    }
+    let streams = u64::from(streams.max(1));
+    let cpus = u64::from(cpus.max(1));
+    let mut len = MAX_TCP_LEN;
+    while len > DEFAULT_TCP_LEN
+        && (streams > cpus * u64::from(MAX_TCP_LEN / len)
+            || 2 * streams * u64::from(len) > DEFAULT_LEN_BUDGET)
+    {
+        len /= 2;
+    }
+    len
 }
 
 /// Runs the loopback test, without live intervals.
@@ -120,7 +161,11 @@ pub fn run_with_sink(
     p.reverse = cfg.reverse && !cfg.bidir;
     p.bidirectional = cfg.bidir;
     p.bandwidth = cfg.bandwidth;
-    p.len = cfg.len;
+    p.len = match cfg.len {
+        Some(len) => Some(len),
+        None if !cfg.udp => Some(default_tcp_len(cfg)),
+        None => None,
+    };
     p.tos = cfg.tos;
     p.window = cfg.window;
     p.congestion = cfg.congestion.clone();
@@ -153,4 +198,61 @@ pub fn run_with_sink(
     let mut result = client_result?;
     result.role = Role::Loopback;
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_block_is_one_mib_while_each_stream_has_a_cpu_and_shrinks_to_iperf3s() {
+        let len = default_tcp_len_for;
+        // Two CPUs (this host): P1 and P2 get 1 MiB, P4 512 KiB, P8 256 KiB, more 128 KiB.
+        assert_eq!(len(1, 2, false), 1 << 20);
+        assert_eq!(len(2, 2, false), 1 << 20);
+        assert_eq!(len(3, 2, false), 512 << 10);
+        assert_eq!(len(4, 2, false), 512 << 10);
+        assert_eq!(len(8, 2, false), 256 << 10);
+        assert_eq!(len(16, 2, false), 128 << 10);
+        assert_eq!(len(256, 2, false), 128 << 10);
+        // One CPU (a single-core router).
+        assert_eq!(len(1, 1, false), 1 << 20);
+        assert_eq!(len(2, 1, false), 512 << 10);
+        // Many CPUs: the 16 MiB budget decides.
+        assert_eq!(len(8, 64, false), 1 << 20);
+        assert_eq!(len(16, 64, false), 512 << 10);
+        assert_eq!(len(64, 64, false), 128 << 10);
+        // Degenerate counts are read as one.
+        assert_eq!(len(0, 0, false), 1 << 20);
+        // -Z: sendfile was slower with 1 MiB blocks.
+        assert_eq!(len(1, 2, true), 128 << 10);
+        for cpus in [1, 2, 4, 128] {
+            for streams in 1..=256 {
+                let l = len(streams, cpus, false);
+                assert!(
+                    (128 << 10..=1 << 20).contains(&l),
+                    "P{streams} on {cpus}: {l}"
+                );
+                assert!(l.is_power_of_two());
+            }
+        }
+    }
+
+    #[test]
+    fn bidir_counts_both_directions() {
+        let cfg = |parallel, bidir| LoopbackConfig {
+            parallel,
+            bidir,
+            ..LoopbackConfig::default()
+        };
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        assert_eq!(
+            default_tcp_len(&cfg(3, true)),
+            default_tcp_len_for(6, cpus, false)
+        );
+        assert_eq!(
+            default_tcp_len(&cfg(3, false)),
+            default_tcp_len_for(3, cpus, false)
+        );
+    }
 }

@@ -73,7 +73,8 @@ pub struct TestOpts {
     /// Target bitrate per stream, bit/s (e.g. 100M; `/N` for a burst). UDP default 1M.
     #[arg(allow_hyphen_values = true, short = 'b', long = "bitrate", value_parser = parse_rate)]
     pub bitrate: Option<(u64, u32)>,
-    /// Block size (TCP default 128K; UDP default the path MSS).
+    /// Block size (TCP default 128K; `loopback` 1M up to 8 streams, smaller for more, 128K with
+    /// -Z; UDP default the path MSS).
     #[arg(allow_hyphen_values = true, short = 'l', long = "length", value_parser = parse_size)]
     pub length: Option<u64>,
     /// Socket buffer size (window), e.g. 512K.
