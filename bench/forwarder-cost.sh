@@ -9,6 +9,11 @@
 #   RB_BEFORE=/tmp/routerbench-main bench/forwarder-cost.sh
 #   QDISCS="cake fq_codel" RATE=1gbit ROUNDS=5 T=5 CAPACITY=1 bench/forwarder-cost.sh
 #
+# HOST_NAPI=1 (default) gives both binaries' labs the same hosts: GRO and threaded NAPI on the
+# LAN and WAN hosts' veth ends (what `lab up --aqm userspace` does since the forwarder change,
+# docs/aqm.md), so the far host's TCP receive runs in its own kernel thread in both, and the
+# comparison is of the forwarders alone. HOST_NAPI=0 leaves each lab as its binary makes it.
+#
 # Goal (issue 22): >= 2x the packets per CPU-second of the forwarder at 1 Gbit/s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +27,8 @@ QDISCS=${QDISCS:-"cake fq_codel"}
 NAME=${NAME:-rb22fwd}
 CAPACITY=${CAPACITY:-0}
 BUDGET=${BUDGET:-120}
-export RB RB_BEFORE ROUNDS T RATE QDISCS NAME CAPACITY BUDGET
+HOST_NAPI=${HOST_NAPI:-1}
+export RB RB_BEFORE ROUNDS T RATE QDISCS NAME CAPACITY BUDGET HOST_NAPI
 trap '"$RB" lab down --name "$NAME" >/dev/null 2>&1 || true' EXIT
 exec python3 - <<'PY'
 import json, os, statistics, subprocess, sys, time
@@ -57,8 +63,19 @@ def measure(exe):
 def goodput(m):
     return m["goodput_bps"]
 
+def host_napi():
+    """GRO and threaded NAPI on the hosts' ends, in their namespaces."""
+    for ns, dev in ((NAME + "-lan", "lan0"), (NAME + "-wan", "wan0")):
+        code = (f"import ctypes,fcntl,socket,struct;s=socket.socket(2,2);"
+                f"e=ctypes.create_string_buffer(struct.pack('II',0x2c,1));"
+                f"fcntl.ioctl(s,0x8946,struct.pack('16sP',b'{dev}',ctypes.addressof(e))+bytes(16));"
+                f"open('/sys/class/net/{dev}/threaded','w').write('1')")
+        subprocess.run(["ip", "netns", "exec", ns, "python3", "-c", code], check=True, timeout=30)
+
 def one(exe, qdisc):
     sh([exe, "lab", "up", "--name", NAME, "--rate", RATE, "--qdisc", qdisc, "--aqm", "userspace"])
+    if os.environ["HOST_NAPI"] == "1":
+        host_napi()
     time.sleep(0.6)
     b = fwd_counts()
     la = load()
@@ -90,7 +107,8 @@ def kernel(exe):
     return {"goodput": best, "load": la}
 
 print(f"machine: {os.cpu_count()} cores, {os.uname().release}, load {load()}")
-print(f"after: {RB}; before: {BEFORE}; rate {RATE}, {ROUNDS} rounds of {T} s, 4 cubic uploads")
+print(f"after: {RB}; before: {BEFORE}; rate {RATE}, {ROUNDS} rounds of {T} s, 4 cubic uploads; "
+      f"hosts' NAPI threads in both labs: {'yes' if os.environ['HOST_NAPI'] == '1' else 'as each binary sets'}")
 rows = {q: {"before": [], "after": []} for q in QDISCS}
 kern = []
 for r in range(ROUNDS):

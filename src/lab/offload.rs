@@ -84,6 +84,14 @@ pub fn set(dev: &str, on: bool) -> Result<()> {
     Ok(())
 }
 
+/// Sets GRO alone on `dev` in the calling thread's network namespace (on a veth, GRO also gives
+/// the device a NAPI instance, which `threaded` can then move to a kernel thread).
+pub fn set_gro(dev: &str, on: bool) -> Result<()> {
+    let fd = control_socket()?;
+    ethtool(&fd, dev, ETHTOOL_SGRO, u32::from(on))?;
+    Ok(())
+}
+
 /// Reads GSO/TSO/GRO of `dev` in the calling thread's network namespace.
 pub fn get(dev: &str) -> Result<Offloads> {
     let fd = control_socket()?;

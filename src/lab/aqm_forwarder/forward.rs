@@ -90,6 +90,26 @@ fn csum_replace(check: u16, old: u16, new: u16) -> u16 {
     !(sum as u16)
 }
 
+/// The 16-bit one's complement sum of `data` as big-endian words (RFC 1071), folded, not
+/// inverted. Sums 32-bit words in the CPU's own byte order into a 64-bit accumulator and swaps
+/// the folded result once (RFC 1071 §2(B), byte-order independence): about a quarter of the
+/// work of a 16-bit loop, which the profile showed at 8 % of the forwarder's thread.
+fn ones_complement_sum(data: &[u8]) -> u16 {
+    let mut sum = 0u64;
+    let mut words = data.chunks_exact(4);
+    for w in &mut words {
+        sum += u64::from(u32::from_ne_bytes([w[0], w[1], w[2], w[3]]));
+    }
+    let rest = words.remainder();
+    let mut tail = [0u8; 4];
+    tail[..rest.len()].copy_from_slice(rest);
+    sum += u64::from(u32::from_ne_bytes(tail));
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    u16::from_be(sum as u16)
+}
+
 /// Completes a TCP/UDP checksum the sender left partial (the field holds the pseudo-header
 /// sum): the one's complement of the sum over the whole segment, as skb_checksum_help does.
 fn complete_l4_checksum(data: &mut [u8], l4: usize, proto: u8) {
@@ -101,19 +121,7 @@ fn complete_l4_checksum(data: &mut [u8], l4: usize, proto: u8) {
     if data.len() < l4 + off + 2 {
         return;
     }
-    let mut sum = 0u64;
-    let seg = &data[l4..];
-    let mut chunks = seg.chunks_exact(2);
-    for c in &mut chunks {
-        sum += u64::from(u16::from_be_bytes([c[0], c[1]]));
-    }
-    if let [last] = chunks.remainder() {
-        sum += u64::from(*last) << 8;
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    let mut c = !(sum as u16);
+    let mut c = !ones_complement_sum(&data[l4..]);
     if proto == 17 && c == 0 {
         c = 0xffff;
     }
@@ -485,6 +493,44 @@ mod tests {
         }
         ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
         f
+    }
+
+    /// RFC 1071's 16-bit loop, the reference for the word-at-a-time sum.
+    fn sum16(data: &[u8]) -> u16 {
+        let mut sum = 0u64;
+        for c in data.chunks(2) {
+            sum += u64::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
+        }
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        sum as u16
+    }
+
+    #[test]
+    fn word_at_a_time_sum_equals_rfc1071s_loop_at_every_length_and_offset() {
+        // RFC 1071 §3's example: 00 01 f2 03 f4 f5 f6 f7 sums to ddf2.
+        assert_eq!(
+            ones_complement_sum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]),
+            0xddf2
+        );
+        assert_eq!(ones_complement_sum(&[]), 0);
+        assert_eq!(ones_complement_sum(&[0xff; 3000]), 0xffff);
+        let mut x = 0x1234_5678u32;
+        let data: Vec<u8> = (0..1600)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as u8
+            })
+            .collect();
+        for start in 0..8 {
+            for len in (0..=1514).step_by(7).chain(1590..1600 - start) {
+                let d = &data[start..start + len];
+                assert_eq!(ones_complement_sum(d), sum16(d), "start {start} len {len}");
+            }
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use super::error::{Context, IoContext, LabError, Result, chain};
 use super::router::{reapply_shaper, router_links_exist};
 use super::state::{alive, log_path, read_pids, remove_forwarder_files};
 use super::sys::{run_tool, try_tool};
-use super::{DEV_RTR_LAN, DEV_RTR_WAN, netns};
+use super::{DEV_LAN, DEV_RTR_LAN, DEV_RTR_WAN, DEV_WAN, netns, offload};
 use crate::results::lab::{AqmState, LabConfig};
 use aqm::{Cake, CakeConfig, Codel, CodelParams, Fifo, FqCodel, FqCodelConfig, Overhead};
 use aqm::{Qdisc, QdiscKind, Shaped};
@@ -211,6 +211,7 @@ pub fn apply(cfg: &LabConfig, spec: &AqmSpec, exe: &Path) -> Result<AqmState> {
                 &["-n", &cfg.ns_rtr, "qdisc", "del", "dev", dev, "root"],
             );
         }
+        let napi = hosts_receive_in_own_threads(cfg);
         let (sup, work) = start(cfg, spec.qdisc, exe)?;
         st.place = "userspace".into();
         st.forwarder_pid = Some(sup);
@@ -226,10 +227,45 @@ pub fn apply(cfg: &LabConfig, spec: &AqmSpec, exe: &Path) -> Result<AqmState> {
                 spec.qdisc
             )
         };
+        st.note = format!("{}; {napi}", st.note);
     }
     st.kernel_forwarding = kernel_forwarding(&cfg.ns_rtr);
     super::state::save_aqm(&cfg.name, &st)?;
     Ok(st)
+}
+
+/// Lets the LAN and WAN hosts receive in their own kernel threads: GRO on their veth ends (which
+/// gives a veth a NAPI instance) and `threaded` NAPI. Without it, the forwarder's `sendmmsg` into
+/// a veth runs the far host's whole receive (TCP, its ACKs, their way back into the other
+/// direction's ring) as softirq work in the forwarder's own thread: half of the forwarder's CPU
+/// per packet (docs/aqm.md, "Where the CPU goes"), work that on a router runs on another machine.
+/// The router's own ends keep GRO off (the forwarder needs MTU-sized frames), so what crosses
+/// the bottleneck is unchanged; the hosts see what a Linux host with GRO sees. Returns a note;
+/// where the kernel cannot (no `threaded` before Linux 5.12), GRO goes back off and the note
+/// says the hosts' receive still runs in the forwarder's thread.
+fn hosts_receive_in_own_threads(cfg: &LabConfig) -> String {
+    let mut failed = Vec::new();
+    for (ns, dev) in [(&cfg.ns_lan, DEV_LAN), (&cfg.ns_wan, DEV_WAN)] {
+        let d = dev.to_string();
+        let gro = netns::run_in(ns, move || Ok(offload::set_gro(&d, true)?));
+        let threaded = gro.and_then(|_| {
+            let cmd = format!("echo 1 > /sys/class/net/{dev}/threaded");
+            Ok(run_tool("ip", &["netns", "exec", ns, "sh", "-c", &cmd]).map(|_| ())?)
+        });
+        if let Err(e) = threaded {
+            let d = dev.to_string();
+            let _ = netns::run_in(ns, move || Ok(offload::set_gro(&d, false)?));
+            failed.push(format!("{dev}: {}", chain(&e)));
+        }
+    }
+    if failed.is_empty() {
+        format!("the hosts receive in their own NAPI threads ({DEV_LAN}, {DEV_WAN}: GRO, threaded)")
+    } else {
+        format!(
+            "the hosts' receive runs in the forwarder's thread, counted in its CPU ({})",
+            failed.join("; ")
+        )
+    }
 }
 
 /// Starts `exe shape --name NAME --qdisc Q` detached and waits (≤ 5 s) until its worker runs
