@@ -26,6 +26,7 @@
 #   BUILD_STD=0 bench/cross.sh         # the plain glibc recipe (armv7, aarch64 only)
 #   NATIVE_BIN=target/release/routerbench bench/cross.sh   # the native peer of the interop
 #                                      # cases (built with `cargo build --release` if unset)
+#   ROW_TOL=0.5 bench/cross.sh         # openssl_row's band around 1 (default 0.10: the issue's 10 %)
 #   OPENSSL_ROW=0 bench/cross.sh       # without openssl_row (the static binary's OpenSSL row
 #                                      # via the openssl program against native openssl speed)
 #
@@ -502,8 +503,8 @@ openssl_row() {
     echo "   round $r: a column outside 10 %, another round" >&2
   done
   sed 's/^/   /' "$dir/table" >&2
-  [ "$ok" = 1 ] || fail "the openssl-program row is not within 10 % of native openssl speed (best of $r rounds per side)"
-  echo "   Engine cell: $engine; all 13 columns within 10 % of native openssl speed ($r round(s))" >&2
+  [ "$ok" = 1 ] || fail "the openssl-program row is not within ${ROW_TOL:-0.10} of native openssl speed (best of $r rounds per side)"
+  echo "   Engine cell: $engine; all 13 columns within ${ROW_TOL:-0.10} of native openssl speed ($r round(s))" >&2
 }
 
 # Per column, the best (highest) of rounds 1..N of each side and their ratio; exit 1 if one of the 13
@@ -514,7 +515,7 @@ openssl_row_compare() {
   for i in $(seq 1 "$n"); do
     paste -d'|' "$dir/rb-row.$i" "$dir/native-row.$i" | tr -d '\n'
     printf '|%s|%s\n' "$(cat "$dir/rb-openssl-aead.$i")" "$(cat "$dir/native-aead.$i")"
-  done | awk -F'|' -v n="$n" '
+  done | awk -F'|' -v n="$n" -v tol="${ROW_TOL:-0.10}" '
     function best(a, k,   i, m) { m = a[1]; for (i = 2; i <= k; i++) if (a[i] > m) m = a[i]; return m }
     { for (c = 1; c <= 13; c++) { rb[c, NR] = $(c + 2) + 0; nat[c, NR] = $(c + 18) + 0 }
       split($(NF - 1), x, " "); split($NF, y, " ")
@@ -527,12 +528,12 @@ openssl_row_compare() {
         for (r = 1; r <= n; r++) { a[r] = rb[c, r]; b[r] = nat[c, r] }
         ra = best(a, n); nb = best(b, n); unit = (c <= 9 || c >= 14) ? 1e6 : 1
         if (nb > 0) ratio = sprintf("%.3f", ra / nb); else ratio = (ra == 0) ? "both 0" : "n/a"
-        if (c <= 13 && nb > 0 && (ra / nb < 0.90 || ra / nb > 1.10)) { bad++; ratio = ratio " *" }
+        if (c <= 13 && nb > 0 && (ra / nb < 1 - tol || ra / nb > 1 + tol)) { bad++; ratio = ratio " *" }
         if (c <= 13 && nb == 0 && ra != 0) { bad++; ratio = ratio " *" }
         printf "%-18s %14.1f %14.1f %7s\n", name[c], ra / unit, nb / unit, ratio
       }
       printf "MB/s for the byte columns (hashes 1 KiB, ciphers 8 KiB, AEADs 1456 B), ops/s for RSA/DSA;\n"
-      printf "best of %d round(s) per side; * = outside 0.90-1.10 (the 13 row columns are checked)\n", n
+      printf "best of %d round(s) per side; * = outside %.2f-%.2f (the 13 row columns are checked)\n", n, 1 - tol, 1 + tol
       exit bad > 0
     }'
 }
