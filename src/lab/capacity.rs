@@ -121,7 +121,7 @@ pub fn vm_crypto_rate(cfg: &crate::results::lab::LabConfig) -> Result<(f64, Stri
             r.stderr.trim()
         )));
     }
-    let run: crate::results::RunResult = serde_json::from_str(&r.stdout)
+    let run: crate::results::RunResult = crate::util::json::from_json(r.stdout.as_bytes())
         .map_err(|e| LabError::Unexpected(format!("the VM's crypto JSON does not parse: {e}")))?;
     let c = run
         .crypto

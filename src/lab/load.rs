@@ -134,7 +134,7 @@ impl LoadGenerator for ExternalIperf3 {
 
 /// Parses iperf3 -J output: receiver goodput, seconds, sender retransmits.
 pub fn parse_iperf3_json(text: &str) -> Result<LoadOutcome> {
-    let v: serde_json::Value = serde_json::from_str(text.trim())
+    let v: serde_json::Value = serde_json::from_slice(text.trim().as_bytes())
         .context("iperf3 client did not print JSON (is iperf3 installed and the lab up?)")?;
     if let Some(err) = v.get("error").and_then(|e| e.as_str()) {
         return Err(LabError::Unexpected(format!("iperf3 failed: {err}")));

@@ -25,7 +25,7 @@ pub fn load_config(name: &str) -> Result<LabConfig> {
             p.display()
         )
     })?;
-    serde_json::from_str(&text)
+    crate::util::json::from_json(text.as_bytes())
         .with_context(|| format!("{} is not a routerbench lab configuration", p.display()))
 }
 
@@ -69,7 +69,7 @@ pub fn save_aqm(name: &str, st: &AqmState) -> Result<()> {
 /// forwarder's PIDs if it still runs.
 pub fn load_state(name: &str) -> Option<AqmState> {
     let text = std::fs::read_to_string(aqm_path(name)).ok()?;
-    let mut st: AqmState = serde_json::from_str(&text).ok()?;
+    let mut st: AqmState = crate::util::json::from_json(text.as_bytes()).ok()?;
     if st.place == "userspace" {
         let pids = read_pids(name);
         st.forwarder_pid = pids.map(|p| p.0).filter(|&p| alive(p));
@@ -81,7 +81,7 @@ pub fn load_state(name: &str) -> Option<AqmState> {
 /// The forwarder's (supervisor, worker) PIDs from its process file.
 pub fn read_pids(name: &str) -> Option<(i32, i32)> {
     let text = std::fs::read_to_string(pid_path(name)).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(text.as_bytes()).ok()?;
     Some((
         v.get("supervisor_pid")?.as_i64()? as i32,
         v.get("worker_pid")?.as_i64()? as i32,

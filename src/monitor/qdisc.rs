@@ -8,7 +8,8 @@ use crate::results::lab::QdiscStats;
 /// Parses `tc -s -j qdisc show [dev DEV]` output. Without `dev`, tc names each qdisc's device
 /// (`"dev"`); with it, tc leaves the name out and `dev` is used.
 pub fn parse_qdisc_json(dev: &str, text: &str) -> Result<Vec<QdiscStats>, MonitorError> {
-    let v: serde_json::Value = serde_json::from_str(text.trim()).map_err(MonitorError::TcJson)?;
+    let v: serde_json::Value =
+        serde_json::from_slice(text.trim().as_bytes()).map_err(MonitorError::TcJson)?;
     let Some(list) = v.as_array() else {
         return Err(MonitorError::TcNotArray);
     };

@@ -246,7 +246,7 @@ fn receive(
     let mut samples = Vec::new();
     let (final_doc, error) = read_stream(&mut s, addr, until, live.as_ref(), &mut samples);
     let mut error = error;
-    let mut r = match final_doc.map(|d| serde_json::from_slice::<MonitorResult>(&d)) {
+    let mut r = match final_doc.map(|d| crate::util::json::from_json::<MonitorResult>(&d)) {
         Some(Ok(r)) => r,
         Some(Err(e)) => {
             error = Some(MonitorError::BadJson {
@@ -319,7 +319,7 @@ fn read_stream(
         }
         let d = std::mem::take(&mut doc);
         match kind {
-            ChunkKind::Sample => match serde_json::from_slice::<MonitorSample>(&d) {
+            ChunkKind::Sample => match crate::util::json::from_json::<MonitorSample>(&d) {
                 Ok(sample) => {
                     if let Some(tx) = live {
                         let _ = tx.try_send(sample.clone());

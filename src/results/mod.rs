@@ -179,7 +179,7 @@ pub fn load(path: &std::path::Path) -> Result<RunResult, LoadError> {
         cause,
     })?;
     let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|cause| LoadError::Json {
+        serde_json::from_slice(text.as_bytes()).map_err(|cause| LoadError::Json {
             path: p.clone(),
             cause,
         })?;

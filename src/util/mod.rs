@@ -5,6 +5,7 @@
 pub mod affinity;
 pub mod error;
 pub mod fs;
+pub mod json;
 pub mod out;
 pub mod progress;
 pub mod random;

@@ -59,7 +59,7 @@ pub struct ShapeStats {
 
 /// Reads lab `name`'s forwarder counters.
 pub fn read_stats(name: &str) -> Option<ShapeStats> {
-    serde_json::from_str(&std::fs::read_to_string(stats_path(name)).ok()?).ok()
+    crate::util::json::from_json(&std::fs::read(stats_path(name)).ok()?).ok()
 }
 
 fn enter_router(ns_rtr: &str) -> Result<()> {
@@ -71,7 +71,8 @@ fn enter_router(ns_rtr: &str) -> Result<()> {
 
 fn mac_of(ns: &str, dev: &str) -> Result<[u8; 6]> {
     let out = run_tool("ip", &["-n", ns, "-j", "link", "show", "dev", dev])?;
-    let v: serde_json::Value = serde_json::from_str(&out).context("ip -j link output")?;
+    let v: serde_json::Value =
+        serde_json::from_slice(out.as_bytes()).context("ip -j link output")?;
     let s = v
         .get(0)
         .and_then(|l| l.get("address"))

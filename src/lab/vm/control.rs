@@ -63,7 +63,7 @@ pub fn exec(cfg: &LabConfig, args: &[String], timeout: Duration) -> Result<ExecR
                 "the VM's control port closed without a reply".into(),
             ));
         }
-        let Ok(reply) = serde_json::from_slice::<ExecReply>(&text) else {
+        let Ok(reply) = crate::util::json::from_json::<ExecReply>(&text) else {
             continue;
         };
         if reply.id != req.id {

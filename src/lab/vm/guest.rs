@@ -317,7 +317,7 @@ pub fn apply(cfg: &GuestConfig) -> Result<(GuestConfig, Vec<String>)> {
 pub fn load(path: &std::path::Path) -> Result<GuestConfig> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| LabError::Sys(format!("cannot read {}: {e}", path.display())))?;
-    serde_json::from_str(&text).map_err(|e| {
+    crate::util::json::from_json(text.as_bytes()).map_err(|e| {
         LabError::Unexpected(format!("{} is not a VM router config: {e}", path.display()))
     })
 }

@@ -170,7 +170,7 @@ pub fn serve_control() -> Result<()> {
                 }
                 continue;
             }
-            let reply = match serde_json::from_slice::<ExecRequest>(&line) {
+            let reply = match crate::util::json::from_json::<ExecRequest>(&line) {
                 Ok(req) => ExecReply {
                     id: req.id,
                     ..run_request(&exe, &req)

@@ -375,7 +375,7 @@ fn build(
         }
     };
     let boot_s = t0.elapsed().as_secs_f64();
-    let ready: GuestReady = serde_json::from_str(&ready).map_err(|e| {
+    let ready: GuestReady = crate::util::json::from_json(ready.as_bytes()).map_err(|e| {
         LabError::Unexpected(format!(
             "the VM router's ready line is not JSON ({e}): {ready}"
         ))

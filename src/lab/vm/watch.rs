@@ -122,7 +122,7 @@ pub fn tap_queue(
 fn tx_queue_len(ns: &str, dev: &str) -> Option<u64> {
     let out =
         crate::lab::sys::run_tool("ip", &["-n", ns, "-j", "link", "show", "dev", dev]).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&out).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(out.as_bytes()).ok()?;
     v.get(0)?.get("txqlen")?.as_u64()
 }
 

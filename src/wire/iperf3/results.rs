@@ -109,7 +109,7 @@ impl TestResults {
     /// Parses a results JSON body (without its length header).
     pub fn parse(body: &[u8]) -> Result<TestResults, WireError> {
         let value: Value =
-            serde_json::from_slice(body).map_err(|e| WireError::Json(e.to_string()))?;
+            crate::util::json::from_json(body).map_err(|e| WireError::Json(e.to_string()))?;
         let obj = value
             .as_object()
             .ok_or_else(|| WireError::Json("results are not a JSON object".into()))?;
