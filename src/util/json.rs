@@ -4,7 +4,7 @@
 //! (`serde_json::from_str`/`from_slice`) and from a `serde_json::Value` (`results::load`, which
 //! must see the schema first) is compiled twice, with everything it contains. Parsing through a
 //! `Value` everywhere keeps one copy of each: on the mipsel router build the second copies were
-//! about 0.7 MB of 4.1 MB (docs/cross-build.md, "Why the builds are big").
+//! about 0.7 MB of 4.1 MB (docs/cross-build.md, "Why the MIPS builds are big").
 
 use serde::de::DeserializeOwned;
 
