@@ -197,7 +197,9 @@ pub fn load_any(path: &std::path::Path) -> Result<Vec<RunResult>, LoadError> {
         cause,
     })?;
     let mut out = Vec::new();
-    for doc in serde_json::Deserializer::from_str(&text).into_iter::<serde_json::Value>() {
+    for doc in
+        serde_json::Deserializer::from_slice(text.as_bytes()).into_iter::<serde_json::Value>()
+    {
         let doc = doc.map_err(|cause| LoadError::Json {
             path: p.clone(),
             cause,
