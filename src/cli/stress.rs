@@ -288,8 +288,22 @@ pub fn run(a: StressArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// `--analyze FILE` in a build without `plots` (the router's minimal build): reading a saved
+/// result back compiles a deserializer for every result type (~300 kB on MIPS), so the minimal
+/// build leaves it to a host build, like `report`, `plot` and `compare`.
+#[cfg(not(feature = "plots"))]
+fn analyze(_a: &StressArgs, file: &std::path::Path) -> anyhow::Result<i32> {
+    anyhow::bail!(
+        "stress --analyze {}: this routerbench is the minimal build (no `plots` feature), which \
+         does not read saved results back; copy the file to a host and run `routerbench stress \
+         --analyze` there (a default build)",
+        file.display()
+    )
+}
+
 /// `--analyze FILE`: the detectors again on the saved series (with this run's thresholds and
 /// --ambient where given), the summary printed, nothing written.
+#[cfg(feature = "plots")]
 fn analyze(a: &StressArgs, file: &std::path::Path) -> anyhow::Result<i32> {
     let run = crate::results::load(file)?;
     let Some(mut s) = run.stress.clone() else {
