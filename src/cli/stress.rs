@@ -289,8 +289,9 @@ pub fn run(a: StressArgs) -> anyhow::Result<i32> {
 }
 
 /// `--analyze FILE` in a build without `plots` (the router's minimal build): reading a saved
-/// result back compiles a deserializer for every result type (~300 kB on MIPS), so the minimal
-/// build leaves it to a host build, like `report`, `plot` and `compare`.
+/// result back compiles a deserializer for every result type (393 kB of the mipsel minimal
+/// build, docs/cross-build.md), so the minimal build leaves it to a host build, like `report`,
+/// `plot` and `compare`.
 #[cfg(not(feature = "plots"))]
 fn analyze(_a: &StressArgs, file: &std::path::Path) -> anyhow::Result<i32> {
     anyhow::bail!(
