@@ -83,16 +83,19 @@ pub fn default_tcp_len(cfg: &LoopbackConfig) -> u32 {
     default_tcp_len_for(streams, cpus as u32, cfg.zerocopy)
 }
 
-/// The default TCP block for `streams` sending streams on `cpus` CPUs: 1 MiB while every
-/// stream has a CPU, halved as the streams per CPU double, never below iperf3's 128 KiB nor
-/// above 16 MiB of blocks in all; 128 KiB with `-Z`.
+/// The default TCP block for `streams` sending streams on `cpus` CPUs: 1 MiB while each
+/// stream's two threads (its sender and its receiver) have a CPU each, 512 KiB up to two
+/// streams per CPU, halved as the streams per CPU double after that, never below iperf3's
+/// 128 KiB nor above 16 MiB of blocks in all; 128 KiB with `-Z`.
 ///
 /// Why not iperf3's 128 KiB everywhere: on loopback both ends are the kernel's two copies and
 /// its TCP processing, run in the sender's thread, and a bigger write lets one `sendmsg` push
 /// fewer, fuller bursts. Measured here (docs/benchmarks.md, "Throughput"): one stream 20 Gbit/s
 /// at 128 KiB, 31–35 at 1 MiB, for iperf3 3.21 as for us; with more streams than CPUs, 1 MiB
-/// gained nothing over 256–512 KiB. A smaller figure from the tool's own syscall overhead
-/// would understate the device. With `-Z` (sendfile) 1 MiB was slower (15–16 against 21–24
+/// gained nothing over 256–512 KiB. Once a stream's sender and receiver share CPUs with other
+/// threads, 1 MiB lost: `-P 2` on 2 CPUs, 4 s runs, 42.0–42.5 Gbit/s at 1 MiB, 56.6–56.7 at
+/// 512 KiB, 46.5–48.8 at 256 KiB (2026-12-03, the same binary). A smaller figure from the
+/// tool's own syscall overhead would understate the device. With `-Z` (sendfile) 1 MiB was slower (15–16 against 21–24
 /// Gbit/s), so `-Z` keeps 128 KiB.
 pub fn default_tcp_len_for(streams: u32, cpus: u32, zerocopy: bool) -> u32 {
     if zerocopy {
@@ -102,7 +105,8 @@ pub fn default_tcp_len_for(streams: u32, cpus: u32, zerocopy: bool) -> u32 {
     let cpus = u64::from(cpus.max(1));
     let mut len = MAX_TCP_LEN;
     while len > DEFAULT_TCP_LEN
-        && (streams > cpus * u64::from(MAX_TCP_LEN / len)
+        && ((len == MAX_TCP_LEN && 2 * streams > cpus)
+            || streams > cpus * u64::from(MAX_TCP_LEN / len)
             || 2 * streams * u64::from(len) > DEFAULT_LEN_BUDGET)
     {
         len /= 2;
@@ -205,25 +209,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn default_block_is_one_mib_while_each_stream_has_a_cpu_and_shrinks_to_iperf3s() {
+    fn default_block_is_one_mib_while_each_streams_two_threads_have_cpus_and_shrinks_to_iperf3s() {
         let len = default_tcp_len_for;
-        // Two CPUs (this host): P1 and P2 get 1 MiB, P4 512 KiB, P8 256 KiB, more 128 KiB.
+        // Two CPUs (this host): P1 gets 1 MiB, P2 to P4 512 KiB, P8 256 KiB, more 128 KiB.
         assert_eq!(len(1, 2, false), 1 << 20);
-        assert_eq!(len(2, 2, false), 1 << 20);
+        assert_eq!(len(2, 2, false), 512 << 10);
         assert_eq!(len(3, 2, false), 512 << 10);
         assert_eq!(len(4, 2, false), 512 << 10);
         assert_eq!(len(8, 2, false), 256 << 10);
         assert_eq!(len(16, 2, false), 128 << 10);
         assert_eq!(len(256, 2, false), 128 << 10);
-        // One CPU (a single-core router).
-        assert_eq!(len(1, 1, false), 1 << 20);
+        // One CPU (a single-core router): the one stream's sender and receiver share it.
+        assert_eq!(len(1, 1, false), 512 << 10);
         assert_eq!(len(2, 1, false), 512 << 10);
+        assert_eq!(len(3, 1, false), 256 << 10);
+        // Four CPUs: P2 gets 1 MiB (four threads, four CPUs), P3 512 KiB.
+        assert_eq!(len(2, 4, false), 1 << 20);
+        assert_eq!(len(3, 4, false), 512 << 10);
+        assert_eq!(len(8, 4, false), 512 << 10);
+        assert_eq!(len(9, 4, false), 256 << 10);
         // Many CPUs: the 16 MiB budget decides.
         assert_eq!(len(8, 64, false), 1 << 20);
         assert_eq!(len(16, 64, false), 512 << 10);
         assert_eq!(len(64, 64, false), 128 << 10);
-        // Degenerate counts are read as one.
-        assert_eq!(len(0, 0, false), 1 << 20);
+        // Degenerate counts are read as one (one stream on one CPU).
+        assert_eq!(len(0, 0, false), 512 << 10);
         // -Z: sendfile was slower with 1 MiB blocks.
         assert_eq!(len(1, 2, true), 128 << 10);
         for cpus in [1, 2, 4, 128] {
