@@ -239,6 +239,11 @@ build() {
     [ "$t" = armv7 ] && rustflags+=" -C target-feature=+thumb-mode"
     # MIPS: non-PIC code for the static executable (no $gp set-up per function, direct calls).
     is_mips "$t" && rustflags+=" -C relocation-model=static"
+    # 4 KiB segment alignment, as the armv7 linker already uses: the MIPS and AArch64 linkers
+    # default to 64 KiB, which pads the file between its two LOAD segments (27 kB on mipsel,
+    # 44 kB on aarch64). OpenWrt's and Debian's kernels for these routers use 4 KiB pages; a
+    # kernel with 16 or 64 KiB pages would refuse the binary (docs/cross-build.md).
+    [ "$t" != armv7 ] && rustflags+=" -C link-arg=-Wl,-z,max-page-size=4096"
     # RUSTC_BOOTSTRAP=1: a stable compiler accepts -Z flags (what OpenWrt's rust-package.mk and
     # distribution builds of Rust's own std rely on too).
     env+=(RUSTC_BOOTSTRAP=1)
@@ -357,9 +362,11 @@ smoke() {
   out=$("$q" "$bin" loopback -t 2 2>&1) || fail "loopback failed: $out"
   echo "   loopback: $(echo "$out" | grep -m1 -i 'receiver' || echo "$out" | tail -n1)" >&2
 
-  # An error with RUST_BACKTRACE=1: anyhow captures a backtrace, which walks the stack with the
-  # unwinder (on ARM a noreturn main once made that walk loop; on aarch64 a failing
-  # _dl_find_object stub made it abort). Nothing listens on PORT+1: exit 1, cleanly.
+  # An error with RUST_BACKTRACE=1: anyhow captured a backtrace then, which walked the stack
+  # with the unwinder (on ARM a noreturn main once made that walk loop; on aarch64 a failing
+  # _dl_find_object stub made it abort). anyhow no longer captures one (no `std` feature), and
+  # the case stays so that nothing brings the walk back unseen. Nothing listens on PORT+1:
+  # exit 1, cleanly.
   local rc=0
   out=$(RUST_BACKTRACE=1 timeout 60 "$q" "$bin" client 127.0.0.1 -p "$((PORT + 1))" -t 1 2>&1) || rc=$?
   [ "$rc" = 1 ] && echo "$out" | grep -q 'routerbench: error' \
@@ -367,7 +374,7 @@ smoke() {
   echo "   error path with RUST_BACKTRACE=1: exit 1, $(echo "$out" | grep -m1 'routerbench: error' | cut -c1-80)" >&2
 
   # The qemu-run server (RUST_BACKTRACE=1: its latency reflector cannot start under qemu-user,
-  # which has no SO_TIMESTAMPNS, and that error captures a backtrace) against a native iperf3
+  # which has no SO_TIMESTAMPNS, an error that once captured a backtrace) against a native iperf3
   # and a native routerbench client: TCP both ways, bidir, UDP both ways with 0 loss. The
   # iperf3 control messages are big-endian on the wire, UDP datagrams carry a big-endian
   # sequence number and timestamp: on the big-endian build a missed swap shows here.

@@ -6,8 +6,9 @@ use clap::Parser;
 // `main` returns its exit code instead of calling `process::exit`: a `main` that never returns
 // is `noreturn` + `nounwind` (panic=abort), and LLVM then saves neither LR nor the callee-saved
 // registers in its prologue while ARM EHABI still gives it an unwind entry. A backtrace walked
-// through it (anyhow captures one per error when RUST_BACKTRACE is set) revisits `main` forever:
-// the opt-level "z" armv7 build segfaulted past the stack top, the Thumb-2 one hung.
+// through it (anyhow captured one per error when RUST_BACKTRACE was set, before it lost its `std`
+// feature; std's own Backtrace still can) revisits `main` forever: the opt-level "z" armv7 build
+// segfaulted past the stack top, the Thumb-2 one hung.
 fn main() -> std::process::ExitCode {
     // `server --config FILE` becomes the file's flags first, so clap checks them like any flag.
     let argv =
