@@ -14,6 +14,8 @@
 #   bench/loopback-vs-iperf3.sh                         # T=5 s, 5 rounds, MODES below
 #   MODES="P1 R" ROUNDS=7 bench/loopback-vs-iperf3.sh
 #   IPERF3=iperf3 bench/loopback-vs-iperf3.sh           # against Debian's 3.12
+#   CC=cubic bench/loopback-vs-iperf3.sh                # both tools with -C cubic (default:
+#                                                       # the kernel's, printed as "cc")
 #
 # Modes: P1 P2 P4 (TCP streams), R (-R), Z (-Z: iperf3 sendfile, routerbench MSG_ZEROCOPY),
 # SKIP (--skip-rx-copy), ZSKIP (both), UDP (-u --gsro -b $UDP_RATE -l $UDP_LEN: routerbench
@@ -28,6 +30,7 @@ PORT=${PORT:-5399}
 MODES=${MODES:-"P1 P2 P4 R Z SKIP"}
 UDP_RATE=${UDP_RATE:-2G}
 UDP_LEN=${UDP_LEN:-1400}
+CC=${CC:-}
 RB=${RB:-${CARGO_TARGET_DIR:-target}/release/routerbench}
 PEER=../shared/peers/iperf3-3.21
 if [ -z "${IPERF3:-}" ]; then
@@ -38,7 +41,7 @@ command -v python3 >/dev/null || { echo "python3 missing: apt-get install python
 if [ ! -x "$RB" ]; then
   cargo build --release
 fi
-export T ROUNDS PORT MODES UDP_RATE UDP_LEN RB IPERF3
+export T ROUNDS PORT MODES UDP_RATE UDP_LEN RB IPERF3 CC
 exec python3 - <<'PY'
 import json, os, statistics, subprocess, sys, tempfile, time
 
@@ -56,6 +59,10 @@ MODES = {
     "UDP": (UDP + ["--gsro"], UDP + ["--gsro"]),
 }
 modes = os.environ["MODES"].split()
+CC = os.environ["CC"]
+if CC:  # the same congestion control for both tools (iperf3's client sets it on both ends)
+    MODES = {m: (a, b) if m == "UDP" else (a + ["-C", CC], b + ["-C", CC])
+             for m, (a, b) in MODES.items()}
 for m in modes:
     if m not in MODES:
         sys.exit(f"unknown mode {m}; known: {' '.join(MODES)}")
@@ -133,7 +140,8 @@ def version(cmd):
         return "?"
 
 print(f"machine: {os.cpu_count()} cores, {os.uname().release}, cc "
-      f"{open('/proc/sys/net/ipv4/tcp_congestion_control').read().strip()}, load {load()}")
+      f"{open('/proc/sys/net/ipv4/tcp_congestion_control').read().strip()}"
+      f"{f' (both tools run with -C {CC})' if CC else ''}, load {load()}")
 print(f"peer: {IPERF3} ({version([IPERF3, '--version'])})")
 print(f"routerbench: {version([RB, '--version'])}")
 print(f"T={T} s, {ROUNDS} rounds, modes {' '.join(modes)}; CPU = user+sys s of all processes (wait4)")

@@ -80,8 +80,20 @@ const DEFAULT_LEN_BUDGET: u64 = 16 << 20;
 pub fn default_tcp_len(cfg: &LoopbackConfig) -> u32 {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let streams = cfg.parallel.max(1) * if cfg.bidir { 2 } else { 1 };
-    default_tcp_len_for(streams, cpus as u32, cfg.zerocopy)
+    let len = default_tcp_len_for(streams, cpus as u32, cfg.zerocopy);
+    if cfg.skip_rx_copy {
+        len.min(SKIP_RX_MAX_TCP_LEN)
+    } else {
+        len
+    }
 }
+
+/// The largest default block with `--skip-rx-copy`: the receiver then costs next to nothing,
+/// and the sender's writes decide. One stream, 4 s, receiver discarding 128 KiB (2026-12-04):
+/// 146–153 Gbit/s at 256–512 KiB against 119–124 at 1 MiB with cubic (OpenWrt's default, and
+/// iperf3 3.21's 128 KiB made 139–146); 64–68 at 512 KiB against 69–74 at 1 MiB with bbr, where
+/// iperf3 made 30. 512 KiB is the one size near the best under both.
+const SKIP_RX_MAX_TCP_LEN: u32 = 512 << 10;
 
 /// The default TCP block for `streams` sending streams on `cpus` CPUs: 1 MiB while each
 /// stream's two threads (its sender and its receiver) have a CPU each, 512 KiB up to two
@@ -201,7 +213,28 @@ pub fn run_with_sink(
     }
     let mut result = client_result?;
     result.role = Role::Loopback;
+    if let Some(note) = bbr_note(cfg, result.sender_tcp_congestion.as_deref()) {
+        result.notes.push(note);
+    }
     Ok(result)
+}
+
+/// A note when a TCP loopback test ran under BBR without `-C`: BBR sizes its window from
+/// bandwidth × minimum RTT, and loopback's RTT of a few microseconds keeps it near 10 segments
+/// (`ss -ti` during a test here: `cwnd:10`, `minrtt:0.001`), so the sender waits for ACKs
+/// with a CPU idle, and the figure is BBR's, not the CPU's. Measured 2026-12-04, both tools
+/// alike: `-Z` 15 Gbit/s under bbr against 103–111 under cubic, one stream 49 against 92
+/// (docs/throughput.md). OpenWrt's default is cubic; a host may default to bbr.
+fn bbr_note(cfg: &LoopbackConfig, cc: Option<&str>) -> Option<String> {
+    let cc = cc?;
+    (!cfg.udp && cfg.congestion.is_none() && cc.starts_with("bbr")).then(|| {
+        format!(
+            "congestion control {cc} (this kernel's default): over loopback its window stays \
+             near 10 segments and the CPU waits for ACKs, so this figure understates what the \
+             CPU can move; `-C cubic` (OpenWrt's default) measures the CPU, and iperf3 under \
+             {cc} is held the same way"
+        )
+    })
 }
 
 #[cfg(test)]
@@ -264,5 +297,43 @@ mod tests {
             default_tcp_len(&cfg(3, false)),
             default_tcp_len_for(3, cpus, false)
         );
+    }
+
+    #[test]
+    fn a_bbr_default_gets_a_note_and_a_chosen_algorithm_or_udp_does_not() {
+        let cfg = |congestion: Option<&str>, udp| LoopbackConfig {
+            congestion: congestion.map(str::to_string),
+            udp,
+            ..LoopbackConfig::default()
+        };
+        let note = bbr_note(&cfg(None, false), Some("bbr")).expect("bbr default: a note");
+        assert!(note.contains("bbr") && note.contains("-C cubic"), "{note}");
+        assert!(bbr_note(&cfg(None, false), Some("bbr3")).is_some());
+        assert_eq!(bbr_note(&cfg(None, false), Some("cubic")), None);
+        assert_eq!(bbr_note(&cfg(None, false), None), None);
+        // Asked for with -C: the user chose it, no note.
+        assert_eq!(bbr_note(&cfg(Some("bbr"), false), Some("bbr")), None);
+        assert_eq!(bbr_note(&cfg(None, true), Some("bbr")), None);
+    }
+
+    #[test]
+    fn skip_rx_copy_caps_the_default_block_at_512_kib() {
+        let one = |skip_rx_copy| LoopbackConfig {
+            parallel: 1,
+            skip_rx_copy,
+            ..LoopbackConfig::default()
+        };
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        let plain = default_tcp_len_for(1, cpus, false);
+        assert_eq!(default_tcp_len(&one(false)), plain);
+        assert_eq!(default_tcp_len(&one(true)), plain.min(512 << 10));
+        // Many streams: the smaller default stays.
+        let many = LoopbackConfig {
+            parallel: 64,
+            skip_rx_copy: true,
+            ..LoopbackConfig::default()
+        };
+        assert_eq!(default_tcp_len(&many), default_tcp_len_for(64, cpus, false));
+        assert!(default_tcp_len(&many) <= 512 << 10);
     }
 }
