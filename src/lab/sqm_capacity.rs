@@ -8,7 +8,7 @@ use super::aqm_forwarder::{AqmPlace, AqmSpec, apply};
 use super::error::{LabError, Result};
 use super::load::LoadGenerator;
 use super::topology::{LabSpec, up};
-use crate::results::lab::{SqmCapacity, SqmPoint};
+use crate::results::lab::{SearchStop, SqmCapacity, SqmPoint};
 use aqm::QdiscKind;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -181,22 +181,68 @@ pub fn search(
         points.push(p);
         Ok(ok)
     };
+    let (capacity_bps, stopped_by) = bracket(plan, &mut || t0.elapsed(), &mut |rate| {
+        run(rate, &mut points)
+    })?;
+    Ok(SqmCapacity {
+        qdisc: plan.qdisc.name().into(),
+        place,
+        criteria: format!(
+            "goodput >= {GOODPUT_SHARE} x 1448/1514 x rate and p99 latency increase < {P99_LIMIT_MS} ms"
+        ),
+        capacity_bps,
+        points,
+        method: format!(
+            "{} TCP {} upload flows for {} s per point + UDP round-trip probes every 0.1 s; buffer 4 x rate x 100 ms (>= 300 KB); one re-measure on a miss",
+            plan.flows, plan.cc, plan.seconds
+        ),
+        router: plan.vm.as_ref().map(vm_router_words),
+        stopped_by: Some(stopped_by),
+    })
+}
+
+/// The search itself, apart from the lab: doubling up from `plan.start_bps` (or halving down
+/// when it fails) until a rate fails (passes), then bisecting between the last pass and the
+/// first failure. `run` measures one rate and says whether it passed; `elapsed` is the time
+/// since the search began (no new rate starts once it exceeds `plan.budget`). Returns the
+/// highest passing rate and what ended the search.
+fn bracket(
+    plan: &SqmPlan,
+    elapsed: &mut dyn FnMut() -> Duration,
+    run: &mut dyn FnMut(u64) -> Result<bool>,
+) -> Result<(Option<u64>, SearchStop)> {
+    let budget = SearchStop::Budget {
+        seconds: plan.budget.as_secs(),
+        failed: false,
+    };
     let (mut lo, mut hi): (Option<u64>, Option<u64>) = (None, None);
     let mut rate = plan.start_bps.clamp(plan.min_bps, plan.max_bps);
+    let mut stop = SearchStop::StepLimit;
     // Doubling up (or halving down when the start already fails).
     for _ in 0..16 {
-        if t0.elapsed() > plan.budget {
+        if elapsed() > plan.budget {
+            stop = budget;
             break;
         }
-        if run(rate, &mut points)? {
+        if run(rate)? {
             lo = Some(rate);
-            if hi.is_some() || rate >= plan.max_bps {
+            if hi.is_some() {
+                stop = SearchStop::Bracketed;
                 break;
             }
-            rate = (rate * 2).min(plan.max_bps);
+            if rate >= plan.max_bps {
+                stop = SearchStop::MaxRate { bps: plan.max_bps };
+                break;
+            }
+            rate = rate.saturating_mul(2).min(plan.max_bps);
         } else {
             hi = Some(rate);
-            if lo.is_some() || rate <= plan.min_bps {
+            if lo.is_some() {
+                stop = SearchStop::Bracketed;
+                break;
+            }
+            if rate <= plan.min_bps {
+                stop = SearchStop::MinRate { bps: plan.min_bps };
                 break;
             }
             rate = (rate / 2).max(plan.min_bps);
@@ -204,32 +250,31 @@ pub fn search(
     }
     if let (Some(mut l), Some(mut h)) = (lo, hi) {
         for _ in 0..plan.refine_steps {
-            if t0.elapsed() > plan.budget || h <= l + l / 16 {
+            if h <= l + l / 16 {
+                break;
+            }
+            if elapsed() > plan.budget {
+                stop = SearchStop::Budget {
+                    seconds: plan.budget.as_secs(),
+                    failed: true,
+                };
                 break;
             }
             let mid = (l + h) / 2;
-            if run(mid, &mut points)? {
+            if run(mid)? {
                 l = mid;
             } else {
                 h = mid;
             }
         }
         lo = Some(l);
+    } else if let (SearchStop::Budget { seconds, .. }, Some(_)) = (stop, hi) {
+        stop = SearchStop::Budget {
+            seconds,
+            failed: true,
+        };
     }
-    Ok(SqmCapacity {
-        qdisc: plan.qdisc.name().into(),
-        place,
-        criteria: format!(
-            "goodput >= {GOODPUT_SHARE} x 1448/1514 x rate and p99 latency increase < {P99_LIMIT_MS} ms"
-        ),
-        capacity_bps: lo,
-        points,
-        method: format!(
-            "{} TCP {} upload flows for {} s per point + UDP round-trip probes every 0.1 s; buffer 4 x rate x 100 ms (>= 300 KB); one re-measure on a miss",
-            plan.flows, plan.cc, plan.seconds
-        ),
-        router: plan.vm.as_ref().map(vm_router_words),
-    })
+    Ok((lo, stop))
 }
 
 /// The VM router in words, with its CPU budget.
@@ -260,5 +305,108 @@ mod tests {
         assert_eq!(buffer_for(50_000_000), 2_500_000);
         assert_eq!(buffer_for(1_000_000), 300_000);
         assert_eq!(buffer_for(NO_CEILING_BPS), 64_000_000);
+    }
+
+    /// The search against a fake path that passes every rate up to `cap_bps`, each point
+    /// taking `point_s` seconds of a fake clock: (capacity, stop, rates tried).
+    fn fake(plan: &SqmPlan, cap_bps: u64, point_s: u64) -> (Option<u64>, SearchStop, Vec<u64>) {
+        let clock = std::cell::Cell::new(0u64);
+        let mut tried = Vec::new();
+        let (c, stop) = bracket(
+            plan,
+            &mut || Duration::from_secs(clock.get()),
+            &mut |rate| {
+                tried.push(rate);
+                clock.set(clock.get() + point_s);
+                Ok(rate <= cap_bps)
+            },
+        )
+        .unwrap();
+        (c, stop, tried)
+    }
+
+    fn plan(budget_s: u64) -> SqmPlan {
+        SqmPlan {
+            budget: Duration::from_secs(budget_s),
+            ..SqmPlan::new("t", QdiscKind::Cake, PathBuf::from("routerbench"))
+        }
+    }
+
+    #[test]
+    fn search_brackets_a_failure_and_says_so() {
+        // 100, 200, 400, 800 pass, 1600 fails; bisection 1200 f, 1000 f, 900 p.
+        let (c, stop, tried) = fake(&plan(3600), 950_000_000, 10);
+        assert_eq!(stop, SearchStop::Bracketed);
+        assert_eq!(c, Some(900_000_000));
+        assert_eq!(tried.len(), 8, "{tried:?}");
+        // A start that fails halves down, then bisects up.
+        let p = SqmPlan {
+            start_bps: 400_000_000,
+            ..plan(3600)
+        };
+        let (c, stop, _) = fake(&p, 130_000_000, 10);
+        assert_eq!(stop, SearchStop::Bracketed);
+        assert!(
+            c.unwrap() >= 100_000_000 && c.unwrap() <= 130_000_000,
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn search_past_any_fixed_ceiling_until_the_budget_ends_it() {
+        // A path that carries 40 Gbit/s: no ceiling stops the doubling at 1.6 or 3.2 Gbit/s;
+        // a 60 s budget at 10 s per point ends it after 100 M .. 6.4 G (7 points).
+        let (c, stop, tried) = fake(&plan(60), 40_000_000_000, 10);
+        assert_eq!(
+            stop,
+            SearchStop::Budget {
+                seconds: 60,
+                failed: false
+            }
+        );
+        assert_eq!(c, Some(6_400_000_000));
+        assert_eq!(tried.len(), 7);
+        // With the time, it goes on to the failure and brackets 40 Gbit/s.
+        let (c, stop, _) = fake(&plan(3600), 40_000_000_000, 10);
+        assert_eq!(stop, SearchStop::Bracketed);
+        assert!(
+            c.unwrap() > 30_000_000_000 && c.unwrap() <= 40_000_000_000,
+            "{c:?}"
+        );
+        // The budget running out during the bisection is said too: a failure was seen.
+        let (_, stop, _) = fake(&plan(55), 950_000_000, 10);
+        assert_eq!(
+            stop,
+            SearchStop::Budget {
+                seconds: 55,
+                failed: true
+            }
+        );
+    }
+
+    #[test]
+    fn search_ends_at_max_rate_and_min_rate() {
+        let p = SqmPlan {
+            max_bps: 1_000_000_000,
+            ..plan(3600)
+        };
+        let (c, stop, tried) = fake(&p, u64::MAX, 10);
+        assert_eq!(stop, SearchStop::MaxRate { bps: 1_000_000_000 });
+        assert_eq!(c, Some(1_000_000_000));
+        assert_eq!(tried.last(), Some(&1_000_000_000));
+        let (c, stop, tried) = fake(&plan(3600), 1_000_000, 10);
+        assert_eq!(stop, SearchStop::MinRate { bps: 6_250_000 });
+        assert_eq!(c, None);
+        assert_eq!(tried.last(), Some(&6_250_000));
+        // The doubling's step limit (a start far below the ceiling, nothing fails).
+        let p = SqmPlan {
+            start_bps: 6_250_000,
+            max_bps: u64::MAX,
+            ..plan(1_000_000)
+        };
+        let (c, stop, tried) = fake(&p, u64::MAX, 1);
+        assert_eq!(stop, SearchStop::StepLimit);
+        assert_eq!(tried.len(), 16);
+        assert_eq!(c, Some(6_250_000 << 15));
     }
 }

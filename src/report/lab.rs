@@ -173,16 +173,36 @@ pub fn sqm_side_by_side(all: &[crate::results::lab::SqmCapacity]) -> String {
     s
 }
 
-/// The capacity in words: a search in which no rate failed only found a lower bound (it stopped
-/// at its ceiling), so it reads "at least".
+/// The capacity in words: a search in which no rate failed only found a lower bound, so it
+/// reads "at least", with what ended the search (its time budget, `--max-rate`, its steps).
 fn capacity_words(c: &crate::results::lab::SqmCapacity) -> String {
-    match c.capacity_bps {
-        None => "below the lowest rate tried".to_string(),
-        Some(r) if !c.points.is_empty() && c.points.iter().all(|p| p.pass) => format!(
-            "at least {} (no rate tried failed: the search stopped at its ceiling)",
+    use crate::results::lab::SearchStop;
+    let no_failure = !c.points.is_empty() && c.points.iter().all(|p| p.pass);
+    match (c.capacity_bps, c.stopped_by) {
+        (None, _) => "below the lowest rate tried".to_string(),
+        (Some(r), stop) if no_failure => {
+            let why = match stop {
+                Some(SearchStop::Budget { seconds, .. }) => format!(
+                    "the {seconds} s budget ran out before a rate failed; `lab capacity --budget S` searches longer"
+                ),
+                Some(SearchStop::MaxRate { bps }) => {
+                    format!("the search reached --max-rate {}", fmt_rate(bps as f64))
+                }
+                Some(SearchStop::StepLimit) => "the doubling used all its 16 steps".into(),
+                Some(SearchStop::Bracketed | SearchStop::MinRate { .. }) | None => {
+                    "the search ended before a rate failed".into()
+                }
+            };
+            format!(
+                "at least {} (no rate tried failed: {why})",
+                fmt_rate(r as f64)
+            )
+        }
+        (Some(r), Some(SearchStop::Budget { seconds, .. })) => format!(
+            "{} (the {seconds} s budget ended the refinement: the capacity lies below the lowest failing rate)",
             fmt_rate(r as f64)
         ),
-        Some(r) => fmt_rate(r as f64),
+        (Some(r), _) => fmt_rate(r as f64),
     }
 }
 
@@ -575,7 +595,7 @@ pub fn accuracy(points: &[AccuracyPoint]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::lab::{CapacityPoint, Shaper, SqmCapacity, SqmPoint};
+    use crate::results::lab::{CapacityPoint, SearchStop, Shaper, SqmCapacity, SqmPoint};
 
     #[test]
     fn sqm_capacity_is_a_lower_bound_when_no_rate_failed() {
@@ -593,10 +613,34 @@ mod tests {
         };
         let text = sqm_capacity(&c);
         assert!(text.contains("at least 800.0 Mbit/s"), "{text}");
+        assert!(
+            text.contains("the search ended before a rate failed"),
+            "{text}"
+        );
+        // What ended it is said: never "its ceiling" when it was the budget.
+        c.stopped_by = Some(SearchStop::Budget {
+            seconds: 60,
+            failed: false,
+        });
+        let text = sqm_capacity(&c);
+        assert!(text.contains("at least 800.0 Mbit/s"), "{text}");
+        assert!(text.contains("the 60 s budget ran out"), "{text}");
+        assert!(!text.contains("ceiling"), "{text}");
+        c.stopped_by = Some(SearchStop::MaxRate { bps: 800_000_000 });
+        let text = sqm_capacity(&c);
+        assert!(text.contains("reached --max-rate 800.0 Mbit/s"), "{text}");
+        c.stopped_by = Some(SearchStop::Bracketed);
         c.points.push(point(1_600_000_000, false));
         let text = sqm_capacity(&c);
         assert!(!text.contains("at least"), "{text}");
         assert!(text.contains("): 800.0 Mbit/s"), "{text}");
+        c.stopped_by = Some(SearchStop::Budget {
+            seconds: 60,
+            failed: true,
+        });
+        let text = sqm_capacity(&c);
+        assert!(!text.contains("at least"), "{text}");
+        assert!(text.contains("budget ended the refinement"), "{text}");
         c.capacity_bps = None;
         assert!(sqm_capacity(&c).contains("below the lowest rate tried"));
     }

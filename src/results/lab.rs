@@ -412,6 +412,28 @@ pub struct SqmCapacity {
     /// The router it ran on, with its CPU budget (the VM router: vCPUs, budget, how).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub router: Option<String>,
+    /// What ended the search (None: a result written before routerbench recorded it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<SearchStop>,
+}
+
+/// What ended an SQM capacity search. Only `Bracketed` means the capacity was found between a
+/// passing and a failing rate; the others leave a lower bound (`Budget`, `MaxRate`, `StepLimit`
+/// with no failure) or nothing (`MinRate`).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum SearchStop {
+    /// A rate failed and the refinement narrowed the step to 1/16 of the capacity (or used up
+    /// its steps).
+    Bracketed,
+    /// The time budget ran out before the next rate (`failed`: a rate had failed by then).
+    Budget { seconds: u64, failed: bool },
+    /// The highest rate allowed (`--max-rate`) passed.
+    MaxRate { bps: u64 },
+    /// The lowest rate allowed failed.
+    MinRate { bps: u64 },
+    /// The doubling used all its steps without a failure.
+    StepLimit,
 }
 
 /// Which AQM a lab runs and where (`lab up --qdisc Q --aqm kernel|userspace`).
