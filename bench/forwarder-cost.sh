@@ -159,15 +159,28 @@ if os.environ["CAPACITY"] == "1":
         res = {}
         for name, exe in (("before", BEFORE), ("after", RB)):
             la = load()
-            out = f"/tmp/{NAME}-cap.json"
+            out = f"/tmp/{NAME}-cap-{q}-{name}.json"
             try:
                 sh([exe, "lab", "capacity", "--name", NAME, "--qdisc", q, "--aqm", "userspace",
                     "--max-rate", "20gbit", "--budget", os.environ["BUDGET"], "-J", out], timeout=900)
                 c = json.load(open(out))
-                cap = c["lab"]["sqm_capacity"] if "sqm_capacity" in c.get("lab", {}) else c
+                # `lab capacity -J` writes the SqmCapacity at the top level under
+                # "sqm_capacity" (older builds: inside "lab", or the bare object).
+                cap = c.get("sqm_capacity") or c.get("lab", {}).get("sqm_capacity") or c
                 bps = cap.get("capacity_bps")
-                res[name] = (f"{bps/1e9:.2f} Gbit/s" if bps else "below the floor") + \
-                    f" ({len(cap.get('points', []))} points)"
+                pts = cap.get("points", [])
+                bound = "at least " if pts and all(p.get("pass") for p in pts) else ""
+                stop = cap.get("stopped_by", {}).get("reason", "not recorded")
+                top = max((p for p in pts if p.get("pass")), key=lambda p: p["rate_bps"], default={})
+                cpu = top.get("forwarder_cpu_us_per_packet")
+                res[name] = (f"{bound}{bps/1e9:.2f} Gbit/s" if bps else "below the floor") + \
+                    f" ({len(pts)} points, stopped by: {stop}" + \
+                    (f", {cpu:.2f} µs/pkt there" if cpu else "") + ")"
+                print(f"  {q} {name}: " + " · ".join(
+                    f"{p['rate_bps']/1e6:g}: {p['goodput_of_theory']:.2f}"
+                    + ("" if p.get("pass") else " FAIL")
+                    + (f" {p['forwarder_cpu_us_per_packet']:.1f} µs" if p.get("forwarder_cpu_us_per_packet") else "")
+                    for p in pts) + f"  (JSON: {out})", flush=True)
             except Exception as e:
                 res[name] = f"failed: {e}"
             res[name + "_load"] = la
