@@ -318,17 +318,64 @@ fn start(cfg: &LabConfig, kind: QdiscKind, exe: &Path) -> Result<(i32, i32)> {
 }
 
 /// The routerbench binary to start the forwarder from: `$ROUTERBENCH_BIN`, else this
-/// executable if it is routerbench.
+/// executable under whatever name it was installed or copied as (`routerbench-armv7`,
+/// `/tmp/rb-new`), unless it is a cargo test harness (`target/*/deps/NAME-HASH`), which has no
+/// `shape` command.
 pub fn routerbench_exe() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("ROUTERBENCH_BIN") {
         return Ok(PathBuf::from(p));
     }
     let exe = std::env::current_exe().io_context(|| "cannot find this executable".into())?;
-    if exe.file_name().is_some_and(|n| n == "routerbench") {
-        Ok(exe)
+    if is_test_harness(&exe) {
+        Err(LabError::State(format!(
+            "the userspace AQM runs `routerbench shape`, and {} is a test harness: set ROUTERBENCH_BIN to the routerbench binary",
+            exe.display()
+        )))
     } else {
-        Err(LabError::State(
-            "the userspace AQM runs `routerbench shape`: set ROUTERBENCH_BIN to the routerbench binary".into()
-        ))
+        Ok(exe)
+    }
+}
+
+/// A cargo test binary: in a `deps` directory, named `NAME-HASH` with a 16-hex-digit hash.
+fn is_test_harness(exe: &std::path::Path) -> bool {
+    let in_deps = exe
+        .parent()
+        .and_then(|d| d.file_name())
+        .is_some_and(|d| d == "deps");
+    let hashed = exe
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.rsplit_once('-'))
+        .is_some_and(|(_, h)| h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()));
+    in_deps && hashed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn any_installed_name_is_routerbench_but_a_test_harness_is_not() {
+        for exe in [
+            "/usr/bin/routerbench",
+            "/tmp/rb-new",
+            "/root/routerbench-armv7",
+            "/work/main/target/release/routerbench",
+            "/opt/deps/routerbench",
+        ] {
+            assert!(!is_test_harness(Path::new(exe)), "{exe}");
+        }
+        for exe in [
+            "/work/main/target/debug/deps/routerbench-0872f9b165d316b7",
+            "/work/main/target/debug/deps/lab-a1b2c3d4e5f60718",
+        ] {
+            assert!(is_test_harness(Path::new(exe)), "{exe}");
+        }
+        // This very process is one.
+        if std::env::var_os("ROUTERBENCH_BIN").is_none() {
+            let err = routerbench_exe().unwrap_err().to_string();
+            assert!(err.contains("ROUTERBENCH_BIN"), "{err}");
+        }
     }
 }
