@@ -213,7 +213,7 @@ unwinder() {
       ar rs "$unw/libunwind.a" "$unw/dl_find_object.o" 2>/dev/null
     fi
   fi
-  echo "$PWD/$unw"
+  case $unw in /*) echo "$unw" ;; *) echo "$PWD/$unw" ;; esac
 }
 
 build() {
