@@ -211,9 +211,10 @@ fn bracket(
     elapsed: &mut dyn FnMut() -> Duration,
     run: &mut dyn FnMut(u64) -> Result<bool>,
 ) -> Result<(Option<u64>, SearchStop)> {
-    let budget = SearchStop::Budget {
+    // The budget ended it; `failed`: after a rate had failed (then the capacity is bracketed).
+    let out_of_time = |hi: Option<u64>| SearchStop::Budget {
         seconds: plan.budget.as_secs(),
-        failed: false,
+        failed: hi.is_some(),
     };
     let (mut lo, mut hi): (Option<u64>, Option<u64>) = (None, None);
     let mut rate = plan.start_bps.clamp(plan.min_bps, plan.max_bps);
@@ -221,7 +222,7 @@ fn bracket(
     // Doubling up (or halving down when the start already fails).
     for _ in 0..16 {
         if elapsed() > plan.budget {
-            stop = budget;
+            stop = out_of_time(hi);
             break;
         }
         if run(rate)? {
@@ -254,10 +255,7 @@ fn bracket(
                 break;
             }
             if elapsed() > plan.budget {
-                stop = SearchStop::Budget {
-                    seconds: plan.budget.as_secs(),
-                    failed: true,
-                };
+                stop = out_of_time(hi);
                 break;
             }
             let mid = (l + h) / 2;
@@ -268,11 +266,6 @@ fn bracket(
             }
         }
         lo = Some(l);
-    } else if let (SearchStop::Budget { seconds, .. }, Some(_)) = (stop, hi) {
-        stop = SearchStop::Budget {
-            seconds,
-            failed: true,
-        };
     }
     Ok((lo, stop))
 }
