@@ -98,10 +98,7 @@ fn tick_loop(state: &Mutex<BarState>) {
         std::thread::sleep(Duration::from_millis(200));
         let mut g = state.lock().unwrap_or_else(|e| e.into_inner());
         if g.stop {
-            if g.drawn {
-                let _ = err.write_all(b"\r\x1b[2K");
-                let _ = err.flush();
-            }
+            clear(&mut g);
             return;
         }
         if !g.active {
@@ -120,6 +117,16 @@ fn tick_loop(state: &Mutex<BarState>) {
         let _ = err.write_all(format!("\r{line}\x1b[K").as_bytes());
         let _ = err.flush();
         last = line;
+    }
+}
+
+/// Erases the drawn line, if there is one.
+fn clear(st: &mut BarState) {
+    if st.drawn {
+        let mut err = std::io::stderr();
+        let _ = err.write_all(b"\r\x1b[2K");
+        let _ = err.flush();
+        st.drawn = false;
     }
 }
 
@@ -193,13 +200,8 @@ impl Progress for BarProgress {
         });
     }
     fn finish(&self) {
-        let mut err = std::io::stderr();
         self.with(|s| {
-            if s.drawn {
-                let _ = err.write_all(b"\r\x1b[2K");
-                let _ = err.flush();
-                s.drawn = false;
-            }
+            clear(s);
             s.active = false;
             s.prefix.clear();
             s.total = 0;
