@@ -33,7 +33,6 @@ pub struct BarProgress {
     ticker: Option<std::thread::JoinHandle<()>>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
 struct BarState {
     prefix: String,
     total: u64,
@@ -111,11 +110,13 @@ fn tick_loop(state: &Mutex<BarState>) {
         if g.drawn && line == last {
             continue;
         }
-        g.drawn = true;
-        drop(g);
         // \r, the line, then clear to its end: no flicker, and a shorter line leaves no tail.
+        // Written under the lock, so that a `finish` cannot clear the line between this draw's
+        // render and its write and leave a stale line behind.
         let _ = err.write_all(format!("\r{line}\x1b[K").as_bytes());
         let _ = err.flush();
+        g.drawn = true;
+        drop(g);
         last = line;
     }
 }
