@@ -42,24 +42,43 @@ pub struct ZeroCopySender {
     queued: u64,
     completed: u64,
     copied: u64,
-    /// The payload as a file, for the sendfile method.
-    file: Option<OwnedFd>,
+    /// The payload as a file, for the sendfile method, and what that file is.
+    file: Option<(OwnedFd, PayloadFile)>,
     len: usize,
+}
+
+/// What holds the payload that sendfile sends from (said in the result's note: the two
+/// measured differently, see [`payload_file`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PayloadFile {
+    /// An unnamed `O_TMPFILE` file in this directory.
+    TempFile(std::path::PathBuf),
+    /// A memfd: the temporary directory refused `O_TMPFILE` (e.g. a file system without it).
+    Memfd,
+}
+
+impl std::fmt::Display for PayloadFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PayloadFile::TempFile(dir) => write!(f, "an unnamed file in {}", dir.display()),
+            PayloadFile::Memfd => f.write_str("a memfd (the temporary directory has no O_TMPFILE)"),
+        }
+    }
 }
 
 /// A file holding `payload` (for sendfile): an unnamed file (`O_TMPFILE`) in the temporary
 /// directory, as iperf3's `-Z` sends from a file in `/tmp`, else a memfd. On this host's ext4
 /// `/tmp` the file measured 0.97× iperf3's `-Z`, the memfd 0.82× (docs/benchmarks.md,
 /// "Throughput"); on a router `/tmp` is tmpfs, the same shmem pages as a memfd.
-fn payload_file(payload: &[u8]) -> io::Result<OwnedFd> {
+fn payload_file(payload: &[u8]) -> io::Result<(OwnedFd, PayloadFile)> {
     let dir = std::env::temp_dir();
     let tmp = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .custom_flags(libc::O_TMPFILE)
         .open(&dir);
-    let fd = match tmp {
-        Ok(f) => OwnedFd::from(f),
+    let (fd, kind) = match tmp {
+        Ok(f) => (OwnedFd::from(f), PayloadFile::TempFile(dir)),
         Err(_) => {
             // SAFETY: memfd_create with a NUL-terminated name; the result is a new descriptor.
             let raw =
@@ -68,12 +87,12 @@ fn payload_file(payload: &[u8]) -> io::Result<OwnedFd> {
                 return Err(io::Error::last_os_error());
             }
             // SAFETY: raw is a new, owned descriptor.
-            unsafe { OwnedFd::from_raw_fd(raw) }
+            (unsafe { OwnedFd::from_raw_fd(raw) }, PayloadFile::Memfd)
         }
     };
     let mut f = std::fs::File::from(fd);
     io::Write::write_all(&mut f, payload)?;
-    Ok(OwnedFd::from(f))
+    Ok((OwnedFd::from(f), kind))
 }
 
 impl ZeroCopySender {
@@ -103,6 +122,13 @@ impl ZeroCopySender {
         (self.completed, self.copied)
     }
 
+    /// What sendfile sends from ("no file" before the switch).
+    fn file_kind(&self) -> String {
+        self.file
+            .as_ref()
+            .map_or_else(|| "no file".to_string(), |(_, kind)| kind.to_string())
+    }
+
     fn switch_to_sendfile(&mut self, payload: &[u8]) -> io::Result<()> {
         self.file = Some(payload_file(payload)?);
         self.method = ZeroCopyMethod::Sendfile;
@@ -112,7 +138,7 @@ impl ZeroCopySender {
     /// Sends `payload` (the same bytes every call) once; returns the bytes the kernel took.
     pub fn send<S: AsRawFd>(&mut self, sock: &S, payload: &[u8]) -> io::Result<usize> {
         let fd = sock.as_raw_fd();
-        if let (ZeroCopyMethod::Sendfile, Some(file)) = (self.method, &self.file) {
+        if let (ZeroCopyMethod::Sendfile, Some((file, _))) = (self.method, &self.file) {
             let mut off: libc::off_t = 0;
             // SAFETY: sendfile between two live descriptors with a local offset.
             let n = unsafe { libc::sendfile(fd, file.as_raw_fd(), &mut off, self.len) };
@@ -201,12 +227,15 @@ impl ZeroCopySender {
             ),
             ZeroCopyMethod::Sendfile if self.completed > 0 => format!(
                 "-Z: the kernel copied MSG_ZEROCOPY sends ({} of {}: a local receiver), so the \
-                 sender switched to sendfile from a memfd",
-                self.copied, self.completed
+                 sender switched to sendfile from {}",
+                self.copied,
+                self.completed,
+                self.file_kind()
             ),
-            ZeroCopyMethod::Sendfile => {
-                "-Z: SO_ZEROCOPY refused by this kernel; sendfile from a memfd".into()
-            }
+            ZeroCopyMethod::Sendfile => format!(
+                "-Z: SO_ZEROCOPY refused by this kernel; sendfile from {}",
+                self.file_kind()
+            ),
         }
     }
 }
@@ -273,7 +302,33 @@ mod tests {
             done == 0 || copied == done,
             "loopback completions are copies"
         );
-        assert!(!z.note().is_empty());
+        let note = z.note();
+        if z.method() == ZeroCopyMethod::Sendfile {
+            // The note names the file sendfile really uses (it once said "a memfd" for both).
+            let dir = std::env::temp_dir();
+            let want = match payload_file(b"x").unwrap().1 {
+                PayloadFile::TempFile(_) => format!("an unnamed file in {}", dir.display()),
+                PayloadFile::Memfd => "a memfd".to_string(),
+            };
+            assert!(note.contains(&want), "{note}");
+        } else {
+            assert!(note.contains("MSG_ZEROCOPY"), "{note}");
+        }
+    }
+
+    #[test]
+    fn the_payload_file_holds_the_payload_and_says_what_it_is() {
+        let payload: Vec<u8> = (0..5000u32).map(|i| (i * 13) as u8).collect();
+        let (fd, kind) = payload_file(&payload).unwrap();
+        let mut f = std::fs::File::from(fd);
+        let mut back = Vec::new();
+        std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(0)).unwrap();
+        f.read_to_end(&mut back).unwrap();
+        assert_eq!(back, payload);
+        match kind {
+            PayloadFile::TempFile(dir) => assert_eq!(dir, std::env::temp_dir()),
+            PayloadFile::Memfd => {}
+        }
     }
 
     #[test]
