@@ -83,6 +83,7 @@ impl Running {
             notes: Vec::new(),
         };
         let mut metered = Vec::with_capacity(socks.len());
+        let n_streams = socks.len();
         for (i, sock) in socks.into_iter().enumerate() {
             let id = stream_id(i);
             let sender = (plan.sends)(i);
@@ -109,6 +110,11 @@ impl Running {
                 zerocopy: sender && p.zerocopy,
                 skip_rx_copy: !sender && p.skip_rx_copy,
                 udp_offload: true,
+                rcvlowat: if sender || udp {
+                    None
+                } else {
+                    stream::receive_lowat(p.block_len() as usize, n_streams, p.window)
+                },
             };
             let flag = if sender {
                 &run.senders_done

@@ -156,6 +156,43 @@ pub struct WorkerConfig {
     pub skip_rx_copy: bool,
     /// UDP: batch with GSO/GRO where the kernel has them (else sendmmsg/recvmmsg).
     pub udp_offload: bool,
+    /// TCP receiver: `SO_RCVLOWAT`, the bytes queued before the kernel wakes the reader
+    /// ([`receive_lowat`]); None leaves the kernel's 1.
+    pub rcvlowat: Option<usize>,
+}
+
+/// The smallest and largest wake-up size of a TCP receiver ([`receive_lowat`]), and what the
+/// receivers of one test may hold back in all before they are woken.
+const LOWAT_MIN: usize = 64 << 10;
+const LOWAT_FLOOR: usize = 512 << 10;
+const LOWAT_MAX: usize = 1 << 20;
+const LOWAT_BUDGET: usize = 2 << 20;
+
+/// How much a TCP receiver lets the kernel queue before it is woken (`SO_RCVLOWAT`), for
+/// blocks of `len` bytes on one of `streams` streams, with `-w window` if given.
+///
+/// Without it the kernel wakes the reader for every segment that arrives, and on loopback
+/// each wake-up of a thread on the other CPU is paid by the sender, whose CPU runs the
+/// receive path: iperf3 3.21's `-Z` into our server (which then woke ~11,000 times per GB)
+/// cost ~25 % more receiver CPU and ~40 % more sender CPU per GB than into iperf3's, and ran
+/// 0.79x (docs/benchmarks.md, "Throughput", 2026-12-05). Woken per 512 KiB, the same pair
+/// slept 160–600 times per GB and ran 47–76 Gbit/s against iperf3's own 18–32 under bbr; under
+/// cubic, where the CPUs rather than the ACK clock are the limit, it measured within the
+/// spread. So: the block, at least 512 KiB (iperf3 clients send 128 KiB), at most 1 MiB, and
+/// at most 2 MiB over all the test's streams (memory a router's kernel must hold per test:
+/// `-P 4` gets 512 KiB, `-P 32` 64 KiB; fewer than 64 KiB each is not worth it and is left
+/// alone). With `-w` the buffer is fixed, and waiting for half of it (the kernel's own cap)
+/// would stall the sender a round trip per wake-up, so a quarter of it at most. A slow stream
+/// is read when its receive timeout ([`RECV_WAIT`]) ends, so intervals lag by no more than
+/// before; the drain at the end sets it back to 1.
+pub fn receive_lowat(len: usize, streams: usize, window: Option<u32>) -> Option<usize> {
+    let mut v = len
+        .clamp(LOWAT_FLOOR, LOWAT_MAX)
+        .min(LOWAT_BUDGET / streams.max(1));
+    if let Some(w) = window {
+        v = v.min(w as usize / 4);
+    }
+    (v >= LOWAT_MIN).then_some(v)
 }
 
 /// A draining receiver stops after this long without data (above the 200 ms minimum TCP RTO,
@@ -422,12 +459,20 @@ fn tcp_recv(
     // from 0.9x to 1.27x iperf3 (docs/benchmarks.md). A slow stream's partial block comes back after
     // RECV_WAIT, so interval counts lag the wire by at most that much data.
     s.set_read_timeout(Some(RECV_WAIT))?;
+    // Fewer wake-ups (receive_lowat); a kernel that refuses it wakes us per segment as before.
+    if let Some(v) = cfg.rcvlowat {
+        let _ = crate::net::sockopt::set_recv_lowat(&s, v);
+    }
     // One block per read, as iperf3: a cache-sized buffer (1 MiB reads measured slower).
     let mut buf = vec![0u8; if cfg.skip_rx_copy { 0 } else { cfg.len.max(1) }];
     let mut stop = StopState { drain_until: None };
     let mut tally = Tally::new(c);
     while stop.keep_going(done, cfg.drain, || {
         let _ = s.set_read_timeout(Some(DRAIN_IDLE));
+        // What is left comes back as soon as it is there, not at the idle timeout.
+        if cfg.rcvlowat.is_some() {
+            let _ = crate::net::sockopt::set_recv_lowat(&s, 1);
+        }
     }) {
         let r = if cfg.skip_rx_copy {
             crate::net::zerocopy::recv_discard(&s, cfg.len.clamp(1, SKIP_RX_LEN))
@@ -572,6 +617,7 @@ mod tests {
             zerocopy: false,
             skip_rx_copy: false,
             udp_offload: true,
+            rcvlowat: None,
         };
         let tx = Arc::new(Counters::default());
         let rx = Arc::new(Counters::default());
@@ -586,11 +632,14 @@ mod tests {
             gate.clone(),
         )
         .unwrap();
+        // The receiver waits for 512 KiB per wake-up: the last 512 KiB still arrive (at the FIN).
         let rcfg = WorkerConfig {
             sender: false,
             budget: None,
+            rcvlowat: receive_lowat(65536, 1, None),
             ..cfg
         };
+        assert_eq!(rcfg.rcvlowat, Some(512 << 10));
         let h2 = spawn(1, DataSock::Tcp(b), rcfg, rx.clone(), done.clone(), gate).unwrap();
         let end = h1.join().unwrap();
         assert!(end.error.is_none());
@@ -598,5 +647,69 @@ mod tests {
         assert_eq!(sent, 16 * 65536, "budget rounds up to whole blocks");
         let _ = h2.join().unwrap();
         assert_eq!(rx.bytes.load(Ordering::Relaxed), sent);
+    }
+
+    #[test]
+    fn the_receive_low_water_mark_follows_the_block_the_streams_and_the_window() {
+        const K: usize = 1024;
+        // iperf3's 128 KiB blocks: woken per 512 KiB; our 1 MiB blocks: per block; never more.
+        assert_eq!(receive_lowat(128 * K, 1, None), Some(512 * K));
+        assert_eq!(receive_lowat(1024 * K, 1, None), Some(1024 * K));
+        assert_eq!(receive_lowat(16 * 1024 * K, 1, None), Some(1024 * K));
+        assert_eq!(receive_lowat(1, 1, None), Some(512 * K));
+        // 2 MiB over the test's streams, and nothing below 64 KiB each.
+        assert_eq!(receive_lowat(512 * K, 4, None), Some(512 * K));
+        assert_eq!(receive_lowat(512 * K, 8, None), Some(256 * K));
+        assert_eq!(receive_lowat(128 * K, 32, None), Some(64 * K));
+        assert_eq!(receive_lowat(128 * K, 33, None), None);
+        assert_eq!(receive_lowat(128 * K, 0, None), Some(512 * K));
+        // A fixed buffer (-w): a quarter of it at most.
+        assert_eq!(receive_lowat(128 * K, 1, Some(1024 * 1024)), Some(256 * K));
+        assert_eq!(receive_lowat(128 * K, 1, Some(128 * 1024)), None);
+    }
+
+    #[test]
+    fn a_trickle_below_the_low_water_mark_is_counted_at_the_receive_timeout() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        let done = Arc::new(AtomicBool::new(false));
+        let rx = Arc::new(Counters::default());
+        let gate = Arc::new(Gate::default());
+        gate.open();
+        let cfg = WorkerConfig {
+            sender: false,
+            len: 128 << 10,
+            rate: 0,
+            wide: false,
+            repeating_payload: false,
+            budget: None,
+            drain: true,
+            cpu: None,
+            zerocopy: false,
+            skip_rx_copy: false,
+            udp_offload: true,
+            rcvlowat: Some(1 << 20),
+        };
+        let h = spawn(1, DataSock::Tcp(b), cfg, rx.clone(), done.clone(), gate).unwrap();
+        // 3 small writes, far below the 1 MiB mark, and the socket stays open: each must be
+        // counted within a few receive timeouts (20 ms), not held until 1 MiB or the end.
+        for i in 1..=3u64 {
+            std::io::Write::write_all(&mut a, &[7u8; 1000]).unwrap();
+            let mut seen = 0;
+            for _ in 0..200 {
+                seen = rx.bytes.load(Ordering::Relaxed);
+                if seen == 1000 * i {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            assert_eq!(seen, 1000 * i, "write {i} not counted within 1 s");
+        }
+        done.store(true, Ordering::Relaxed);
+        drop(a);
+        let end = h.join().unwrap();
+        assert!(end.error.is_none());
+        assert_eq!(rx.bytes.load(Ordering::Relaxed), 3000);
     }
 }

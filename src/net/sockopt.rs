@@ -172,6 +172,13 @@ pub fn recv_waitall<S: AsRawFd>(sock: &S, buf: &mut [u8]) -> io::Result<usize> {
     )?)
 }
 
+/// Sets SO_RCVLOWAT: the kernel wakes a TCP reader once this many bytes are queued (or at its
+/// receive timeout), not for every segment.
+pub fn set_recv_lowat<S: AsRawFd>(sock: &S, bytes: usize) -> io::Result<()> {
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    setsockopt_int(sock.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVLOWAT, v)
+}
+
 /// Sets SO_MAX_PACING_RATE in bytes/s (`--fq-rate`, needs the fq qdisc or TCP internal pacing).
 pub fn set_max_pacing_rate<S: AsRawFd>(sock: &S, bytes_per_sec: u64) -> io::Result<()> {
     let v = u32::try_from(bytes_per_sec).unwrap_or(u32::MAX);
