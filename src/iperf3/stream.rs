@@ -454,12 +454,13 @@ fn tcp_recv(
     c: &Counters,
     done: &AtomicBool,
 ) -> std::io::Result<()> {
-    // Reads wait for a whole block (MSG_WAITALL): one wake-up per 128 KiB instead of one per
-    // few segments. Over loopback this took the receiver from ~85 % of a core to ~36 % and -P 1
-    // from 0.9x to 1.27x iperf3 (docs/benchmarks.md). A slow stream's partial block comes back after
-    // RECV_WAIT, so interval counts lag the wire by at most that much data.
+    // Reads wait for a whole block (MSG_WAITALL): one call per block instead of one per few
+    // segments. Over loopback this took the receiver from ~85 % of a core to ~36 % and -P 1
+    // from 0.9x to 1.27x iperf3 (docs/benchmarks.md). A slow stream's partial block comes back
+    // after RECV_WAIT, so interval counts lag the wire by at most that much data.
     s.set_read_timeout(Some(RECV_WAIT))?;
-    // Fewer wake-ups (receive_lowat); a kernel that refuses it wakes us per segment as before.
+    // Inside that call the kernel still wakes us per arriving segment unless SO_RCVLOWAT says
+    // otherwise (receive_lowat); a kernel that refuses it wakes us per segment as before.
     if let Some(v) = cfg.rcvlowat {
         let _ = crate::net::sockopt::set_recv_lowat(&s, v);
     }
