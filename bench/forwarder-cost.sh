@@ -149,7 +149,7 @@ for q in QDISCS:
           f"{med([x['load'] for x in a + b])} |")
 print(f"kernel unshaped forwarding, same lab and run: {med([k['goodput']/1e9 for k in kern])} Gbit/s "
       f"(load {med([k['load'] for k in kern])})")
-print("(median (min..max); CPU = the forwarder's two threads, frames = both directions)")
+print("(median (min..max); CPU = the forwarder's forwarding thread(s): one since 2026-12-05, one per direction before; frames = both directions)")
 
 if os.environ["CAPACITY"] == "1":
     print()

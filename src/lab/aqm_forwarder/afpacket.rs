@@ -222,6 +222,18 @@ pub fn wait_readable(fd: BorrowedFd<'_>, timeout_ns: u64) {
     let _ = ppoll(&mut p, Some(ts), None);
 }
 
+/// Waits until any of `fds` is readable or `timeout_ns` passes (ppoll); with no `fds`, just
+/// sleeps. An interrupted or failed wait just returns: the caller polls again.
+pub fn wait_readable_any(fds: &[BorrowedFd<'_>], timeout_ns: u64) {
+    use nix::poll::{PollFd, PollFlags, ppoll};
+    let mut p: Vec<PollFd> = fds
+        .iter()
+        .map(|fd| PollFd::new(*fd, PollFlags::POLLIN))
+        .collect();
+    let ts = nix::sys::time::TimeSpec::from_duration(std::time::Duration::from_nanos(timeout_ns));
+    let _ = ppoll(&mut p, Some(ts), None);
+}
+
 /// Nanoseconds of `clock` now (0 if the clock cannot be read, which Linux never refuses for
 /// the clocks used here).
 pub fn clock_ns(clock: nix::time::ClockId) -> u64 {

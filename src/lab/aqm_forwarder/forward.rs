@@ -66,7 +66,9 @@ pub struct DirectionReport {
     /// Frames the kernel dropped at the full receive socket (the forwarder fell behind).
     #[serde(default)]
     pub rx_socket_drops: u64,
-    /// CPU time of this direction's thread since it started (user + system), ms.
+    /// CPU time spent on this direction since the forwarder started (user + system), ms: the
+    /// forwarding thread's, which serves both directions, shared out by the frames each
+    /// received (the two directions' figures add up to the thread's).
     #[serde(default)]
     pub cpu_ms: f64,
     /// How frames come in and go out ("rx ring + sendmmsg", or the per-frame fallback).
@@ -229,39 +231,131 @@ enum Rx {
     Socket(Vec<u8>),
 }
 
-/// Runs one direction until `stop` is set or `deadline` passes. Every 200 ms the counters are
-/// copied to `report`.
-pub fn run(
+/// One direction handed to [`run`]: where it goes, its qdisc, and where its counters go.
+pub struct Lane {
+    pub d: Direction,
+    pub q: Box<dyn Qdisc>,
+    pub report: Arc<Mutex<DirectionReport>>,
+}
+
+/// A lane with its sockets open and its running counters.
+struct Open {
     d: Direction,
-    mut q: Box<dyn Qdisc>,
+    q: Box<dyn Qdisc>,
+    report: Arc<Mutex<DirectionReport>>,
+    rx: PacketSocket,
+    tx: PacketSocket,
+    input: Rx,
+    r: DirectionReport,
+    soj: Sojourn,
+    ring: Sojourn,
+    /// rx_frames when the thread's CPU time was last shared out.
+    frames_at_share: u64,
+}
+
+impl Open {
+    fn new(lane: Lane) -> Result<Self> {
+        let rx = PacketSocket::open(&lane.d.in_dev, true)?;
+        let tx = PacketSocket::open(&lane.d.out_dev, false)?;
+        let (input, io_path) = match RxRing::new(&rx) {
+            Ok(ring) => (
+                Rx::Ring(ring),
+                "rx ring (TPACKET_V2) + sendmmsg".to_string(),
+            ),
+            Err(e) => (
+                Rx::Socket(vec![0u8; 65_536]),
+                format!("recvmsg per frame (no rx ring: {e}) + sendmmsg"),
+            ),
+        };
+        Ok(Open {
+            r: DirectionReport {
+                name: lane.d.name.clone(),
+                io_path,
+                ..Default::default()
+            },
+            d: lane.d,
+            q: lane.q,
+            report: lane.report,
+            rx,
+            tx,
+            input,
+            soj: Sojourn::default(),
+            ring: Sojourn::default(),
+            frames_at_share: 0,
+        })
+    }
+}
+
+/// How long one lane wants the thread to wait after a round (its old loop's choice).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Want {
+    /// Go round again at once (a full batch was sent, or a release is due).
+    Now,
+    /// Sleep this long: packets wait in the shaper, or the round received some (coalescing).
+    Nap(u64),
+    /// Nothing queued and nothing came: block until an arrival on its ring, at most this long.
+    Arrival(u64),
+}
+
+/// What one lane wants after a round: `wait_ns` from [`send`], whether its qdisc is empty and
+/// whether the round received any frame for it.
+fn want(wait_ns: u64, empty: bool, busy: bool) -> Want {
+    if wait_ns == 0 {
+        Want::Now
+    } else if empty && !busy {
+        Want::Arrival(wait_ns)
+    } else if empty {
+        Want::Nap(COALESCE_NS)
+    } else {
+        Want::Nap(wait_ns.clamp(COALESCE_NS, IDLE_WAIT_NS))
+    }
+}
+
+/// The thread's one wait for all lanes: none if any lane must go again; otherwise the shortest
+/// nap, cut short by an arrival on a lane that blocks for one (`Some(timeout)`, `true`: wake
+/// on arrivals of the `Arrival` lanes); no lane waits longer, or wakes later, than it would
+/// alone.
+fn combine(wants: &[Want]) -> Option<(u64, bool)> {
+    let mut nap: Option<u64> = None;
+    let mut arrival: Option<u64> = None;
+    for w in wants {
+        match *w {
+            Want::Now => return None,
+            Want::Nap(t) => nap = Some(nap.map_or(t, |n| n.min(t))),
+            Want::Arrival(t) => arrival = Some(arrival.map_or(t, |a| a.min(t))),
+        }
+    }
+    match (nap, arrival) {
+        (Some(n), Some(a)) => Some((n.min(a), true)),
+        (Some(n), None) => Some((n, false)),
+        (None, Some(a)) => Some((a, true)),
+        (None, None) => None,
+    }
+}
+
+/// Runs the lanes (both directions) in the calling thread until `stop` is set or `deadline`
+/// passes; every 200 ms their counters are copied to their reports. One thread serves both
+/// directions, as a router's one softirq loop serves all its NICs: each wake-up moves the
+/// frames of both (a TCP upload's ACKs ride on the data's wake-ups), where a thread per
+/// direction paid a wake-up per round for each, and the ACK direction's rounds held one or two
+/// frames. The thread's CPU time is shared out to the lanes by the frames each received.
+pub fn run(
+    lanes: Vec<Lane>,
     hasher: FlowHasher,
     stop: Arc<AtomicBool>,
     deadline: Option<Instant>,
-    report: Arc<Mutex<DirectionReport>>,
 ) -> Result<()> {
     // Forwarding is softirq work on a real router, ahead of user tasks: a high weight keeps
     // other tenants' builds from stalling this thread (best effort; needs root).
     // SAFETY: setpriority on the calling thread (who = 0).
     unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, -15) };
-    let rx = PacketSocket::open(&d.in_dev, true)?;
-    let tx = PacketSocket::open(&d.out_dev, false)?;
-    let (mut input, io_path) = match RxRing::new(&rx) {
-        Ok(ring) => (
-            Rx::Ring(ring),
-            "rx ring (TPACKET_V2) + sendmmsg".to_string(),
-        ),
-        Err(e) => (
-            Rx::Socket(vec![0u8; 65_536]),
-            format!("recvmsg per frame (no rx ring: {e}) + sendmmsg"),
-        ),
-    };
-    let mut r = DirectionReport {
-        name: d.name.clone(),
-        io_path,
-        ..Default::default()
-    };
-    let mut soj = Sojourn::default();
-    let mut ring = Sojourn::default();
+    if lanes.is_empty() {
+        return Ok(());
+    }
+    let mut lanes = lanes
+        .into_iter()
+        .map(Open::new)
+        .collect::<Result<Vec<_>>>()?;
     // One clock read per round: in the emulated ARM router a clock_gettime costs ~170 µs (no
     // vDSO fast path under TCG), and the loop used to make four or five. The offset between
     // the kernel's (realtime) receive stamps and our monotonic clock only moves with a clock
@@ -269,52 +363,98 @@ pub fn run(
     let (mono0, real0) = afpacket::clocks_ns();
     let mut offset = real0.wrapping_sub(mono0);
     let mut last_report = mono0;
+    let mut cpu_shared = thread_cpu_ns();
     let mut batch: Vec<Packet> = Vec::with_capacity(TX_BATCH);
+    let mut wants = Vec::with_capacity(lanes.len());
     while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|t| Instant::now() < t) {
         let now = afpacket::clock_ns(nix::time::ClockId::CLOCK_MONOTONIC);
-        let before = r.rx_frames;
-        let clocks = (now, offset);
-        receive(
-            &rx,
-            &mut input,
-            q.as_mut(),
-            &hasher,
-            &d,
-            &mut r,
-            &mut ring,
-            clocks,
-        )?;
-        let busy = r.rx_frames > before;
-        let wait_ns = send(&tx, q.as_mut(), &mut r, &mut soj, &mut batch, now);
-        if wait_ns > 0 {
-            r.syscalls += 1;
-            if q.is_empty() && !busy {
-                afpacket::wait_readable(rx.as_fd(), wait_ns);
+        wants.clear();
+        for l in lanes.iter_mut() {
+            let before = l.r.rx_frames;
+            let clocks = (now, offset);
+            receive(
+                &l.rx,
+                &mut l.input,
+                l.q.as_mut(),
+                &hasher,
+                &l.d,
+                &mut l.r,
+                &mut l.ring,
+                clocks,
+            )?;
+            let busy = l.r.rx_frames > before;
+            let wait_ns = send(&l.tx, l.q.as_mut(), &mut l.r, &mut l.soj, &mut batch, now);
+            wants.push(want(wait_ns, l.q.is_empty(), busy));
+        }
+        if let Some((timeout, on_arrival)) = combine(&wants) {
+            // The shared wait is counted in the first lane's system calls.
+            if let Some(first) = lanes.first_mut() {
+                first.r.syscalls += 1;
+            }
+            if on_arrival {
+                let fds: Vec<_> = lanes
+                    .iter()
+                    .zip(&wants)
+                    .filter(|(_, w)| matches!(w, Want::Arrival(_)))
+                    .map(|(l, _)| l.rx.as_fd())
+                    .collect();
+                afpacket::wait_readable_any(&fds, timeout);
             } else {
-                let nap = if q.is_empty() {
-                    COALESCE_NS
-                } else {
-                    wait_ns.clamp(COALESCE_NS, IDLE_WAIT_NS)
-                };
-                std::thread::sleep(Duration::from_nanos(nap));
+                std::thread::sleep(Duration::from_nanos(timeout));
             }
         }
         if now.saturating_sub(last_report) >= REPORT_NS {
-            let periods = (std::mem::take(&mut soj), std::mem::take(&mut ring));
-            publish(&mut r, q.as_ref(), &rx, periods, &report);
+            share_cpu(&mut lanes, &mut cpu_shared);
+            for l in lanes.iter_mut() {
+                let periods = (std::mem::take(&mut l.soj), std::mem::take(&mut l.ring));
+                publish(&mut l.r, l.q.as_ref(), &l.rx, periods, &l.report);
+            }
             let (mono, real) = afpacket::clocks_ns();
             offset = real.wrapping_sub(mono);
             last_report = mono;
         }
     }
-    let s = q.stats();
-    r.cpu_ms = thread_cpu_ns() as f64 / 1e6;
-    r.qdisc_drops = s.drops();
-    r.ecn_marks = s.ecn_marks;
-    if let Ok(mut g) = report.lock() {
-        *g = r;
+    share_cpu(&mut lanes, &mut cpu_shared);
+    for l in lanes.iter_mut() {
+        let s = l.q.stats();
+        l.r.qdisc_drops = s.drops();
+        l.r.ecn_marks = s.ecn_marks;
+        if let Ok(mut g) = l.report.lock() {
+            *g = l.r.clone();
+        }
     }
     Ok(())
+}
+
+/// Shares the thread's CPU time since the last share out to the lanes (see [`shares`]).
+fn share_cpu(lanes: &mut [Open], cpu_shared: &mut u64) {
+    let now = thread_cpu_ns();
+    let spent_ms = now.saturating_sub(*cpu_shared) as f64 / 1e6;
+    *cpu_shared = now;
+    let frames: Vec<u64> = lanes
+        .iter()
+        .map(|l| l.r.rx_frames.saturating_sub(l.frames_at_share))
+        .collect();
+    for (l, ms) in lanes.iter_mut().zip(shares(spent_ms, &frames)) {
+        l.r.cpu_ms += ms;
+        l.frames_at_share = l.r.rx_frames;
+    }
+}
+
+/// `spent` split in proportion to `frames` (evenly when all are 0): the parts add up to it.
+fn shares(spent: f64, frames: &[u64]) -> Vec<f64> {
+    let total: u64 = frames.iter().sum();
+    let n = frames.len().max(1) as f64;
+    frames
+        .iter()
+        .map(|&f| {
+            if total > 0 {
+                spent * f as f64 / total as f64
+            } else {
+                spent / n
+            }
+        })
+        .collect()
 }
 
 /// One received frame: classified, ours stamped with `mono` (this round's receive, which is the
@@ -448,7 +588,6 @@ fn publish(
     r.sojourn_max_ms = soj.max as f64 / 1e6;
     r.sojourn_max_run_ms = r.sojourn_max_run_ms.max(r.sojourn_max_ms);
     r.rx_socket_drops += rx.take_drops();
-    r.cpu_ms = thread_cpu_ns() as f64 / 1e6;
     r.sojourn_mean_ms = soj.mean_ms();
     r.ring_wait_max_ms = ring.max as f64 / 1e6;
     r.ring_wait_max_run_ms = r.ring_wait_max_run_ms.max(r.ring_wait_max_ms);
@@ -614,6 +753,53 @@ mod tests {
         assert!(soj.max < 5 * ms, "qdisc sojourn max {} ns", soj.max);
         assert_eq!((ring.n, ring.max), (1_200, 20 * ms));
         assert!((ring.mean_ms() - 20.0).abs() < 1e-9);
+    }
+
+    /// Each lane's old loop, alone, would have: gone again (a full batch), napped (packets in
+    /// the shaper, or arrivals to coalesce) or blocked until an arrival. Together, no lane
+    /// wakes later than alone, and arrivals only cut the wait short for lanes that block.
+    #[test]
+    fn one_thread_waits_no_longer_than_either_direction_would_alone() {
+        let ms = 1_000_000;
+        assert_eq!(want(0, false, true), Want::Now);
+        assert_eq!(want(IDLE_WAIT_NS, true, false), Want::Arrival(IDLE_WAIT_NS));
+        assert_eq!(want(IDLE_WAIT_NS, true, true), Want::Nap(COALESCE_NS));
+        assert_eq!(want(3 * ms, false, true), Want::Nap(3 * ms));
+        assert_eq!(
+            want(1_000, false, false),
+            Want::Nap(COALESCE_NS),
+            "at least the coalescing"
+        );
+        assert_eq!(want(60 * ms, false, false), Want::Nap(IDLE_WAIT_NS));
+        // A full batch on either side: no wait at all.
+        assert_eq!(combine(&[Want::Now, Want::Arrival(IDLE_WAIT_NS)]), None);
+        assert_eq!(combine(&[Want::Nap(COALESCE_NS), Want::Now]), None);
+        // Upload data napping to coalesce, idle ACK side: the nap, woken early by an ACK.
+        assert_eq!(
+            combine(&[Want::Nap(COALESCE_NS), Want::Arrival(IDLE_WAIT_NS)]),
+            Some((COALESCE_NS, true))
+        );
+        // Both shaping: the earlier release, no early wake-up (arrivals join their queues).
+        assert_eq!(
+            combine(&[Want::Nap(3 * ms), Want::Nap(ms)]),
+            Some((ms, false))
+        );
+        // Both idle: block on both rings.
+        assert_eq!(
+            combine(&[Want::Arrival(IDLE_WAIT_NS), Want::Arrival(5 * ms)]),
+            Some((5 * ms, true))
+        );
+        assert_eq!(combine(&[]), None);
+    }
+
+    #[test]
+    fn the_threads_cpu_is_shared_out_by_frames_and_adds_up() {
+        assert_eq!(shares(10.0, &[3, 1]), vec![7.5, 2.5]);
+        assert_eq!(shares(4.0, &[0, 0]), vec![2.0, 2.0]);
+        assert_eq!(shares(4.0, &[0, 5]), vec![0.0, 4.0]);
+        assert!(shares(1.0, &[]).is_empty());
+        let parts = shares(123.456, &[661_967, 172_564]);
+        assert!((parts.iter().sum::<f64>() - 123.456).abs() < 1e-9);
     }
 
     #[test]

@@ -228,17 +228,27 @@ pub fn work(o: &ShapeOptions) -> Result<i32> {
         Arc::new(Mutex::new(DirectionReport::default())),
         Arc::new(Mutex::new(DirectionReport::default())),
     ];
-    let mut threads = Vec::new();
-    for (d, rate, rep) in [(up, up_rate, &reports[0]), (down, down_rate, &reports[1])] {
-        let (q, st, rep) = (make_qdisc(o.qdisc, rate, buffer), stop.clone(), rep.clone());
-        threads.push(
-            std::thread::Builder::new()
-                .name(format!("shape-{}", d.name))
-                .spawn(move || forward::run(d, q, hasher, st, deadline, rep))
-                .io_context(|| "cannot start a forwarding thread".into())?,
-        );
-    }
-    // Sockets open in the threads first; then the kernel stops forwarding these interfaces.
+    // One thread for both directions (forward::run says why).
+    let lanes = vec![
+        forward::Lane {
+            d: up,
+            q: make_qdisc(o.qdisc, up_rate, buffer),
+            report: reports[0].clone(),
+        },
+        forward::Lane {
+            d: down,
+            q: make_qdisc(o.qdisc, down_rate, buffer),
+            report: reports[1].clone(),
+        },
+    ];
+    let st = stop.clone();
+    let threads = vec![
+        std::thread::Builder::new()
+            .name("shape".into())
+            .spawn(move || forward::run(lanes, hasher, st, deadline))
+            .io_context(|| "cannot start the forwarding thread".into())?,
+    ];
+    // Sockets open in the thread first; then the kernel stops forwarding these interfaces.
     std::thread::sleep(Duration::from_millis(50));
     set_kernel_forwarding(&cfg.ns_rtr, false)?;
     let _restore = ForwardingOff(cfg.ns_rtr.clone());

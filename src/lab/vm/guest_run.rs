@@ -210,25 +210,28 @@ pub fn serve_shape(s: &GuestShape) -> Result<()> {
         u64::from_le_bytes(k1.try_into().unwrap_or_default()),
     );
     let stop = Arc::new(AtomicBool::new(false));
-    let mut threads = Vec::new();
+    // One thread for both directions, as in the namespace lab (forward::run says why).
+    let mut lanes = Vec::new();
     let mut reports = Vec::new();
     for (d, rate) in [
         (s.up.clone(), s.up_rate_bps),
         (s.down.clone(), s.down_rate_bps),
     ] {
-        let q = crate::lab::aqm_forwarder::make_qdisc(s.qdisc, rate, s.buffer_bytes);
-        let (st, rep) = (
-            stop.clone(),
-            Arc::new(Mutex::new(DirectionReport::default())),
-        );
-        reports.push(rep.clone());
-        threads.push(
-            std::thread::Builder::new()
-                .name(format!("shape-{}", d.name))
-                .spawn(move || forward::run(d, q, hasher, st, None, rep))
-                .io_context(|| "cannot start a forwarding thread".into())?,
-        );
+        let report = Arc::new(Mutex::new(DirectionReport::default()));
+        reports.push(report.clone());
+        lanes.push(forward::Lane {
+            d,
+            q: crate::lab::aqm_forwarder::make_qdisc(s.qdisc, rate, s.buffer_bytes),
+            report,
+        });
     }
+    let st = stop.clone();
+    let threads = vec![
+        std::thread::Builder::new()
+            .name("shape".into())
+            .spawn(move || forward::run(lanes, hasher, st, None))
+            .io_context(|| "cannot start the forwarding thread".into())?,
+    ];
     std::thread::sleep(Duration::from_millis(50));
     for dev in [&s.up.in_dev, &s.down.in_dev] {
         let p = format!("/proc/sys/net/ipv4/conf/{dev}/forwarding");
