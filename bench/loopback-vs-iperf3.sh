@@ -16,6 +16,8 @@
 #   IPERF3=iperf3 bench/loopback-vs-iperf3.sh           # against Debian's 3.12
 #   CC=cubic bench/loopback-vs-iperf3.sh                # both tools with -C cubic (default:
 #                                                       # the kernel's, printed as "cc")
+#   RB_ARGS="-l 256K" MODES=P4 bench/loopback-vs-iperf3.sh  # extra arguments for routerbench
+#                                                       # only (to try its own settings)
 #
 # Modes: P1 P2 P4 (TCP streams), R (-R), Z (-Z: iperf3 sendfile, routerbench MSG_ZEROCOPY),
 # SKIP (--skip-rx-copy), ZSKIP (both), UDP (-u --gsro -b $UDP_RATE -l $UDP_LEN: routerbench
@@ -31,6 +33,7 @@ MODES=${MODES:-"P1 P2 P4 R Z SKIP"}
 UDP_RATE=${UDP_RATE:-2G}
 UDP_LEN=${UDP_LEN:-1400}
 CC=${CC:-}
+RB_ARGS=${RB_ARGS:-}
 RB=${RB:-${CARGO_TARGET_DIR:-target}/release/routerbench}
 PEER=../shared/peers/iperf3-3.21
 if [ -z "${IPERF3:-}" ]; then
@@ -41,7 +44,7 @@ command -v python3 >/dev/null || { echo "python3 missing: apt-get install python
 if [ ! -x "$RB" ]; then
   cargo build --release
 fi
-export T ROUNDS PORT MODES UDP_RATE UDP_LEN RB IPERF3 CC
+export T ROUNDS PORT MODES UDP_RATE UDP_LEN RB IPERF3 CC RB_ARGS
 exec python3 - <<'PY'
 import json, os, statistics, subprocess, sys, tempfile, time
 
@@ -63,6 +66,8 @@ CC = os.environ["CC"]
 if CC:  # the same congestion control for both tools (iperf3's client sets it on both ends)
     MODES = {m: (a, b) if m == "UDP" else (a + ["-C", CC], b + ["-C", CC])
              for m, (a, b) in MODES.items()}
+RB_ARGS = os.environ["RB_ARGS"].split()
+MODES = {m: (a, b + RB_ARGS) for m, (a, b) in MODES.items()}
 for m in modes:
     if m not in MODES:
         sys.exit(f"unknown mode {m}; known: {' '.join(MODES)}")
@@ -143,7 +148,7 @@ print(f"machine: {os.cpu_count()} cores, {os.uname().release}, cc "
       f"{open('/proc/sys/net/ipv4/tcp_congestion_control').read().strip()}"
       f"{f' (both tools run with -C {CC})' if CC else ''}, load {load()}")
 print(f"peer: {IPERF3} ({version([IPERF3, '--version'])})")
-print(f"routerbench: {version([RB, '--version'])}")
+print(f"routerbench: {version([RB, '--version'])}" + (" with " + " ".join(RB_ARGS) if RB_ARGS else ""))
 print(f"T={T} s, {ROUNDS} rounds, modes {' '.join(modes)}; CPU = user+sys s of all processes (wait4)")
 tmp = tempfile.mkdtemp()
 rows = {}
