@@ -66,9 +66,9 @@ pub struct DirectionReport {
     /// Frames the kernel dropped at the full receive socket (the forwarder fell behind).
     #[serde(default)]
     pub rx_socket_drops: u64,
-    /// CPU time spent on this direction since the forwarder started (user + system), ms: the
-    /// forwarding thread's, which serves both directions, shared out by the frames each
-    /// received (the two directions' figures add up to the thread's).
+    /// CPU time spent on this direction since the forwarder started (user + system), ms: that
+    /// of the thread serving it; where one thread serves both directions (the namespace lab),
+    /// shared out by the frames each received, so the two add up to the thread's.
     #[serde(default)]
     pub cpu_ms: f64,
     /// How frames come in and go out ("rx ring + sendmmsg", or the per-frame fallback).

@@ -210,8 +210,13 @@ pub fn serve_shape(s: &GuestShape) -> Result<()> {
         u64::from_le_bytes(k1.try_into().unwrap_or_default()),
     );
     let stop = Arc::new(AtomicBool::new(false));
-    // One thread for both directions, as in the namespace lab (forward::run says why).
-    let mut lanes = Vec::new();
+    // A thread per direction here, where the namespace lab runs one for both: inside the VM the
+    // forwarder has the router's CPUs to itself and each is slow, so the two directions in
+    // parallel carry more (userspace cake's SQM capacity in the 2-vCPU ARM VM: 31.2, 37.5, 62.5
+    // and 62.5 Mbit/s with a thread each, 25.0, 31.2 and 31.2 with one, 2026-12-05); in the
+    // namespace lab the CPUs are shared with the hosts' TCP, and one thread costs less CPU per
+    // packet at the same capacity (docs/aqm.md).
+    let mut threads = Vec::new();
     let mut reports = Vec::new();
     for (d, rate) in [
         (s.up.clone(), s.up_rate_bps),
@@ -219,19 +224,19 @@ pub fn serve_shape(s: &GuestShape) -> Result<()> {
     ] {
         let report = Arc::new(Mutex::new(DirectionReport::default()));
         reports.push(report.clone());
-        lanes.push(forward::Lane {
-            d,
+        let lane = forward::Lane {
             q: crate::lab::aqm_forwarder::make_qdisc(s.qdisc, rate, s.buffer_bytes),
             report,
-        });
+            d,
+        };
+        let st = stop.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("shape-{}", lane.d.name))
+                .spawn(move || forward::run(vec![lane], hasher, st, None))
+                .io_context(|| "cannot start a forwarding thread".into())?,
+        );
     }
-    let st = stop.clone();
-    let threads = vec![
-        std::thread::Builder::new()
-            .name("shape".into())
-            .spawn(move || forward::run(lanes, hasher, st, None))
-            .io_context(|| "cannot start the forwarding thread".into())?,
-    ];
     std::thread::sleep(Duration::from_millis(50));
     for dev in [&s.up.in_dev, &s.down.in_dev] {
         let p = format!("/proc/sys/net/ipv4/conf/{dev}/forwarding");
