@@ -216,10 +216,7 @@ impl AsFd for PacketSocket {
 /// Waits until `fd` is readable or `timeout_ns` passes (ppoll: ns resolution, no ms rounding).
 /// An interrupted or failed wait just returns: the caller polls again.
 pub fn wait_readable(fd: BorrowedFd<'_>, timeout_ns: u64) {
-    use nix::poll::{PollFd, PollFlags, ppoll};
-    let mut p = [PollFd::new(fd, PollFlags::POLLIN)];
-    let ts = nix::sys::time::TimeSpec::from_duration(std::time::Duration::from_nanos(timeout_ns));
-    let _ = ppoll(&mut p, Some(ts), None);
+    wait_readable_any(&[fd], timeout_ns);
 }
 
 /// Waits until any of `fds` is readable or `timeout_ns` passes (ppoll); with no `fds`, just
