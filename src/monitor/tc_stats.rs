@@ -21,10 +21,6 @@ const TCA_TBF_RATE64: u16 = 4;
 const TCA_CAKE_BASE_RATE64: u16 = 2;
 const TCA_CAKE_STATS_MEMORY_USED: u16 = 4;
 const TCA_CAKE_STATS_TIN_STATS: u16 = 10;
-/// Type bits of `nla_type`: NLA_F_NESTED and NLA_F_NET_BYTEORDER are flags.
-const NLA_TYPE_MASK: u16 = 0x3FFF;
-/// At most this many attributes are walked per level (a qdisc has about ten).
-const MAX_ATTRS: usize = 256;
 /// CAKE has at most 8 tins (diffserv8).
 pub const MAX_CAKE_TINS: usize = 8;
 
@@ -121,9 +117,6 @@ pub enum TcParseError {
     Short(usize),
 }
 
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_ne_bytes(b.get(at..at + 2)?.try_into().ok()?))
-}
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
@@ -131,25 +124,7 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_ne_bytes(b.get(at..at + 8)?.try_into().ok()?))
 }
 
-/// Netlink attributes (`struct nlattr {u16 len; u16 type}` + payload, 4-byte aligned), in
-/// host byte order. Stops at the first malformed one; at most [`MAX_ATTRS`].
-pub fn attrs(mut b: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
-    let mut n = 0;
-    std::iter::from_fn(move || {
-        n += 1;
-        if n > MAX_ATTRS {
-            return None;
-        }
-        let len = u16_at(b, 0)? as usize;
-        let ty = u16_at(b, 2)? & NLA_TYPE_MASK;
-        if len < 4 || len > b.len() {
-            return None;
-        }
-        let payload = &b[4..len];
-        b = b.get(len.next_multiple_of(4)..).unwrap_or(&[]);
-        Some((ty, payload))
-    })
-}
+pub use crate::net::netlink::attrs;
 
 /// Parses the payload of one `RTM_NEWQDISC` (after the netlink header).
 pub fn parse_qdisc(msg: &[u8]) -> Result<QdiscReading, TcParseError> {

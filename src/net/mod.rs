@@ -1,6 +1,7 @@
 //! Socket set-up shared by all tests, one file per topic: `sockopt` (DSCP/TOS, congestion
 //! control, buffers, MSS, pacing), `timestamp` (kernel software timestamps and the control
-//! messages that carry them), `tcp_info` (the one TCP_INFO reader), `poll` (waiting on several
+//! messages that carry them), `tcp_info` (the one TCP_INFO reader), `netlink` (the one
+//! netlink socket, message builder and attribute walk), `poll` (waiting on several
 //! sockets), `addr` (peer addresses). nix where it has the call; raw libc, with its SAFETY note,
 //! only where it does not.
 //!
@@ -9,6 +10,7 @@
 pub mod addr;
 pub mod bpf;
 pub mod deadline;
+pub mod netlink;
 pub mod poll;
 pub mod sockopt;
 pub mod tcp_info;

@@ -4,25 +4,13 @@
 //! nfnetlink for the one nftables masquerade rule. Message layouts are the kernel's uapi
 //! (`linux/rtnetlink.h`, `linux/pkt_sched.h`, `linux/netfilter/nf_tables.h`); docs/vm-router.md
 //! lists the attribute numbers used. Every request asks for an ACK, so a refusal comes back as
-//! the kernel's errno, named in the error.
+//! the kernel's errno, named in the error. The socket and message building are
+//! `net/netlink.rs`, shared with the monitor.
 
-use nix::errno::Errno;
-use nix::sys::socket::{
-    self, AddressFamily, MsgFlags, NetlinkAddr, SockFlag, SockProtocol, SockType, sockopt,
-};
-use nix::sys::time::TimeVal;
+pub use crate::net::netlink::{Msg, Netlink};
+use crate::net::netlink::{NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REPLACE, NLM_F_REQUEST};
 use std::io;
 use std::net::Ipv4Addr;
-use std::os::fd::{AsRawFd, OwnedFd};
-
-const NLMSG_HDRLEN: usize = 16;
-const NLMSG_ERROR: u16 = 2;
-const NLM_F_REQUEST: u16 = 1;
-const NLM_F_ACK: u16 = 4;
-const NLM_F_REPLACE: u16 = 0x100;
-const NLM_F_EXCL: u16 = 0x200;
-const NLM_F_CREATE: u16 = 0x400;
-const NLA_F_NESTED: u16 = 0x8000;
 
 const RTM_NEWLINK: u16 = 16;
 const RTM_NEWADDR: u16 = 20;
@@ -35,212 +23,6 @@ const TCA_KIND: u16 = 1;
 const TCA_OPTIONS: u16 = 2;
 /// `TC_H_ROOT`: the root of a device's egress.
 pub const TC_H_ROOT: u32 = 0xFFFF_FFFF;
-
-/// One netlink message under construction: header, fixed part, attributes (nests tracked).
-pub struct Msg {
-    buf: Vec<u8>,
-    nests: Vec<usize>,
-}
-
-impl Msg {
-    pub fn new(ty: u16, flags: u16, fixed: &[u8]) -> Self {
-        let mut buf = vec![0u8; NLMSG_HDRLEN];
-        buf[4..6].copy_from_slice(&ty.to_ne_bytes());
-        buf[6..8].copy_from_slice(&flags.to_ne_bytes());
-        buf.extend_from_slice(fixed);
-        pad(&mut buf);
-        Self {
-            buf,
-            nests: Vec::new(),
-        }
-    }
-
-    /// An attribute with raw bytes.
-    pub fn attr(&mut self, ty: u16, data: &[u8]) -> &mut Self {
-        let len = (4 + data.len()) as u16;
-        self.buf.extend_from_slice(&len.to_ne_bytes());
-        self.buf.extend_from_slice(&ty.to_ne_bytes());
-        self.buf.extend_from_slice(data);
-        pad(&mut self.buf);
-        self
-    }
-
-    pub fn str(&mut self, ty: u16, s: &str) -> &mut Self {
-        let mut v = s.as_bytes().to_vec();
-        v.push(0);
-        self.attr(ty, &v)
-    }
-
-    pub fn u32_ne(&mut self, ty: u16, v: u32) -> &mut Self {
-        self.attr(ty, &v.to_ne_bytes())
-    }
-
-    pub fn u32_be(&mut self, ty: u16, v: u32) -> &mut Self {
-        self.attr(ty, &v.to_be_bytes())
-    }
-
-    pub fn u64_ne(&mut self, ty: u16, v: u64) -> &mut Self {
-        self.attr(ty, &v.to_ne_bytes())
-    }
-
-    /// Opens a nested attribute; close it with [`Msg::end`].
-    pub fn nest(&mut self, ty: u16) -> &mut Self {
-        self.nests.push(self.buf.len());
-        self.buf.extend_from_slice(&[0, 0]);
-        self.buf
-            .extend_from_slice(&(ty | NLA_F_NESTED).to_ne_bytes());
-        self
-    }
-
-    pub fn end(&mut self) -> &mut Self {
-        if let Some(at) = self.nests.pop() {
-            let len = (self.buf.len() - at) as u16;
-            self.buf[at..at + 2].copy_from_slice(&len.to_ne_bytes());
-        }
-        self
-    }
-
-    /// The finished bytes with length and sequence number.
-    pub fn finish(mut self, seq: u32) -> Vec<u8> {
-        while self.nests.pop().is_some() {}
-        let len = self.buf.len() as u32;
-        self.buf[0..4].copy_from_slice(&len.to_ne_bytes());
-        self.buf[8..12].copy_from_slice(&seq.to_ne_bytes());
-        self.buf
-    }
-}
-
-fn pad(v: &mut Vec<u8>) {
-    while v.len() % 4 != 0 {
-        v.push(0);
-    }
-}
-
-/// A netlink socket of one protocol in the calling thread's network namespace.
-pub struct Netlink {
-    fd: OwnedFd,
-    seq: u32,
-    what: &'static str,
-}
-
-fn err(what: &str, step: &str, e: Errno) -> io::Error {
-    let e = io::Error::from(e);
-    io::Error::new(e.kind(), format!("{what} {step}: {e}"))
-}
-
-impl Netlink {
-    pub fn route() -> io::Result<Self> {
-        Self::open(SockProtocol::NetlinkRoute, "rtnetlink")
-    }
-
-    pub fn netfilter() -> io::Result<Self> {
-        Self::open(SockProtocol::NetlinkNetFilter, "nfnetlink")
-    }
-
-    /// Generic netlink (WireGuard's configuration, docs/vm-router.md).
-    pub fn generic() -> io::Result<Self> {
-        Self::open(SockProtocol::NetlinkGeneric, "generic netlink")
-    }
-
-    fn open(proto: SockProtocol, what: &'static str) -> io::Result<Self> {
-        let fd = socket::socket(
-            AddressFamily::Netlink,
-            SockType::Raw,
-            SockFlag::SOCK_CLOEXEC,
-            proto,
-        )
-        .map_err(|e| err(what, "socket", e))?;
-        socket::setsockopt(&fd, sockopt::ReceiveTimeout, &TimeVal::new(2, 0))
-            .map_err(|e| err(what, "SO_RCVTIMEO", e))?;
-        socket::bind(fd.as_raw_fd(), &NetlinkAddr::new(0, 0)).map_err(|e| err(what, "bind", e))?;
-        Ok(Self { fd, seq: 0, what })
-    }
-
-    /// Sends the messages as one datagram and waits for the ACK of each one that asked for it
-    /// (`acked` = their sequence numbers). The first error the kernel returns is the result.
-    fn transact(&mut self, msgs: Vec<Msg>, need_ack: &[bool], step: &str) -> io::Result<()> {
-        self.transact_replies(msgs, need_ack, step, &mut Vec::new())
-    }
-
-    /// As `transact`, keeping every message that is not an ACK or error (whole, header
-    /// included) in `replies`: the answers of a GET.
-    fn transact_replies(
-        &mut self,
-        msgs: Vec<Msg>,
-        need_ack: &[bool],
-        step: &str,
-        replies: &mut Vec<Vec<u8>>,
-    ) -> io::Result<()> {
-        let mut out = Vec::new();
-        let mut waiting = Vec::new();
-        for (m, ack) in msgs.into_iter().zip(need_ack) {
-            self.seq = self.seq.wrapping_add(1);
-            if *ack {
-                waiting.push(self.seq);
-            }
-            out.extend(m.finish(self.seq));
-        }
-        socket::sendto(
-            self.fd.as_raw_fd(),
-            &out,
-            &NetlinkAddr::new(0, 0),
-            MsgFlags::empty(),
-        )
-        .map_err(|e| err(self.what, "sendto", e))?;
-        let mut buf = vec![0u8; 16 * 1024];
-        for _ in 0..64 {
-            if waiting.is_empty() {
-                return Ok(());
-            }
-            let n = match socket::recv(self.fd.as_raw_fd(), &mut buf, MsgFlags::empty()) {
-                Ok(n) => n,
-                Err(Errno::EINTR) => continue,
-                Err(e) => return Err(err(self.what, &format!("{step}: no answer"), e)),
-            };
-            let mut b = buf.get(..n).unwrap_or(&[]);
-            while b.len() >= NLMSG_HDRLEN {
-                let len = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize;
-                let ty = u16::from_ne_bytes([b[4], b[5]]);
-                let seq = u32::from_ne_bytes([b[8], b[9], b[10], b[11]]);
-                if len < NLMSG_HDRLEN || len > b.len() {
-                    break;
-                }
-                if ty == NLMSG_ERROR {
-                    let code = b
-                        .get(16..20)
-                        .map_or(0, |e| i32::from_ne_bytes([e[0], e[1], e[2], e[3]]));
-                    if code != 0 {
-                        let e = io::Error::from_raw_os_error(-code);
-                        return Err(io::Error::new(
-                            e.kind(),
-                            format!("{} {step}: the kernel refused: {e}", self.what),
-                        ));
-                    }
-                    waiting.retain(|&s| s != seq);
-                } else if replies.len() < 64 {
-                    replies.push(b[..len].to_vec());
-                }
-                b = b.get(len.next_multiple_of(4)..).unwrap_or(&[]);
-            }
-        }
-        Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!("{} {step}: no acknowledgement", self.what),
-        ))
-    }
-
-    /// One request, acknowledged.
-    pub fn request(&mut self, m: Msg, step: &str) -> io::Result<()> {
-        self.transact(vec![m], &[true], step)
-    }
-
-    /// One request, acknowledged, and the kernel's answers before the ACK.
-    pub fn query(&mut self, m: Msg, step: &str) -> io::Result<Vec<Vec<u8>>> {
-        let mut replies = Vec::new();
-        self.transact_replies(vec![m], &[true], step, &mut replies)?;
-        Ok(replies)
-    }
-}
 
 /// The index of device `name` in the calling thread's namespace.
 pub fn ifindex(name: &str) -> io::Result<i32> {
@@ -539,27 +321,6 @@ fn delete_table(nl: &mut Netlink, table: &str) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn nested_lengths_and_padding() {
-        let mut m = Msg::new(RTM_NEWQDISC, NLM_F_REQUEST, &tcmsg(3, 0, TC_H_ROOT));
-        m.str(TCA_KIND, "cake").nest(TCA_OPTIONS).u64_ne(2, 1).end();
-        let b = m.finish(7);
-        assert_eq!(b.len() % 4, 0);
-        assert_eq!(
-            u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize,
-            b.len()
-        );
-        assert_eq!(u32::from_ne_bytes([b[8], b[9], b[10], b[11]]), 7);
-        // header 16 + tcmsg 20 + "cake\0" 9 → 12 + nest 4 + u64 attr 12.
-        assert_eq!(b.len(), 16 + 20 + 12 + 4 + 12);
-        let nest = 16 + 20 + 12;
-        assert_eq!(u16::from_ne_bytes([b[nest], b[nest + 1]]), 16);
-        assert_eq!(
-            u16::from_ne_bytes([b[nest + 2], b[nest + 3]]),
-            TCA_OPTIONS | NLA_F_NESTED
-        );
-    }
 
     #[test]
     fn htb_ticks() {

@@ -5,24 +5,14 @@
 //! `linux/genetlink.h`; docs/vm-router.md lists them. Keys are made on the host (`wg genkey`),
 //! so the router needs no Curve25519 code of ours.
 
-use super::nlconf::{Msg, Netlink};
+use crate::net::netlink::{Msg, NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REQUEST, Netlink};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-const NLM_F_REQUEST: u16 = 1;
-const NLM_F_ACK: u16 = 4;
-const NLM_F_EXCL: u16 = 0x200;
-const NLM_F_CREATE: u16 = 0x400;
 const RTM_NEWLINK: u16 = 16;
 const IFLA_IFNAME: u16 = 3;
 const IFLA_LINKINFO: u16 = 18;
 const IFLA_INFO_KIND: u16 = 1;
-
-/// Generic netlink's controller and its GETFAMILY command (`linux/genetlink.h`).
-const GENL_ID_CTRL: u16 = 0x10;
-const CTRL_CMD_GETFAMILY: u8 = 3;
-const CTRL_ATTR_FAMILY_ID: u16 = 1;
-const CTRL_ATTR_FAMILY_NAME: u16 = 2;
 
 /// `linux/wireguard.h`.
 pub const WG_GENL_NAME: &str = "wireguard";
@@ -68,43 +58,6 @@ pub fn key_from_base64(text: &str) -> Result<[u8; 32], String> {
         .map_err(|v: Vec<u8>| format!("a WireGuard key is 32 bytes, this one {}", v.len()))
 }
 
-fn genl_header(cmd: u8, version: u8) -> [u8; 4] {
-    [cmd, version, 0, 0]
-}
-
-/// `CTRL_CMD_GETFAMILY name`: the request whose answer carries the family's id.
-pub fn getfamily_msg(name: &str) -> Msg {
-    let mut m = Msg::new(
-        GENL_ID_CTRL,
-        NLM_F_REQUEST | NLM_F_ACK,
-        &genl_header(CTRL_CMD_GETFAMILY, 1),
-    );
-    m.str(CTRL_ATTR_FAMILY_NAME, name);
-    m
-}
-
-/// The family id in a controller's answer (a whole netlink message), if it is one.
-pub fn family_id_of(reply: &[u8]) -> Option<u16> {
-    let ty = u16::from_ne_bytes([*reply.get(4)?, *reply.get(5)?]);
-    if ty != GENL_ID_CTRL {
-        return None;
-    }
-    // nlmsghdr (16) + genlmsghdr (4), then attributes.
-    let mut a = reply.get(20..)?;
-    while a.len() >= 4 {
-        let len = usize::from(u16::from_ne_bytes([a[0], a[1]]));
-        let at = u16::from_ne_bytes([a[2], a[3]]) & 0x3fff;
-        if len < 4 || len > a.len() {
-            return None;
-        }
-        if at == CTRL_ATTR_FAMILY_ID && len >= 6 {
-            return Some(u16::from_ne_bytes([a[4], a[5]]));
-        }
-        a = a.get(len.next_multiple_of(4)..).unwrap_or(&[]);
-    }
-    None
-}
-
 /// `struct sockaddr_in` as the kernel reads it: family (host order), port and address
 /// (network order), 8 bytes of zero.
 fn sockaddr_in(a: SocketAddrV4) -> [u8; 16] {
@@ -117,10 +70,11 @@ fn sockaddr_in(a: SocketAddrV4) -> [u8; 16] {
 
 /// `WG_CMD_SET_DEVICE` for `d`, replacing its peers and their allowed IPs.
 pub fn set_device_msg(family: u16, d: &WgDevice) -> Msg {
-    let mut m = Msg::new(
+    let mut m = Msg::genl(
         family,
         NLM_F_REQUEST | NLM_F_ACK,
-        &genl_header(WG_CMD_SET_DEVICE, WG_GENL_VERSION),
+        WG_CMD_SET_DEVICE,
+        WG_GENL_VERSION,
     );
     m.str(WGDEVICE_A_IFNAME, &d.ifname)
         .attr(WGDEVICE_A_PRIVATE_KEY, &d.private_key)
@@ -173,16 +127,9 @@ pub fn configure(d: &WgDevice, addr: Ipv4Addr, prefix: u8) -> io::Result<()> {
         ),
     )?;
     let mut g = Netlink::generic()?;
-    let replies = g.query(getfamily_msg(WG_GENL_NAME), "resolve the wireguard family")?;
-    let family = replies
-        .iter()
-        .find_map(|r| family_id_of(r))
-        .ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::NotFound,
-                "generic netlink has no wireguard family (the wireguard module is not loaded)",
-            )
-        })?;
+    let family = g
+        .resolve_family(WG_GENL_NAME)
+        .map_err(|e| io::Error::new(e.kind(), format!("{e} (is the wireguard module loaded?)")))?;
     g.request(
         set_device_msg(family, d),
         &format!("configure WireGuard device {}", d.ifname),
@@ -263,7 +210,7 @@ mod tests {
     }
 
     #[test]
-    fn newlink_and_getfamily_bytes() {
+    fn newlink_bytes() {
         let b = newlink_msg("wg0").finish(1);
         // ifinfomsg is 16 zero bytes; IFNAME "wg0"; LINKINFO (nested) { KIND "wireguard" }.
         assert_eq!(&b[4..6], &u16ne(16));
@@ -274,34 +221,6 @@ mod tests {
         assert_eq!(&b[44..48], &[14, 0, 1, 0]);
         assert_eq!(&b[48..58], b"wireguard\0");
         assert_eq!(b.len(), 60);
-        let g = getfamily_msg("wireguard").finish(2);
-        assert_eq!(&g[4..6], &u16ne(0x10));
-        assert_eq!(&g[16..20], &[3, 1, 0, 0]);
-        assert_eq!(&g[20..24], &[14, 0, 2, 0]);
-        assert_eq!(&g[24..34], b"wireguard\0");
-    }
-
-    #[test]
-    fn family_id_from_a_controller_answer() {
-        // A controller answer: FAMILY_NAME first, then FAMILY_ID 0x1f (as the kernel sends).
-        let mut r = vec![0u8; 16];
-        r[4..6].copy_from_slice(&u16ne(0x10));
-        r.extend_from_slice(&[1, 2, 0, 0]);
-        r.extend_from_slice(&[14, 0, 2, 0]);
-        r.extend_from_slice(b"wireguard\0\0\0");
-        r.extend_from_slice(&[6, 0, 1, 0, 0x1f, 0, 0, 0]);
-        let len = r.len() as u32;
-        r[0..4].copy_from_slice(&len.to_ne_bytes());
-        assert_eq!(family_id_of(&r), Some(0x1f));
-        // Truncated, another type, or a bad attribute length: no id, no panic.
-        assert_eq!(family_id_of(&r[..30]), None);
-        let mut other = r.clone();
-        other[4] = 0x11;
-        assert_eq!(family_id_of(&other), None);
-        let mut bad = r.clone();
-        bad[20] = 200;
-        assert_eq!(family_id_of(&bad), None);
-        assert_eq!(family_id_of(&[]), None);
     }
 
     #[test]
