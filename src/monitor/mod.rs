@@ -6,6 +6,7 @@ pub mod bql;
 pub mod error;
 pub mod health;
 pub mod netlink;
+pub mod nl80211;
 pub mod processes;
 pub mod procfs;
 pub mod qdisc;
@@ -16,6 +17,7 @@ pub mod sources;
 pub mod summary;
 pub mod tc_stats;
 pub mod thermal;
+pub mod wifi_debugfs;
 
 pub use error::MonitorError;
 pub use sampler::{Sampler, SamplerConfig};

@@ -17,6 +17,7 @@ pub mod monitor;
 pub mod rpm;
 pub mod stress;
 pub mod throughput;
+pub mod wifi;
 
 /// Bumped on any incompatible change of the JSON layout; readers refuse a newer major.
 /// `/2` put units into field names (`start_s`, `rtt_us`, `*_pct`, `t_s`, …).
