@@ -17,7 +17,9 @@ pub mod sources;
 pub mod summary;
 pub mod tc_stats;
 pub mod thermal;
+pub mod wifi;
 pub mod wifi_debugfs;
+pub mod wifi_derive;
 
 pub use error::MonitorError;
 pub use sampler::{Sampler, SamplerConfig};

@@ -271,7 +271,7 @@ fn receive(
     }
     // The agent keeps no samples: the summary's per-sample figures come from ours.
     let queues = std::mem::take(&mut r.summary.queues);
-    r.summary = super::sampler::summarize(&samples);
+    r.summary = super::sampler::summarize(&samples, interval.as_secs_f64());
     r.summary.queues = queues;
     r.samples = samples;
     r.interval_s = interval.as_secs_f64();

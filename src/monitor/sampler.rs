@@ -5,6 +5,8 @@ use super::health::{self, KernelLog};
 use super::processes::{busiest, process_ticks};
 use super::procfs::{self, CpuTicks, SoftnetRow};
 use super::queues::QueueReader;
+use super::wifi::{WifiReader, WifiReading};
+use super::wifi_derive::interval_samples;
 use super::sources::{self, ProcFiles};
 use super::thermal::{self, Sensor};
 use crate::results::monitor::{MonitorResult, MonitorSample, MonitorSummary, ZoneTemperature};
@@ -220,6 +222,14 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
         cfg.interval.max(Duration::from_millis(10)),
     );
     let queues = QueueReader::new(&cfg.root, cfg.qdiscs, queue_gap);
+    let mut wifi = match WifiReader::open(&cfg.root) {
+        Ok(w) => Some(w),
+        Err(note) => {
+            result.notes.push(note);
+            None
+        }
+    };
+    let wifi_prev = wifi.as_mut().map(WifiReader::read);
     if queues.active() {
         result.queue_interval_s = Some(queue_gap.as_secs_f64());
     }
@@ -233,12 +243,27 @@ fn run(cfg: SamplerConfig, stop: &AtomicBool) -> MonitorResult {
         queue_gap,
         has_meminfo,
         kmsg,
+        wifi,
+        wifi_prev,
+        hostapd_before: HashMap::new(),
     };
+    if let Some(w) = &run.wifi {
+        run.hostapd_before = w.hostapd_ticks();
+    }
     run.sample_until_stopped(start, first, stop, &mut result);
     let elapsed = start.elapsed().as_secs_f64().max(1e-6);
     let procs_after = process_ticks(&cfg.root);
     result.top_processes = busiest(&procs_before, &procs_after, elapsed, 8);
-    result.summary = summarize(&result.samples);
+    // hostapd's CPU counts against the router (the second seed): listed whenever it ran.
+    if let Some(w) = &run.wifi {
+        let after = w.hostapd_ticks();
+        for h in busiest(&run.hostapd_before, &after, elapsed, 4) {
+            if !result.top_processes.iter().any(|p| p.pid == h.pid) {
+                result.top_processes.push(h);
+            }
+        }
+    }
+    result.summary = summarize(&result.samples, result.interval_s);
     result.notes.append(&mut run.queues.notes);
     result.summary.queues = run.queues.summary();
     result
@@ -288,6 +313,12 @@ struct Run<'a> {
     kmsg: KernelLog,
     procs_prev: HashMap<u32, (String, u64)>,
     procs_at: Instant,
+    /// The Wi-Fi reader (nl80211) and its last reading, when this machine has a radio.
+    wifi: Option<WifiReader>,
+    wifi_prev: Option<WifiReading>,
+    /// hostapd's CPU ticks at the start, so its share is listed whether or not it is among
+    /// the busiest.
+    hostapd_before: HashMap<u32, (String, u64)>,
 }
 
 impl Run<'_> {
@@ -380,6 +411,13 @@ impl Run<'_> {
             .read("proc/vmstat")
             .and_then(health::parse_oom_kills);
         s.kernel_log = self.kmsg.drain();
+        if let Some(w) = self.wifi.as_mut() {
+            let now = w.read();
+            if let Some(prev) = &self.wifi_prev {
+                (s.stations, s.radios) = interval_samples(prev, &now);
+            }
+            self.wifi_prev = Some(now);
+        }
         // The busiest process about once a second: a scan reads every /proc/PID/stat.
         if self.procs_at.elapsed() >= Duration::from_millis(950) {
             let now = process_ticks(&self.cfg.root);
@@ -398,8 +436,8 @@ impl Run<'_> {
     }
 }
 
-/// The summary of a window's samples (queues are filled in by the caller).
-pub fn summarize(samples: &[MonitorSample]) -> MonitorSummary {
+/// The summary of a window's samples `interval_s` apart (queues are filled in by the caller).
+pub fn summarize(samples: &[MonitorSample], interval_s: f64) -> MonitorSummary {
     let fmax = |it: &mut dyn Iterator<Item = f64>| {
         it.fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
     };
@@ -426,6 +464,7 @@ pub fn summarize(samples: &[MonitorSample]) -> MonitorSummary {
         temperature_max_c: fmax(&mut samples.iter().filter_map(|s| s.temperature_max_c)),
         queues: Vec::new(),
         under_load: None,
+        wifi: super::wifi_derive::summarize(samples, interval_s),
     }
 }
 

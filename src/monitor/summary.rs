@@ -39,6 +39,85 @@ pub fn shaped_rate_bps(m: &MonitorResult, dev: &str) -> Option<u64> {
         .and_then(|q| q.shaped_rate_bps)
 }
 
+/// A queue that may have filled: a device's root qdisc, or an access point's Wi-Fi TXQs.
+struct QueueSeries {
+    dev: String,
+    /// None for the qdisc, `Wi-Fi TXQs` for mac80211's per-station queues.
+    kind: Option<&'static str>,
+    /// The qdisc's shaped rate, bit/s, if any.
+    rate_bps: Option<u64>,
+}
+
+/// Every queue worth comparing: each device's root qdisc, and each access point interface's
+/// Wi-Fi TXQs (the sum of its stations' backlogs).
+fn queue_candidates(m: &MonitorResult) -> Vec<QueueSeries> {
+    let mut out: Vec<QueueSeries> = m
+        .summary
+        .queues
+        .iter()
+        .map(|q| QueueSeries {
+            dev: q.dev.clone(),
+            kind: None,
+            rate_bps: q.shaped_rate_bps.filter(|r| *r > 0),
+        })
+        .collect();
+    for s in &m.samples {
+        for st in &s.stations {
+            if !out.iter().any(|q| q.kind.is_some() && q.dev == st.dev) {
+                out.push(QueueSeries {
+                    dev: st.dev.clone(),
+                    kind: Some(WIFI_TXQS),
+                    rate_bps: None,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The kind of the fullest queue when it is an access point's per-station queues.
+pub const WIFI_TXQS: &str = "Wi-Fi TXQs";
+
+impl QueueSeries {
+    /// (backlog bytes, delay ms where the drain rate is known) of the samples `keep` picks.
+    /// A qdisc drains at its shaped rate; a station's TXQs at what the AP sent it in that
+    /// interval, so the Wi-Fi delay is the slowest station's backlog over its own rate.
+    fn at(&self, m: &MonitorResult, keep: impl Fn(&MonitorSample) -> bool) -> Vec<(u64, Option<f64>)> {
+        let iv = m.interval_s.max(1e-3);
+        m.samples
+            .iter()
+            .filter(|s| keep(s))
+            .map(|s| match self.kind {
+                None => {
+                    let b = s
+                        .queues
+                        .iter()
+                        .find(|q| q.dev == self.dev)
+                        .and_then(|q| q.backlog_bytes_max)
+                        .unwrap_or(0);
+                    (b, self.rate_bps.map(|r| b as f64 * 8.0 / r as f64 * 1e3))
+                }
+                Some(_) => {
+                    let mine = s.stations.iter().filter(|st| st.dev == self.dev);
+                    let (mut bytes, mut ms) = (0u64, None::<f64>);
+                    for st in mine {
+                        let b = st.txq_backlog_bytes.unwrap_or(0);
+                        bytes += b;
+                        let rate = st.tx_bytes as f64 * 8.0 / iv;
+                        if b > 0 && rate > 0.0 {
+                            let d = b as f64 * 8.0 / rate * 1e3;
+                            ms = Some(ms.map_or(d, |m| m.max(d)));
+                        } else if b == 0 {
+                            ms = Some(ms.unwrap_or(0.0));
+                        }
+                    }
+                    (bytes, ms)
+                }
+            })
+            .collect()
+    }
+}
+
 /// Under load (`[from, to)` seconds on the samples' axis) against the idle lead-in before it.
 pub fn load_summary(m: &MonitorResult, from: f64, to: f64) -> LoadSummary {
     load_summary_with_idle(m, (from, to), (f64::NEG_INFINITY, from))
@@ -77,51 +156,34 @@ pub fn load_summary_with_idle(
         )
     });
     out.softirq_share_pct = (all > 0).then(|| soft / all as f64);
-    // The fullest queue: highest p95 under load, in ms where the rate is known.
-    let mut best: Option<(f64, String)> = None;
-    for q in &m.summary.queues {
-        let rate = q.shaped_rate_bps.filter(|r| *r > 0);
-        let series = backlog_series(m, &q.dev);
-        let v: Vec<f64> = series
-            .iter()
-            .zip(&m.samples)
-            .filter(|(_, s)| in_load(s, iv, from, to))
-            .map(|((_, b), _)| *b as f64)
+    // The fullest queue: highest p95 under load, in ms where its drain rate is known.
+    let mut best: Option<(f64, QueueSeries)> = None;
+    for q in queue_candidates(m) {
+        let v: Vec<f64> = q
+            .at(m, |s| in_load(s, iv, from, to))
+            .into_iter()
+            .map(|(b, ms)| ms.unwrap_or(b as f64 / 1e3 * 1e-3))
             .collect();
         let Some(p) = p95(v) else { continue };
-        let score = rate.map_or(p / 1e6, |r| p * 8.0 / r as f64 * 1e3);
-        if best.as_ref().is_none_or(|(b, _)| score > *b) {
-            best = Some((score, q.dev.clone()));
+        if best.as_ref().is_none_or(|(b, _)| p > *b) {
+            best = Some((p, q));
         }
     }
-    if let Some((_, dev)) = best {
-        let series = backlog_series(m, &dev);
-        let pick = |want_load: bool| -> Vec<f64> {
-            series
-                .iter()
-                .zip(&m.samples)
-                .filter(|(_, s)| {
-                    if want_load {
-                        in_load(s, iv, from, to)
-                    } else {
-                        is_idle(s)
-                    }
-                })
-                .map(|((_, b), _)| *b as f64)
-                .collect()
-        };
-        let lv = pick(true);
-        let peak = lv.iter().copied().fold(0.0, f64::max);
-        let p = p95(lv);
+    if let Some((_, q)) = best {
+        let lv = q.at(m, |s| in_load(s, iv, from, to));
+        let bytes: Vec<f64> = lv.iter().map(|(b, _)| *b as f64).collect();
+        let peak = bytes.iter().copied().fold(0.0, f64::max);
         out.fullest_queue_peak_bytes = Some(peak as u64);
-        out.fullest_queue_p95_bytes = p.map(|v| v as u64);
-        out.fullest_queue_idle_p95_bytes = p95(pick(false)).map(|v| v as u64);
-        if let Some(r) = shaped_rate_bps(m, &dev).filter(|r| *r > 0) {
-            let ms = |b: f64| b * 8.0 / r as f64 * 1e3;
-            out.fullest_queue_peak_ms = Some(ms(peak));
-            out.fullest_queue_p95_ms = p.map(ms);
+        out.fullest_queue_p95_bytes = p95(bytes).map(|v| v as u64);
+        out.fullest_queue_idle_p95_bytes =
+            p95(q.at(m, is_idle).iter().map(|(b, _)| *b as f64).collect()).map(|v| v as u64);
+        let ms: Vec<f64> = lv.iter().filter_map(|(_, ms)| *ms).collect();
+        if !ms.is_empty() {
+            out.fullest_queue_peak_ms = Some(ms.iter().copied().fold(0.0, f64::max));
+            out.fullest_queue_p95_ms = p95(ms);
         }
-        out.fullest_queue_dev = Some(dev);
+        out.fullest_queue_kind = q.kind.map(str::to_string);
+        out.fullest_queue_dev = Some(q.dev);
     }
     let per_s = |v: &[&MonitorSample], f: &dyn Fn(&MonitorSample) -> Option<u64>| {
         let vals: Vec<u64> = v.iter().filter_map(|s| f(s)).collect();
@@ -220,5 +282,45 @@ mod tests {
             (empty.cpu_headroom_pct, empty.fullest_queue_dev),
             (None, None)
         );
+    }
+
+    #[test]
+    fn the_wifi_txqs_are_named_when_they_hold_the_backlog() {
+        use crate::results::wifi::StationSample;
+        let mut m = MonitorResult {
+            interval_s: 1.0,
+            ..Default::default()
+        };
+        for t in 1..=10 {
+            let mut s = sample(t as f64, [50.0, 10.0], 5.0, 3_000, 40.0);
+            // 2.5 Mbit/s to the station with 62.5 kB in its TXQs: 200 ms of queue.
+            s.stations = vec![StationSample {
+                mac: "02:00:00:00:01:00".into(),
+                dev: "wlan0".into(),
+                phy: "phy0".into(),
+                tx_bytes: 312_500,
+                txq_backlog_bytes: Some(if t > 2 { 62_500 } else { 0 }),
+                ..Default::default()
+            }];
+            m.samples.push(s);
+        }
+        m.summary.queues = vec![QueueSummary {
+            dev: "wan".into(),
+            shaped_rate_bps: Some(100_000_000),
+            ..Default::default()
+        }];
+        let l = load_summary(&m, 2.0, 10.0);
+        assert_eq!(l.fullest_queue_dev.as_deref(), Some("wlan0"));
+        assert_eq!(l.fullest_queue_kind.as_deref(), Some(WIFI_TXQS));
+        assert_eq!(l.fullest_queue_p95_bytes, Some(62_500));
+        assert!((l.fullest_queue_p95_ms.unwrap() - 200.0).abs() < 1e-9, "{l:?}");
+        assert_eq!(l.fullest_queue_idle_p95_bytes, Some(0));
+        // The same TXQs empty: the shaped qdisc (0.24 ms) is the fuller one.
+        for s in &mut m.samples {
+            s.stations[0].txq_backlog_bytes = Some(0);
+        }
+        let l = load_summary(&m, 2.0, 10.0);
+        assert_eq!(l.fullest_queue_dev.as_deref(), Some("wan"));
+        assert_eq!(l.fullest_queue_kind, None);
     }
 }

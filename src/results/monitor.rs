@@ -81,6 +81,12 @@ pub struct MonitorSample {
     /// Wireless interfaces from /proc/net/wireless (link quality, signal dBm), where present.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wireless: Vec<WirelessSample>,
+    /// Wi-Fi stations associated to this machine's access points (nl80211), this interval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stations: Vec<super::wifi::StationSample>,
+    /// Its radios, this interval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub radios: Vec<super::wifi::RadioSample>,
     /// Every temperature sensor (thermal zones and hwmon inputs), in a stable order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub temperatures: Vec<ZoneTemperature>,
@@ -183,6 +189,9 @@ pub struct MonitorSummary {
     /// The router under load against idle, when the samples lie on a test's time axis.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub under_load: Option<LoadSummary>,
+    /// The Wi-Fi stations and radios over the window, when this machine has an AP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wifi: Option<super::wifi::WifiSummary>,
 }
 
 /// What the seed asks of the router during a test: CPU headroom, softirq share, which queue
@@ -200,6 +209,10 @@ pub struct LoadSummary {
     pub softirq_share_pct: Option<f64>,
     /// The device whose root queue held the most (ms where its rate is known, else bytes).
     pub fullest_queue_dev: Option<String>,
+    /// Which queue of that device: absent for its qdisc, `Wi-Fi TXQs` for mac80211's
+    /// per-station queues of an access point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fullest_queue_kind: Option<String>,
     pub fullest_queue_peak_bytes: Option<u64>,
     pub fullest_queue_p95_bytes: Option<u64>,
     pub fullest_queue_peak_ms: Option<f64>,

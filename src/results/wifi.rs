@@ -308,6 +308,7 @@ pub struct Radio {
 pub struct StationSample {
     pub mac: String,
     pub dev: String,
+    pub phy: String,
     pub tx_bytes: u64,
     pub rx_bytes: u64,
     pub tx_packets: u64,
@@ -362,16 +363,26 @@ pub struct RadioSample {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct WifiSummary {
     pub stations: Vec<StationSummary>,
-    /// Jain's fairness index over the stations' airtime over the window; None where airtime
-    /// is not reported.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub airtime_jain: Option<f64>,
-    /// Highest channel busy percentage of any radio.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub channel_busy_max_pct: Option<f64>,
+    pub radios: Vec<RadioSummary>,
     /// Stations that joined or left during the window, and other remarks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+/// One radio over a whole monitored window.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RadioSummary {
+    pub phy: String,
+    /// Jain's fairness index over its stations' airtime over the window; None where airtime
+    /// is not reported or fewer than two stations used any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub airtime_jain: Option<f64>,
+    /// Whether the driver reported airtime (any station's airtime moved).
+    pub airtime_reported: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_busy_max_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aql_pending_max_us: Option<u64>,
 }
 
 /// One station over a whole monitored window.
@@ -379,6 +390,7 @@ pub struct WifiSummary {
 pub struct StationSummary {
     pub mac: String,
     pub dev: String,
+    pub phy: String,
     /// The window's seconds it was associated (first and last sample that had it).
     pub from_s: f64,
     pub to_s: f64,

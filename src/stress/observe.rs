@@ -163,7 +163,7 @@ pub fn merge(parts: Vec<MonitorResult>, t0_unix_s: f64) -> MonitorResult {
     }
     out.samples.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
     let queues = std::mem::take(&mut out.summary.queues);
-    out.summary = crate::monitor::sampler::summarize(&out.samples);
+    out.summary = crate::monitor::sampler::summarize(&out.samples, out.interval_s);
     out.summary.queues = queues;
     out.start_unix_s = Some(t0_unix_s);
     out
