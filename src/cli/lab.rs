@@ -844,7 +844,13 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         } else {
             format!("lab {}", cfg.name)
         };
-        Flent::new(&title).write_to_file(&run.latency, path)?;
+        let agent = cfg
+            .router_vm
+            .as_ref()
+            .map_or(cfg.rtr_lan_ip.as_str(), |v| v.agent.as_str());
+        Flent::new(&title)
+            .with_router(run.monitor.as_ref().map(|m| (agent, m)))
+            .write_to_file(&run.latency, path)?;
         a.json.say(&format!("saved {}", path.display()));
     }
     if a.json.is_set() {

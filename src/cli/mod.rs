@@ -21,6 +21,7 @@ pub mod rrul;
 pub mod run;
 pub mod server;
 pub mod stress;
+pub mod wifi;
 
 /// What can this router really do? Crypto, throughput, latency under load.
 #[derive(Debug, Parser)]
@@ -81,6 +82,10 @@ pub enum Command {
     LatencyServer(rrul::ServerArgs),
     /// Sample this machine's CPU, softirq, softnet drops and temperature for a while.
     Monitor(monitor::MonitorArgs),
+    /// The router's radios and stations: driver, channel, mac80211's make-wifi-fast features
+    /// (fq_codel TXQs, airtime fairness, AQL) with a verdict per radio, channel use, hostapd,
+    /// and per station its address, signal, rates, counters, airtime and queues.
+    Wifi(wifi::WifiArgs),
     /// Can it crash, overheat or throttle? Crypto on every core and RRUL load for a set time,
     /// the machine (or the router's agent) recorded, the answer in a few lines.
     Stress(stress::StressArgs),
@@ -202,6 +207,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::RttFair(a) => rrul::run_hosts(crate::latency::TestKind::RttFair, a),
         Command::Phases(a) => rrul::run(crate::latency::TestKind::Phases, a.streams, a.common),
         Command::Monitor(a) => monitor::run(a),
+        Command::Wifi(a) => wifi::run(a),
         Command::Stress(a) => stress::run(a),
         #[cfg(feature = "lab")]
         Command::Lab(a) => lab::run(a),

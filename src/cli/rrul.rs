@@ -228,6 +228,8 @@ fn run_with(
     run.finished_at = crate::util::time::now_rfc3339();
     run.device = Some(crate::device::detect());
     run.latency = Some(result.clone());
+    // The router's view also goes into the flent file (its access point's stations).
+    let router_for_flent = router.clone();
     run.router = router;
     run.notes.extend(notes);
     if let Some(path) = a.json.write(&run)? {
@@ -250,7 +252,10 @@ fn run_with(
         } else {
             a.title.clone()
         };
-        Flent::new(&title).write_to_file(&result, path)?;
+        let agent = a.router.monitor.as_deref().unwrap_or("router");
+        Flent::new(&title)
+            .with_router(router_for_flent.as_ref().map(|m| (agent, m)))
+            .write_to_file(&result, path)?;
         a.json.say(&format!(
             "saved {} (plot: flent -i {} -p {} -o plot.png)",
             path.display(),

@@ -282,6 +282,12 @@ pub fn run(a: StressArgs) -> anyhow::Result<i32> {
         crate::outln!("\n== Stress");
         crate::out!("{}", crate::report::stress::render_summary(s));
     }
+    // The access point's stations over the run (this machine's radios, or the router's).
+    for m in run.monitor.iter().chain(run.router.iter()) {
+        if let Some(w) = &m.summary.wifi {
+            crate::out!("{}", crate::report::wifi::render_summary(w));
+        }
+    }
     if run.interrupted {
         return Ok(1);
     }

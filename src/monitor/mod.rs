@@ -20,6 +20,7 @@ pub mod thermal;
 pub mod wifi;
 pub mod wifi_debugfs;
 pub mod wifi_derive;
+pub mod wifi_report;
 
 pub use error::MonitorError;
 pub use sampler::{Sampler, SamplerConfig};

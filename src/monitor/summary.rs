@@ -82,7 +82,11 @@ impl QueueSeries {
     /// (backlog bytes, delay ms where the drain rate is known) of the samples `keep` picks.
     /// A qdisc drains at its shaped rate; a station's TXQs at what the AP sent it in that
     /// interval, so the Wi-Fi delay is the slowest station's backlog over its own rate.
-    fn at(&self, m: &MonitorResult, keep: impl Fn(&MonitorSample) -> bool) -> Vec<(u64, Option<f64>)> {
+    fn at(
+        &self,
+        m: &MonitorResult,
+        keep: impl Fn(&MonitorSample) -> bool,
+    ) -> Vec<(u64, Option<f64>)> {
         let iv = m.interval_s.max(1e-3);
         m.samples
             .iter()
@@ -313,7 +317,10 @@ mod tests {
         assert_eq!(l.fullest_queue_dev.as_deref(), Some("wlan0"));
         assert_eq!(l.fullest_queue_kind.as_deref(), Some(WIFI_TXQS));
         assert_eq!(l.fullest_queue_p95_bytes, Some(62_500));
-        assert!((l.fullest_queue_p95_ms.unwrap() - 200.0).abs() < 1e-9, "{l:?}");
+        assert!(
+            (l.fullest_queue_p95_ms.unwrap() - 200.0).abs() < 1e-9,
+            "{l:?}"
+        );
         assert_eq!(l.fullest_queue_idle_p95_bytes, Some(0));
         // The same TXQs empty: the shaped qdisc (0.24 ms) is the fuller one.
         for s in &mut m.samples {

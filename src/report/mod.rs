@@ -20,3 +20,4 @@ pub mod rows;
 pub mod rpm;
 pub mod stress;
 pub mod summary;
+pub mod wifi;

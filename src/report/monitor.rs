@@ -80,13 +80,19 @@ pub fn render_text(m: &MonitorResult) -> String {
         out.push_str(&format!("temp       max {t:.1} °C\n"));
     }
     if !m.top_processes.is_empty() {
+        // The five busiest, and hostapd wherever it ranks: its CPU is the router's (the
+        // second seed counts it against the router's throughput).
         let top: Vec<String> = m
             .top_processes
             .iter()
-            .take(5)
-            .map(|p| format!("{} {:.0}%", p.comm, p.cpu_pct))
+            .enumerate()
+            .filter(|(i, p)| *i < 5 || matches!(p.comm.as_str(), "hostapd" | "wpad"))
+            .map(|(_, p)| format!("{} {:.0}%", p.comm, p.cpu_pct))
             .collect();
         out.push_str(&format!("busiest    {}\n", top.join(", ")));
+    }
+    if let Some(w) = &s.wifi {
+        out.push_str(&super::wifi::render_summary(w));
     }
     if let Some(l) = &s.under_load {
         out.push_str(&render_load(l));
@@ -122,6 +128,10 @@ pub fn render_load(l: &LoadSummary) -> String {
         let ms = match (l.fullest_queue_peak_ms, l.fullest_queue_p95_ms) {
             (Some(p), Some(q)) => format!(" = peak {p:.1} ms, p95 {q:.1} ms"),
             _ => String::new(),
+        };
+        let dev = match &l.fullest_queue_kind {
+            Some(kind) => format!("{dev}'s {kind}"),
+            None => dev.clone(),
         };
         out.push_str(&format!(
             "           fullest queue {dev}: peak {}, p95 {}{ms} (idle p95 {})\n",
@@ -194,6 +204,22 @@ pub fn render_live(s: &MonitorSample, top: Option<&ProcessCpu>) -> String {
             }
         }
         None => out.push_str(" | q empty"),
+    }
+    if !s.stations.is_empty() {
+        let tx: u64 = s.stations.iter().map(|st| st.tx_bytes).sum();
+        let rx: u64 = s.stations.iter().map(|st| st.rx_bytes).sum();
+        let backlog: u64 = s
+            .stations
+            .iter()
+            .filter_map(|st| st.txq_backlog_bytes)
+            .sum();
+        out.push_str(&format!(
+            " | wifi {} sta, {} to / {} from, TXQ {}",
+            s.stations.len(),
+            fmt_bytes(tx),
+            fmt_bytes(rx),
+            fmt_bytes(backlog)
+        ));
     }
     if let Some(t) = s.temperature_max_c {
         out.push_str(&format!(" | {t:.1}°C"));

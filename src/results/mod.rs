@@ -19,6 +19,16 @@ pub mod stress;
 pub mod throughput;
 pub mod wifi;
 
+/// A process and its CPU use over a window (the monitor's busiest processes, hostapd in the
+/// Wi-Fi report).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ProcessCpu {
+    pub pid: u32,
+    pub comm: String,
+    /// Percent of one CPU over the window.
+    pub cpu_pct: f64,
+}
+
 /// Bumped on any incompatible change of the JSON layout; readers refuse a newer major.
 /// `/2` put units into field names (`start_s`, `rtt_us`, `*_pct`, `t_s`, …).
 pub const SCHEMA: &str = "routerbench.run/2";

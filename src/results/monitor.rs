@@ -2,6 +2,7 @@
 //! rates, softnet drops and time_squeeze, temperatures, the busiest processes, and the queues:
 //! each device's root qdisc backlog and drops and its BQL bytes in flight.
 
+pub use super::ProcessCpu;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -162,14 +163,6 @@ pub struct QueueSample {
     /// fq_codel / CAKE: packets ECN-marked in this interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecn_marks: Option<u64>,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct ProcessCpu {
-    pub pid: u32,
-    pub comm: String,
-    /// Percent of one CPU over the window.
-    pub cpu_pct: f64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

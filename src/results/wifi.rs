@@ -5,7 +5,7 @@
 //! A figure the driver does not report is `None` ("not reported by the driver"), never 0.
 //! docs/wifi.md says where each figure comes from.
 
-use super::monitor::ProcessCpu;
+use super::ProcessCpu;
 use serde::{Deserialize, Serialize};
 
 /// `routerbench wifi`: every radio of this machine, read twice `interval_s` apart.

@@ -6,6 +6,7 @@
 
 use super::{ExportError, Exporter};
 use crate::results::latency::{FlowResult, LatencyResult};
+use crate::results::monitor::MonitorResult;
 use serde_json::{Map, Value, json};
 use std::io::Write;
 use std::path::Path;
@@ -390,24 +391,37 @@ fn metadata(r: &LatencyResult, title: &str, series_meta: Map<String, Value>) -> 
 /// flent's data file of a latency result, titled `title` (flent's `TITLE`); `DATA_FILENAME` is
 /// the name of the file written ([`Exporter::write_to_file`]), or null for bare bytes.
 #[derive(Debug, Clone, Default)]
-pub struct Flent {
+pub struct Flent<'a> {
     pub title: String,
     pub data_filename: Option<String>,
+    /// The router's agent and what it saw: its access point's stations go into the file as
+    /// flent's `wifi_stats` series (`flent_wifi.rs`).
+    pub router: Option<(&'a str, &'a MonitorResult)>,
 }
 
-impl Flent {
+impl<'a> Flent<'a> {
     pub fn new(title: &str) -> Self {
         Self {
             title: title.to_string(),
             data_filename: None,
+            router: None,
         }
+    }
+
+    /// The same, with the router agent at `host` and its samples.
+    pub fn with_router(mut self, router: Option<(&'a str, &'a MonitorResult)>) -> Self {
+        self.router = router;
+        self
     }
 }
 
-impl Exporter<LatencyResult> for Flent {
+impl Exporter<LatencyResult> for Flent<'_> {
     /// The gzip-compressed JSON document, with a final newline inside the gzip stream.
     fn serialize(&self, r: &LatencyResult) -> Result<Vec<u8>, ExportError> {
         let mut doc = to_flent_json(r, &self.title);
+        if let Some((host, m)) = self.router {
+            super::flent_wifi::add_wifi(&mut doc, m, host, interpolate);
+        }
         if let Some(name) = &self.data_filename {
             doc["metadata"]["DATA_FILENAME"] = json!(name);
         }
@@ -424,6 +438,7 @@ impl Exporter<LatencyResult> for Flent {
     /// Writes the file (its name should end in `.flent.gz`), naming it in `DATA_FILENAME`.
     fn write_to_file(&self, r: &LatencyResult, path: &Path) -> Result<(), ExportError> {
         let named = Flent {
+            router: self.router,
             title: self.title.clone(),
             data_filename: path
                 .file_name()

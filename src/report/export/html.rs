@@ -203,6 +203,18 @@ fn result_section(run: &RunResult, source: &str) -> String {
         fig.title = format!("The router's own view (every {:.2} s)", r.interval_s);
         out.push_str(&figure_html(&fig));
     }
+    for m in run.monitor.iter().chain(run.router.iter()) {
+        if let Some(w) = &m.summary.wifi {
+            out.push_str("<h3>Wi-Fi: the access point's stations</h3>\n");
+            out.push_str(&format!(
+                "<pre>{}</pre>\n",
+                esc(&crate::report::wifi::render_summary(w))
+            ));
+            if let Some(fig) = plot::series::wifi(m) {
+                out.push_str(&figure_html(&fig));
+            }
+        }
+    }
     if let Some(lab) = &run.lab {
         out.push_str("<h3>Lab</h3>\n");
         out.push_str(&format!(

@@ -5,7 +5,8 @@
 //! the exporter and the file.
 //!
 //! - [`iperf3`]: iperf3's `-J` document of a throughput test (`client`, `server`, `loopback`).
-//! - [`flent`] (with `flent_voip`): flent's `.flent.gz` data file of a latency test.
+//! - [`flent`] (with `flent_voip`, `flent_wifi`): flent's `.flent.gz` data file of a latency
+//!   test, with the router's access-point stations as flent's `wifi_stats` series.
 //! - [`json`]: routerbench's own result JSON (`docs/results-schema.md`) and every `--json`.
 //! - [`html`]: the self-contained HTML report of one or more results.
 //!
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 pub mod flent;
 mod flent_voip;
+mod flent_wifi;
 #[cfg(feature = "plots")]
 pub mod html;
 pub mod iperf3;

@@ -171,6 +171,93 @@ fn temperature_panel(m: &MonitorResult) -> Panel {
     p
 }
 
+/// The stations of an access point over a monitored test, one line per station and
+/// direction; a station not associated in an interval is a gap, never a zero.
+pub fn wifi(m: &MonitorResult) -> Option<Figure> {
+    let mut stations: Vec<(String, String)> = Vec::new();
+    for s in &m.samples {
+        for st in &s.stations {
+            let key = (st.dev.clone(), st.mac.clone());
+            if !stations.contains(&key) {
+                stations.push(key);
+            }
+        }
+    }
+    if stations.is_empty() {
+        return None;
+    }
+    let iv = m.interval_s.max(1e-3);
+    let x_end = m.samples.iter().map(|s| s.t_s).fold(1.0, f64::max);
+    let per_station = |f: &dyn Fn(&crate::results::wifi::StationSample) -> Option<f64>| {
+        stations
+            .iter()
+            .map(|(dev, mac)| {
+                let pts: Points = m
+                    .samples
+                    .iter()
+                    .map(|s| {
+                        let v = s
+                            .stations
+                            .iter()
+                            .find(|st| &st.dev == dev && &st.mac == mac)
+                            .and_then(f);
+                        (s.t_s, v)
+                    })
+                    .collect();
+                (mac.clone(), pts)
+            })
+            .collect::<Vec<(String, Points)>>()
+    };
+    let panel = |title: &str, unit: &str, series: Vec<(String, Points)>, missing: &str| {
+        let values = series
+            .iter()
+            .flat_map(|(_, p)| p.iter().filter_map(|v| v.1));
+        let Some(y) = robust_range(values, true) else {
+            return Panel::missing(title, MON_TIME, unit, missing);
+        };
+        let mut p = Panel::new(title, MON_TIME, unit);
+        p.x = (0.0, x_end);
+        p.y = y;
+        for (name, pts) in &series {
+            p.add_series(name, pts);
+        }
+        p
+    };
+    let mut rate: Vec<(String, Points)> = Vec::new();
+    for (name, pts) in per_station(&|st| Some(st.tx_bytes as f64 * 8.0 / iv / 1e6)) {
+        rate.push((format!("{name} to"), pts));
+    }
+    for (name, pts) in per_station(&|st| Some(st.rx_bytes as f64 * 8.0 / iv / 1e6)) {
+        rate.push((format!("{name} from"), pts));
+    }
+    Some(Figure {
+        title: format!(
+            "Wi-Fi stations (the AP's counters, every {:.2} s)",
+            m.interval_s
+        ),
+        panels: vec![
+            panel(
+                "Throughput to and from each station",
+                "Mbit/s",
+                rate,
+                "no bytes counted",
+            ),
+            panel(
+                "Wi-Fi TXQ backlog per station (mac80211 fq_codel)",
+                "backlog (kB)",
+                per_station(&|st| st.txq_backlog_bytes.map(|b| b as f64 / 1e3)),
+                "not reported by the driver (no TXQ statistics)",
+            ),
+            panel(
+                "Airtime share per station",
+                "% of the stations' airtime",
+                per_station(&|st| st.airtime_share_pct),
+                "airtime not reported by the driver",
+            ),
+        ],
+    })
+}
+
 /// The monitor's panels, one time axis.
 pub fn monitor(m: &MonitorResult) -> Figure {
     Figure {
