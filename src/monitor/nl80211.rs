@@ -548,10 +548,21 @@ pub fn iftype_name(t: u32) -> String {
     }
 }
 
+/// Keeps `payload` in `record` when recording (at most 4096 answers).
+fn keep(record: &mut Option<Vec<(&'static str, Vec<u8>)>>, what: &'static str, payload: &[u8]) {
+    if let Some(r) = record.as_mut().filter(|r| r.len() < 4096) {
+        r.push((what, payload.to_vec()));
+    }
+}
+
 /// An nl80211 socket in the calling thread's network namespace.
 pub struct Nl80211 {
     nl: Netlink,
     family: u16,
+    /// When set, every answer's payload is kept here with the dump it came from (`wiphy`,
+    /// `interface`, `station`, `survey`): `routerbench wifi --nl80211-hex`, the captures the
+    /// tests are built from, and what a bug report about a driver needs.
+    pub record: Option<Vec<(&'static str, Vec<u8>)>>,
 }
 
 impl Nl80211 {
@@ -560,7 +571,11 @@ impl Nl80211 {
     pub fn open() -> io::Result<Self> {
         let mut nl = Netlink::generic()?;
         let family = nl.resolve_family(FAMILY)?;
-        Ok(Self { nl, family })
+        Ok(Self {
+            nl,
+            family,
+            record: None,
+        })
     }
 
     fn dump_msg(&self, cmd: u8) -> Msg {
@@ -573,8 +588,11 @@ impl Nl80211 {
         let mut m = self.dump_msg(CMD_GET_WIPHY);
         m.flag(ATTR_SPLIT_WIPHY_DUMP);
         let mut out = Vec::new();
-        self.nl
-            .dump(m, "nl80211 wiphy dump", |_, p| merge_wiphy(p, &mut out))?;
+        let rec = &mut self.record;
+        self.nl.dump(m, "nl80211 wiphy dump", |_, p| {
+            keep(rec, "wiphy", p);
+            merge_wiphy(p, &mut out)
+        })?;
         Ok(out)
     }
 
@@ -582,7 +600,9 @@ impl Nl80211 {
     pub fn interfaces(&mut self) -> io::Result<Vec<InterfaceInfo>> {
         let mut out = Vec::new();
         let m = self.dump_msg(CMD_GET_INTERFACE);
+        let rec = &mut self.record;
         self.nl.dump(m, "nl80211 interface dump", |_, p| {
+            keep(rec, "interface", p);
             if out.len() < 256 {
                 out.extend(parse_interface(p));
             }
@@ -595,7 +615,9 @@ impl Nl80211 {
         let mut out = Vec::new();
         let mut m = self.dump_msg(CMD_GET_STATION);
         m.u32_ne(ATTR_IFINDEX, ifindex);
+        let rec = &mut self.record;
         self.nl.dump(m, "nl80211 station dump", |_, p| {
+            keep(rec, "station", p);
             if out.len() < 2048 {
                 out.extend(parse_station(p));
             }
@@ -608,7 +630,9 @@ impl Nl80211 {
         let mut out = Vec::new();
         let mut m = self.dump_msg(CMD_GET_SURVEY);
         m.u32_ne(ATTR_IFINDEX, ifindex);
+        let rec = &mut self.record;
         self.nl.dump(m, "nl80211 survey dump", |_, p| {
+            keep(rec, "survey", p);
             if out.len() < 512 {
                 out.extend(parse_survey(p));
             }

@@ -158,6 +158,16 @@ impl WifiReader {
         out
     }
 
+    /// Keep every nl80211 answer from now on (see [`Nl80211::record`]).
+    pub fn record_nl80211(&mut self) {
+        self.nl.record = Some(Vec::new());
+    }
+
+    /// The answers kept since [`Self::record_nl80211`], by dump.
+    pub fn recorded_nl80211(&mut self) -> Vec<(&'static str, Vec<u8>)> {
+        self.nl.record.take().unwrap_or_default()
+    }
+
     /// The radio's debugfs figures, or why there are none.
     pub fn radio_debugfs(&self, phy: &str) -> Result<RadioDebugfs, String> {
         self.debugfs.radio(phy)

@@ -9,19 +9,37 @@ use std::path::Path;
 /// CPU come from the difference), with the debugfs figures where the kernel has them. With no
 /// radio, the report holds only the note that says so.
 pub fn report(root: &Path, interval: std::time::Duration) -> crate::results::wifi::WifiReport {
+    report_recording(root, interval, false).0
+}
+
+/// [`report`], and with `record` every nl80211 answer of its second reading (dump name,
+/// generic netlink payload).
+pub fn report_recording(
+    root: &Path,
+    interval: std::time::Duration,
+    record: bool,
+) -> (
+    crate::results::wifi::WifiReport,
+    Vec<(&'static str, Vec<u8>)>,
+) {
     let mut reader = match WifiReader::open(root) {
         Ok(r) => r,
         Err(note) => {
-            return crate::results::wifi::WifiReport {
+            let r = crate::results::wifi::WifiReport {
                 notes: vec![note],
                 ..Default::default()
             };
+            return (r, Vec::new());
         }
     };
     let hostapd_before = reader.hostapd_ticks();
     let a = reader.read();
     std::thread::sleep(interval);
+    if record {
+        reader.record_nl80211();
+    }
     let b = reader.read();
+    let raw = reader.recorded_nl80211();
     let mut extras = super::wifi_derive::Extras {
         hostapd: super::processes::busiest(
             &hostapd_before,
@@ -63,5 +81,5 @@ pub fn report(root: &Path, interval: std::time::Duration) -> crate::results::wif
                 .into(),
         );
     }
-    report
+    (report, raw)
 }
