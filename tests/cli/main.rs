@@ -16,6 +16,7 @@ mod cli_device;
 mod cli_inputs;
 mod cli_outputs;
 mod cli_run;
+mod cli_wifi;
 mod interrupt_saves;
 mod results_schema;
 mod stress_cli;
