@@ -644,3 +644,7 @@ impl Nl80211 {
 #[cfg(test)]
 #[path = "nl80211_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "nl80211_capture_tests.rs"]
+mod capture_tests;
