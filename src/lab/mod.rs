@@ -32,6 +32,7 @@ pub mod tc_shaper;
 pub mod theory;
 mod topology;
 pub mod vm;
+pub mod wifi_bytes;
 
 pub use error::{LabError, Result};
 pub use events::{LabEvent, LabEvents};
