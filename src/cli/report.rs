@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Result files (`routerbench run`, or any command's `--json`); also files of OpenWrt wiki
-    /// rows and `ref:ID` built-in reference rows, which join the crypto comparison.
+    /// rows and `ref:ID` built-in reference rows, which join the comparison the page opens with.
     #[arg(required = true, value_name = "RESULT.json")]
     pub files: Vec<String>,
     /// The HTML file to write.
@@ -49,10 +49,10 @@ pub fn load_all(files: &[PathBuf]) -> anyhow::Result<Vec<(crate::results::RunRes
     Ok(out)
 }
 
-/// Writes the report of `runs` (and crypto rows `extra`) to `path`.
+/// Writes the report of `runs` (and devices `extra`: reference or wiki rows) to `path`.
 pub fn write_report(
     runs: &[(crate::results::RunResult, String)],
-    extra: &[crate::report::rows::Row],
+    extra: &[crate::report::compare::Device],
     path: &Path,
 ) -> anyhow::Result<()> {
     Html { extra }
@@ -75,9 +75,9 @@ pub fn run_report(a: ReportArgs) -> anyhow::Result<i32> {
         if crate::cli::compare::is_result_file(f) {
             results.push(PathBuf::from(f));
         } else {
-            rows.extend(crate::cli::compare::rows_of(
+            rows.extend(crate::cli::compare::devices_of(
                 f,
-                crate::results::crypto::ROW_CIPHER_BLOCK,
+                &crate::report::compare::Options::default(),
             )?);
         }
     }
