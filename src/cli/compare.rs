@@ -97,7 +97,12 @@ pub fn devices_of(input: &str, opts: &Options) -> anyhow::Result<Vec<Device>> {
             .collect());
     }
     Ok(reference::parse(&text, input)
-        .map_err(anyhow::Error::msg)?
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "neither a result file (JSON) nor rows in the wiki's format `| identity | engine \
+                 | 13 numbers |` ({e})"
+            )
+        })?
         .iter()
         .map(|r| {
             if r.meta.is_empty() {
