@@ -64,15 +64,8 @@ fn render_phases(out: &mut String, r: &LatencyResult) {
     );
     let _ = writeln!(
         out,
-        "  {:<9} {:>12} {:>11} {:>10}  {:<17} {:<17} {:<17} {}",
-        "phase",
-        "window s",
-        "down Mbit/s",
-        "up Mbit/s",
-        "RTT median",
-        "one-way up",
-        "one-way down",
-        "lost"
+        "  {:<9} {:>12} {:>11} {:>10}  {:<17} {:<17} {:<17} lost",
+        "phase", "window s", "down Mbit/s", "up Mbit/s", "RTT median", "one-way up", "one-way down"
     );
     let with = |v: Option<f64>, inc: Option<f64>| match (v, inc) {
         (Some(v), Some(i)) => format!("{} ({})", f(Some(v), 2), signed(i, 1)),
