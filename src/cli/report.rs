@@ -49,10 +49,11 @@ pub fn load_all(files: &[PathBuf]) -> anyhow::Result<Vec<(crate::results::RunRes
     Ok(out)
 }
 
-/// Writes the report of `runs` (and devices `extra`: reference or wiki rows) to `path`.
+/// Writes the report of `runs` (and devices `extra`: reference or wiki rows, each at its place
+/// among all devices) to `path`.
 pub fn write_report(
     runs: &[(crate::results::RunResult, String)],
-    extra: &[crate::report::compare::Device],
+    extra: &[(usize, crate::report::compare::Device)],
     path: &Path,
 ) -> anyhow::Result<()> {
     Html { extra }
@@ -69,20 +70,20 @@ pub fn write_report(
 }
 
 pub fn run_report(a: ReportArgs) -> anyhow::Result<i32> {
-    let mut results = Vec::new();
-    let mut rows = Vec::new();
+    // Devices in the order given: the results of each file, or its rows.
+    let mut runs = Vec::new();
+    let mut extra = Vec::new();
     for f in &a.files {
         if crate::cli::compare::is_result_file(f) {
-            results.push(PathBuf::from(f));
+            runs.extend(load_all(&[PathBuf::from(f)])?);
         } else {
-            rows.extend(crate::cli::compare::devices_of(
-                f,
-                &crate::report::compare::Options::default(),
-            )?);
+            let opts = crate::report::compare::Options::default();
+            for d in crate::cli::compare::devices_of(f, &opts)? {
+                extra.push((runs.len() + extra.len(), d));
+            }
         }
     }
-    let runs = load_all(&results)?;
-    write_report(&runs, &rows, &a.output)?;
+    write_report(&runs, &extra, &a.output)?;
     crate::outln!("wrote {}", a.output.display());
     Ok(0)
 }

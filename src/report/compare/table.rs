@@ -110,11 +110,15 @@ fn ranks(values: &[Option<f64>], better: Better) -> Vec<Option<usize>> {
 
 impl Comparison {
     /// The lines of `devices`: every figure key any of them has, group by group in
-    /// [`GROUPS`] order, then in the order the devices list them.
+    /// [`GROUPS`] order, within a group in the order of the device that has most of them.
     pub fn new(devices: Vec<Device>) -> Self {
         let mut keys: Vec<(&'static str, String)> = Vec::new();
         for g in GROUPS {
-            for d in &devices {
+            // The device with the most figures of the group sets their order.
+            let count = |d: &Device| d.figures.iter().filter(|f| f.group == g.id).count();
+            let mut order: Vec<&Device> = devices.iter().collect();
+            order.sort_by_key(|d| std::cmp::Reverse(count(d)));
+            for d in order {
                 for f in d.figures.iter().filter(|f| f.group == g.id) {
                     if !keys.iter().any(|(_, k)| *k == f.key) {
                         keys.push((g.id, f.key.clone()));

@@ -354,10 +354,11 @@ fn result_section(run: &RunResult, source: &str) -> String {
 }
 
 /// The HTML report of result files (result, file name), with `extra` devices (reference rows,
-/// wiki rows) in the comparison.
+/// wiki rows) in the comparison, each at its place among all the devices (the order the
+/// inputs were given in).
 #[derive(Debug, Clone, Copy)]
 pub struct Html<'a> {
-    pub extra: &'a [Device],
+    pub extra: &'a [(usize, Device)],
 }
 
 impl Exporter<[(RunResult, String)]> for Html<'_> {
@@ -367,14 +368,16 @@ impl Exporter<[(RunResult, String)]> for Html<'_> {
 }
 
 /// The whole page for `runs` (result, file name), in the given order; `extra` devices
-/// (reference rows, wiki rows) join the comparison after the results.
-pub fn render(runs: &[(RunResult, String)], extra: &[Device]) -> String {
+/// (reference rows, wiki rows) join the comparison, each at its place (ascending).
+pub fn render(runs: &[(RunResult, String)], extra: &[(usize, Device)]) -> String {
     let opts = compare::Options::default();
     let mut devices: Vec<Device> = runs
         .iter()
         .map(|(r, src)| compare::device_of_result(r, src, &opts))
         .collect();
-    devices.extend(extra.iter().cloned());
+    for (at, d) in extra {
+        devices.insert((*at).min(devices.len()), d.clone());
+    }
     compare::unique_labels(&mut devices);
     let rows: Vec<Row> = devices.iter().filter_map(|d| d.crypto.clone()).collect();
     let mut out = format!(

@@ -44,12 +44,16 @@ fn panel(c: &Comparison, unit: Unit, lines: &[&Line]) -> Panel {
     let log = top > 0.0 && top / low >= 10.0;
     let scale = if log { ", log scale" } else { "" };
     let title = format!("{label}{scale}");
+    // Headroom above the tallest bar for the legend (upper right): a decade on a log axis.
     let y = if log {
-        log_range(values().map(|v| v / div))
+        log_range(values().map(|v| v / div)).map(|r| AxisRange {
+            lo: r.lo,
+            hi: r.hi * 10.0,
+        })
     } else {
         (top > 0.0).then(|| AxisRange {
             lo: 0.0,
-            hi: top / div * 1.12,
+            hi: top / div * 1.4,
         })
     };
     let Some(y) = y else {
@@ -86,7 +90,7 @@ fn panel(c: &Comparison, unit: Unit, lines: &[&Line]) -> Panel {
 }
 
 /// The figure of one group (`crypto`, `loopback`, …): a panel per unit, bars per device; None
-/// when the group has nothing to draw (names and verdicts only).
+/// when fewer than two devices have something to draw in it (names and verdicts are not).
 pub fn group_figure(c: &Comparison, group: &str) -> Option<Figure> {
     let lines: Vec<&Line> = c
         .lines
@@ -107,7 +111,14 @@ pub fn group_figure(c: &Comparison, group: &str) -> Option<Figure> {
         })
         .filter(Panel::has_data)
         .collect();
-    if panels.is_empty() {
+    // A comparison needs two: a group only one device has is in that device's own sections.
+    let mut members: Vec<usize> = panels
+        .iter()
+        .flat_map(|p| p.bars.iter().map(|b| b.member))
+        .collect();
+    members.sort_unstable();
+    members.dedup();
+    if members.len() < 2 {
         return None;
     }
     let flagged = lines
