@@ -4,25 +4,10 @@
 //! WireGuard AEADs); `groups_load.rs` those measured under load.
 
 use super::groups_load;
-use super::model::{Aspect, Better, Figure, Unit, Value, aspect};
+use super::model::{Aspect, Better, Figure, Options, Unit, Value, aspect};
 use crate::report::rows::{Row, TITLES, engine_family, is_cipher_column, is_rate_column};
 use crate::results::RunResult;
 use crate::results::throughput::{Protocol, Role, ThroughputResult};
-
-/// How result files are read into figures.
-#[derive(Debug, Clone, Copy)]
-pub struct Options {
-    /// The block size a result's cipher columns are read at (8192: OpenSSL 3.x rows).
-    pub cipher_block: u32,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            cipher_block: crate::results::crypto::ROW_CIPHER_BLOCK,
-        }
-    }
-}
 
 /// One group of figures.
 pub struct GroupDef {

@@ -2,8 +2,7 @@
 //! RPM, SQM capacity, forwarding capacity and the stress verdicts. Each reads one section of a
 //! result and names how it was measured, so a comparison can say when two are not like-for-like.
 
-use super::groups::Options;
-use super::model::{Aspect, Better, Figure, Unit, Value, aspect};
+use super::model::{Aspect, Better, Figure, Options, Unit, Value, aspect};
 use crate::results::RunResult;
 use crate::results::lab::SearchStop;
 use crate::results::latency::LatencyResult;

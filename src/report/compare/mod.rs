@@ -14,7 +14,7 @@ pub mod model;
 pub mod table;
 pub mod text;
 
-pub use groups::Options;
+pub use model::Options;
 pub use table::{Comparison, Device, letter};
 
 use crate::report::reference::Reference;
@@ -220,18 +220,35 @@ pub fn device_of_reference(r: &Reference, input: &str) -> Device {
     d
 }
 
-/// Makes labels unique: a repeated label gets its input's file name, or `#n`.
+/// The input's directory and file name without `.json` (`default/latest`).
+fn dir_stem(input: &str) -> String {
+    let p = std::path::Path::new(input);
+    match p.parent().and_then(|d| d.file_name()) {
+        Some(d) => format!("{}/{}", d.to_string_lossy(), stem(input)),
+        None => stem(input),
+    }
+}
+
+/// Makes labels unique: a repeated label gets its input's file name (`(latest)`), or its
+/// directory and file name when those repeat too (`(default/latest)`), else `#n`.
 pub fn unique_labels(devices: &mut [Device]) {
     let labels: Vec<String> = devices.iter().map(|d| d.label.clone()).collect();
+    let inputs: Vec<String> = devices.iter().map(|d| d.input.clone()).collect();
     for (i, d) in devices.iter_mut().enumerate() {
-        if labels.iter().filter(|l| **l == labels[i]).count() < 2 {
+        let twins: Vec<usize> = (0..labels.len())
+            .filter(|&j| labels[j] == labels[i])
+            .collect();
+        if twins.len() < 2 {
             continue;
         }
-        let s = stem(&d.input);
-        d.label = if s.chars().count() <= 24 && !s.is_empty() {
-            format!("{} ({s})", labels[i])
-        } else {
-            format!("{} #{}", labels[i], i + 1)
+        let distinct = |f: fn(&str) -> String| {
+            let mine = f(&inputs[i]);
+            let fits = !mine.is_empty() && mine.chars().count() <= 24;
+            (fits && twins.iter().all(|&j| j == i || f(&inputs[j]) != mine)).then_some(mine)
+        };
+        d.label = match distinct(stem).or_else(|| distinct(dir_stem)) {
+            Some(s) => format!("{} ({s})", labels[i]),
+            None => format!("{} #{}", labels[i], i + 1),
         };
     }
 }

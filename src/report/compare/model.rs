@@ -4,6 +4,21 @@
 
 use serde::Serialize;
 
+/// How result files are read into figures.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// The block size a result's cipher columns are read at (8192: OpenSSL 3.x rows).
+    pub cipher_block: u32,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            cipher_block: crate::results::crypto::ROW_CIPHER_BLOCK,
+        }
+    }
+}
+
 /// What a number counts; also how it is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -65,7 +65,7 @@ fn the_seeds_comparison_v2_over_v1() {
 }
 
 /// A result with every section, from real captures where the tree has them: the OpenSSL
-/// 3.0.19 speed run, iperf3's -J of a TCP test over loopback, an RRUL through the lab.
+/// 3.0.19 speed run imported, iperf3's -J of a TCP test over loopback, an RRUL through the lab.
 fn full(engine: &str, cc: &str, length: u32, scale: f64) -> RunResult {
     let mut run = RunResult::new("2026-12-06T00:00:00Z".into());
     run.device = Some(crate::results::device::DeviceInfo {
@@ -79,8 +79,12 @@ fn full(engine: &str, cc: &str, length: u32, scale: f64) -> RunResult {
         kernel: Some("6.6.73".into()),
         ..Default::default()
     });
-    let speed = include_bytes!("../../../tests/fixtures/openssl/openssl-3.0.19-stdout.txt");
-    let mut crypto = crate::crypto::import::parse(speed, "openssl-3.0.19-stdout.txt").unwrap();
+    // `crypto --import tests/fixtures/openssl/openssl-3.0.19-stdout.txt --json` (a real capture).
+    let saved: RunResult = serde_json::from_str(include_str!(
+        "../../../tests/fixtures/results/crypto-openssl-3.0.19.json"
+    ))
+    .unwrap();
+    let mut crypto = saved.crypto.unwrap();
     crypto.engine.version = engine.into();
     for b in &mut crypto.bulk {
         for v in b.bytes_per_sec.iter_mut().flatten() {
@@ -154,6 +158,17 @@ fn every_figure_group_is_compared_and_methods_that_differ_are_flagged() {
     let mut devices = vec![a, b];
     unique_labels(&mut devices);
     assert_eq!(devices[0].label, "Linksys EA7500 v2 · MT7621 (a)");
+    let mut twins = vec![devices[0].clone(), devices[0].clone(), devices[0].clone()];
+    for (d, input) in twins
+        .iter_mut()
+        .zip(["x/latest.json", "y/latest.json", "y/latest.json"])
+    {
+        d.label = "vm".into();
+        d.input = input.into();
+    }
+    unique_labels(&mut twins);
+    let labels: Vec<&str> = twins.iter().map(|d| d.label.as_str()).collect();
+    assert_eq!(labels, ["vm (x/latest)", "vm #2", "vm #3"]);
     let c = Comparison::new(devices);
     for g in [
         "identity",
