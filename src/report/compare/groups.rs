@@ -142,7 +142,9 @@ fn identity(run: &RunResult, _: &Options) -> Vec<Figure> {
         None => out.extend(Figure::text(
             g,
             "OpenWrt",
-            d.os.as_ref().map(|o| format!("no ({o})")),
+            // The OS without its code name: `no (Debian GNU/Linux 12)`.
+            d.os.as_ref()
+                .map(|o| format!("no ({})", o.split(" (").next().unwrap_or(o))),
         )),
     }
     out.extend(Figure::text(g, "kernel", d.kernel.clone()));

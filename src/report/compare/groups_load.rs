@@ -99,8 +99,9 @@ pub fn phases(run: &RunResult, _: &Options) -> Vec<Figure> {
                 rate("up", p.upload_mbps),
                 ms("RTT", p.rtt_ms.median),
                 ms("RTT +idle", p.rtt_increase_ms),
-                ms("one-way up +idle", p.owd_up_increase_ms),
-                ms("one-way down +idle", p.owd_down_increase_ms),
+                // The one-way delays' increase over idle: the queue in each direction.
+                ms("up delay", p.owd_up_increase_ms),
+                ms("down delay", p.owd_down_increase_ms),
             ]
             .into_iter()
             .flatten()

@@ -325,11 +325,7 @@ fn phases_and_forwarding_are_compared_per_phase_and_per_point() {
         Some(1),
         "lower is better"
     );
-    assert!(
-        c.lines
-            .iter()
-            .any(|l| l.key == "phases.both-one-way-up-idle")
-    );
+    assert!(c.lines.iter().any(|l| l.key == "phases.both-up-delay"));
     assert!(
         c.lines.iter().all(|l| l.key != "phases.download-up"),
         "the download phase uploads nothing"

@@ -9,9 +9,17 @@ use super::{Layout, cut, groups};
 
 /// Widest text line.
 pub const WIDTH: usize = 100;
-/// Widest figure name and value cell in the side-by-side text.
-const NAME_W: usize = 20;
-const VALUE_W: usize = 17;
+/// Widest figure name in the side-by-side text.
+const NAME_W: usize = 22;
+
+/// Widest value cell side by side for `n` devices, so the lines fit in [`WIDTH`]: what is left
+/// after the names, a ratio column (about 10) per other device and the gaps, shared out (16
+/// for three devices, 30 at most).
+fn value_width(n: usize) -> usize {
+    let n = n.max(1);
+    let fixed = NAME_W + 10 * (n - 1) + 2 * (2 * n - 1);
+    (WIDTH.saturating_sub(fixed) / n).clamp(12, 30)
+}
 
 /// The whole comparison in `layout` (Side or Table), as text or markdown.
 pub fn render(c: &Comparison, layout: Layout, markdown: bool) -> String {
@@ -123,6 +131,7 @@ fn title(group: &str) -> &str {
 fn side_text(c: &Comparison) -> String {
     let notes = c.footnotes();
     let n = c.devices.len();
+    let value_w = value_width(n);
     let mut rows: Vec<Option<Vec<String>>> = Vec::new();
     let mut head = vec![String::new(), letter(0)];
     for i in 1..n {
@@ -134,9 +143,9 @@ fn side_text(c: &Comparison) -> String {
         rows.push(Some(vec![title(g).to_string()]));
         for l in lines {
             let mut r = vec![format!("  {}", cut(&l.name, NAME_W - 2))];
-            r.push(cut(&value_text(l, &l.cells[0]), VALUE_W));
+            r.push(cut(&value_text(l, &l.cells[0]), value_w));
             for cell in &l.cells[1..] {
-                r.push(cut(&value_text(l, cell), VALUE_W));
+                r.push(cut(&value_text(l, cell), value_w));
                 r.push(ratio_cell(cell, &notes));
             }
             rows.push(Some(r));
