@@ -60,6 +60,9 @@ pub enum TestArg {
     RrulIcmp,
     #[value(name = "tcp_bidirectional")]
     TcpBidirectional,
+    /// crusader's phases: download, then upload, then both (`-n` flows per loaded direction),
+    /// each phase's queue delays against theory.
+    Phases,
 }
 
 #[derive(Debug, Args)]
@@ -80,7 +83,7 @@ pub struct RunArgs {
     /// Probe interval, seconds (default: the step).
     #[arg(allow_negative_numbers = true, long)]
     pub interval: Option<f64>,
-    /// Flows for tcp_nup / tcp_ndown.
+    /// Flows for tcp_nup / tcp_ndown, and per loaded direction for phases.
     #[arg(short = 'n', long, default_value_t = 4)]
     pub streams: u8,
     /// Congestion control of every flow (default: the lab's --cc).
@@ -786,7 +789,11 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         TestArg::Ping => TestKind::Ping,
         TestArg::RrulIcmp => TestKind::RrulIcmp,
         TestArg::TcpBidirectional => TestKind::TcpBidirectional,
+        TestArg::Phases => TestKind::Phases,
     };
+    if kind == TestKind::Phases && a.streams > 16 {
+        anyhow::bail!("-n must be at most 16 for phases (2N flows in its last phase)");
+    }
     let test = TestConfig {
         kind,
         streams: a.streams.max(1),

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Result files (`routerbench run`, or any command's `--json`); also files of OpenWrt wiki
-    /// rows and `ref:ID` built-in reference rows, which join the crypto comparison.
+    /// rows and `ref:ID` built-in reference rows, which join the comparison the page opens with.
     #[arg(required = true, value_name = "RESULT.json")]
     pub files: Vec<String>,
     /// The HTML file to write.
@@ -49,10 +49,11 @@ pub fn load_all(files: &[PathBuf]) -> anyhow::Result<Vec<(crate::results::RunRes
     Ok(out)
 }
 
-/// Writes the report of `runs` (and crypto rows `extra`) to `path`.
+/// Writes the report of `runs` (and devices `extra`: reference or wiki rows, each at its place
+/// among all devices) to `path`.
 pub fn write_report(
     runs: &[(crate::results::RunResult, String)],
-    extra: &[crate::report::rows::Row],
+    extra: &[(usize, crate::report::compare::Device)],
     path: &Path,
 ) -> anyhow::Result<()> {
     Html { extra }
@@ -69,20 +70,20 @@ pub fn write_report(
 }
 
 pub fn run_report(a: ReportArgs) -> anyhow::Result<i32> {
-    let mut results = Vec::new();
-    let mut rows = Vec::new();
+    // Devices in the order given: the results of each file, or its rows.
+    let mut runs = Vec::new();
+    let mut extra = Vec::new();
     for f in &a.files {
         if crate::cli::compare::is_result_file(f) {
-            results.push(PathBuf::from(f));
+            runs.extend(load_all(&[PathBuf::from(f)])?);
         } else {
-            rows.extend(crate::cli::compare::rows_of(
-                f,
-                crate::results::crypto::ROW_CIPHER_BLOCK,
-            )?);
+            let opts = crate::report::compare::Options::default();
+            for d in crate::cli::compare::devices_of(f, &opts)? {
+                extra.push((runs.len() + extra.len(), d));
+            }
         }
     }
-    let runs = load_all(&results)?;
-    write_report(&runs, &rows, &a.output)?;
+    write_report(&runs, &extra, &a.output)?;
     crate::outln!("wrote {}", a.output.display());
     Ok(0)
 }

@@ -34,6 +34,10 @@ pub struct RunArgs {
     /// Seconds of the loopback throughput test (the seed's `iperf3 -c 127.0.0.1` is 10 s).
     #[arg(long, default_value_t = 10)]
     pub loopback_seconds: u32,
+    /// TCP congestion control of the loopback test and the RRUL (iperf3's `-C`; default: the
+    /// system's, e.g. cubic on OpenWrt).
+    #[arg(short = 'C', long = "congestion", value_name = "ALGO")]
+    pub congestion: Option<String>,
     /// No progress bar.
     #[arg(short, long)]
     pub quiet: bool,
@@ -145,6 +149,7 @@ fn measure_throughput(
 ) {
     let cfg = crate::server::loopback::LoopbackConfig {
         time: if args.quick { 3 } else { args.loopback_seconds },
+        congestion: args.congestion.clone(),
         ..Default::default()
     };
     match super::loopback::run_with_progress(&cfg, progress, &crate::iperf3::NoIntervals, &signal.0)
@@ -164,7 +169,7 @@ fn measure_latency(
     progress: &dyn Progress,
     result: &mut RunResult,
 ) {
-    match loopback_rrul(args.quick, progress, &signal.0) {
+    match loopback_rrul(args, progress, &signal.0) {
         Ok(l) => result.latency = Some(l),
         Err(e) => result.notes.push(format!("loopback RRUL failed: {e:#}")),
     }
@@ -319,7 +324,7 @@ fn sqm_capacity(quick: bool) -> anyhow::Result<crate::results::lab::SqmCapacity>
 /// A short RRUL over loopback against the shared server (iperf3 and routerbench protocols on one
 /// port, as `routerbench server` runs it), started in this process on an ephemeral port.
 fn loopback_rrul(
-    quick: bool,
+    args: &RunArgs,
     progress: &dyn Progress,
     interrupt: &std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> anyhow::Result<crate::results::latency::LatencyResult> {
@@ -344,9 +349,10 @@ fn loopback_rrul(
         port,
         ..crate::latency::TestConfig::quick_loopback()
     };
-    if !quick {
+    if !args.quick {
         cfg.length = std::time::Duration::from_secs(10);
     }
+    cfg.cc = args.congestion.clone();
     cfg.interrupt = Some(interrupt.clone());
     let outcome = crate::latency::run_test(&cfg, progress);
     stop.store(true, Ordering::SeqCst);

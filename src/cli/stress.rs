@@ -1,8 +1,10 @@
 //! `routerbench stress [--for 30m] [--cpu] [--crypto ALG] [--net loopback|HOST] [--monitor
 //! HOST[:PORT]] [--ambient 44]`: a full workload for a set time with the machine (or the
 //! router's agent) recorded on one time axis, then the seed's answer in a few lines; saved as
-//! `stress-<stamp>.json` and `.html` in `--out-dir` (nothing is written anywhere else).
-//! `stress --analyze FILE` re-runs the detectors on a saved file and writes nothing.
+//! `stress-<stamp>.json` and `.html` in `--out-dir`, or (`--json [FILE|-]`, as every measuring
+//! command) to FILE or standard output, and in `--out-dir` only when it is given too.
+//! `stress --analyze FILE` re-runs the detectors on a saved file (and with `--json`, writes
+//! the result with the new analysis).
 
 use crate::crypto::engine::EngineKind;
 use crate::results::RunResult;
@@ -67,9 +69,14 @@ pub struct StressArgs {
     /// A throughput this many percent below the start's is a sag (default 10).
     #[arg(long, value_name = "PCT")]
     pub throughput_drop: Option<f64>,
-    /// Where the result goes: `stress-<stamp>.json` and `stress-<stamp>.html`.
-    #[arg(long, default_value = "routerbench-results")]
-    pub out_dir: PathBuf,
+    /// Where the result goes: `stress-<stamp>.json` and `stress-<stamp>.html` (default
+    /// `routerbench-results`, unless --json says where the JSON goes).
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// The result (RunResult JSON: device, stress, monitor, router): `--json [FILE|-]`, see
+    /// `crate::cli::common::json_arg`; on standard output it replaces the summary.
+    #[command(flatten)]
+    pub json: crate::cli::common::json_arg::JsonArg,
     /// Re-run the analysis on a saved stress result and print the summary (writes nothing).
     #[arg(long, value_name = "FILE.json")]
     pub analyze: Option<PathBuf>,
@@ -215,15 +222,29 @@ fn check_pct(p: f64, what: &str) -> anyhow::Result<f64> {
     Ok(p)
 }
 
+/// The directory of `stress-<stamp>.json/.html`: `--out-dir`, else the default unless `--json`
+/// says where the result goes.
+fn out_dir(a: &StressArgs) -> Option<PathBuf> {
+    match (&a.out_dir, a.json.is_set()) {
+        (Some(d), _) => Some(d.clone()),
+        (None, false) => Some(PathBuf::from("routerbench-results")),
+        (None, true) => None,
+    }
+}
+
 pub fn run(a: StressArgs) -> anyhow::Result<i32> {
+    a.json.check()?;
     if let Some(file) = &a.analyze {
         return analyze(&a, file);
     }
     let mut cfg = config(&a)?;
     // Before any measuring: a run that cannot be saved is a run lost. A run refused before it
     // starts (bad input, no server, no agent) leaves no empty directory behind.
-    let existed = a.out_dir.exists();
-    super::check_output_dir(&a.out_dir, "--out-dir")?;
+    let dir = out_dir(&a);
+    let existed = dir.as_ref().is_none_or(|d| d.exists());
+    if let Some(d) = &dir {
+        super::check_output_dir(d, "--out-dir")?;
+    }
     crate::util::signals::install();
     let signal = crate::cli::common::signal_flag::SignalFlag::default();
     cfg.interrupt = Some(signal.0.clone());
@@ -240,8 +261,8 @@ pub fn run(a: StressArgs) -> anyhow::Result<i32> {
     let outcome = match crate::stress::run(&cfg, progress.as_ref(), &PrintEvents) {
         Ok(o) => o,
         Err(e) => {
-            if !existed {
-                let _ = std::fs::remove_dir(&a.out_dir);
+            if let (false, Some(d)) = (existed, &dir) {
+                let _ = std::fs::remove_dir(d);
             }
             return Err(e.into());
         }
@@ -257,28 +278,17 @@ pub fn run(a: StressArgs) -> anyhow::Result<i32> {
     run.monitor = outcome.monitor;
     run.router = outcome.router;
     run.stress = Some(outcome.stress);
-    let stamp = crate::util::time::file_stamp(started_unix);
-    let json = a.out_dir.join(format!("stress-{stamp}.json"));
-    crate::report::export::json::save(&run, &json).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot save {}: {e} (choose another --out-dir)",
-            json.display()
-        )
-    })?;
-    crate::outln!("saved {}", json.display());
-    #[cfg(feature = "plots")]
-    {
-        let html = a.out_dir.join(format!("stress-{stamp}.html"));
-        match super::report::write_report(&[(run.clone(), json.display().to_string())], &[], &html)
-        {
-            Ok(()) => crate::outln!(
-                "saved {} (the report: open it in a browser)",
-                html.display()
-            ),
+    if let Some(d) = &dir {
+        match save_in(d, &run, started_unix, &a.json) {
+            Err(e) if !a.json.is_set() => return Err(e),
             Err(e) => crate::errln!("routerbench: {e:#}"),
+            Ok(()) => {}
         }
     }
-    if let Some(s) = &run.stress {
+    if let Some(path) = a.json.write(&run)? {
+        a.json.say(&format!("saved {}", path.display()));
+    }
+    if let (Some(s), false) = (&run.stress, a.json.on_stdout()) {
         crate::outln!("\n== Stress");
         crate::out!("{}", crate::report::stress::render_summary(s));
     }
@@ -292,6 +302,38 @@ pub fn run(a: StressArgs) -> anyhow::Result<i32> {
         return Ok(1);
     }
     Ok(0)
+}
+
+/// `stress-<stamp>.json` and (with `plots`) `stress-<stamp>.html` in `dir`. The JSON not
+/// saved is an error; the page not written, a line on standard error.
+fn save_in(
+    dir: &std::path::Path,
+    run: &RunResult,
+    started_unix: i64,
+    json: &crate::cli::common::json_arg::JsonArg,
+) -> anyhow::Result<()> {
+    let stamp = crate::util::time::file_stamp(started_unix);
+    let path = dir.join(format!("stress-{stamp}.json"));
+    crate::report::export::json::save(run, &path).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot save {}: {e} (choose another --out-dir)",
+            path.display()
+        )
+    })?;
+    json.say(&format!("saved {}", path.display()));
+    #[cfg(feature = "plots")]
+    {
+        let html = dir.join(format!("stress-{stamp}.html"));
+        match super::report::write_report(&[(run.clone(), path.display().to_string())], &[], &html)
+        {
+            Ok(()) => json.say(&format!(
+                "saved {} (the report: open it in a browser)",
+                html.display()
+            )),
+            Err(e) => crate::errln!("routerbench: {e:#}"),
+        }
+    }
+    Ok(())
 }
 
 /// `--analyze FILE` in a build without `plots` (the router's minimal build): reading a saved
@@ -334,8 +376,17 @@ fn analyze(a: &StressArgs, file: &std::path::Path) -> anyhow::Result<i32> {
         run.monitor.as_ref()
     };
     s.analysis = crate::stress::detect::analyze(&s, dut);
-    crate::outln!("== Stress (analysis re-run on {})", file.display());
-    crate::out!("{}", crate::report::stress::render_summary(&s));
+    if !a.json.on_stdout() {
+        crate::outln!("== Stress (analysis re-run on {})", file.display());
+        crate::out!("{}", crate::report::stress::render_summary(&s));
+    }
+    if a.json.is_set() {
+        let mut run = run;
+        run.stress = Some(s);
+        if let Some(path) = a.json.write(&run)? {
+            a.json.say(&format!("saved {}", path.display()));
+        }
+    }
     Ok(0)
 }
 
@@ -379,5 +430,21 @@ mod tests {
         let c = config(&args(&["rb", "stress"])).unwrap();
         assert!(c.cpu.is_some());
         assert!(matches!(c.net.unwrap().target, Target::Loopback));
+    }
+
+    #[test]
+    fn json_decides_where_the_result_goes_unless_out_dir_is_given() {
+        let dir = |line: &[&str]| out_dir(&args(line));
+        assert_eq!(
+            dir(&["rb", "stress"]),
+            Some(PathBuf::from("routerbench-results"))
+        );
+        assert_eq!(dir(&["rb", "stress", "--json", "s.json"]), None);
+        assert_eq!(dir(&["rb", "stress", "--json"]), None);
+        assert_eq!(
+            dir(&["rb", "stress", "--json", "s.json", "--out-dir", "d"]),
+            Some(PathBuf::from("d"))
+        );
+        assert!(args(&["rb", "stress", "-J"]).json.on_stdout());
     }
 }

@@ -53,7 +53,10 @@ pub fn run(
     // Namespace router: an agent and its subscriber in the router namespace, over that
     // namespace's loopback, so the samples cost the lab links nothing. VM router: its own
     // agent, reached from the LAN host. Queues read every 0.1 s.
-    let total = test.length + test.delay * 2;
+    // The whole timeline: DELAY + LENGTH + DELAY, or (phases) three loads with gaps.
+    let total = crate::latency::plan::Plan::new(test.kind, test.streams)
+        .windows(test.delay, test.length)
+        .1;
     let remote = match &cfg.router_vm {
         Some(vm) => {
             let (addr, token) = (vm.agent.clone(), vm.agent_token.clone());
@@ -115,7 +118,16 @@ pub fn run(
     let died_at = watchdog.and_then(|w| w.finish());
     let tap_queues: Vec<_> = taps.into_iter().filter_map(|t| t.finish()).collect();
     let latency = result?;
-    let load = (latency.delay_s, latency.delay_s + latency.length_s);
+    // The load: the one window, or from the first phase's start to the last one's end.
+    let load = latency
+        .sessions
+        .iter()
+        .filter(|s| s.phase.is_some())
+        .fold(None, |w: Option<(f64, f64)>, s| match w {
+            Some((a, b)) => Some((a.min(s.load_start_s), b.max(s.load_end_s))),
+            None => Some((s.load_start_s, s.load_end_s)),
+        })
+        .unwrap_or((latency.delay_s, latency.delay_s + latency.length_s));
     let monitor = remote.and_then(|r| {
         crate::monitor::remote::finish(r, latency.t0_unix, Some(load)).map_err(LabError::other)
     });
@@ -170,19 +182,26 @@ fn loaded(kind: TestKind) -> (bool, bool) {
     }
 }
 
-/// One-way or round-trip samples of a probe series, split into idle (before the load) and
-/// loaded (from `delay + warmup` to the end of the load).
+/// The windows a comparison reads, s since T0: idle before `idle_end`, loaded from `from` (the
+/// load's start plus the warm-up) to `to` (the load's end).
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    idle_end: f64,
+    from: f64,
+    to: f64,
+}
+
 /// Steady-state goodput of one direction ("upload"/"download"), bit/s: the flows' per-step
-/// goodput summed over the steps that lie inside `[delay + warmup, delay + length]`, so slow
-/// start does not count against theory. Falls back to the test's whole-load mean when the
+/// goodput summed over the steps that lie inside the window, so slow start does not count
+/// against theory. Falls back to `whole_load_mbps` (the test's whole-load mean) when the
 /// result carries no steps in that window.
 fn steady_goodput(
     r: &LatencyResult,
     direction: &str,
-    warmup: f64,
+    win: Window,
     whole_load_mbps: Option<f64>,
 ) -> Option<f64> {
-    let (start, end) = (r.delay_s + warmup, r.delay_s + r.length_s);
+    let (start, end) = (win.from, win.to);
     let step = r.step_s;
     if step <= 0.0 || end - start < step {
         return whole_load_mbps.map(|m| m * 1e6);
@@ -204,20 +223,20 @@ fn steady_goodput(
     Some(bits / (steps.len() as f64 * step))
 }
 
+/// One-way or round-trip samples of probe series, split into idle (before the load) and
+/// loaded (inside the window).
 fn split<F: Fn(&crate::results::latency::ProbePoint) -> Option<f64>>(
-    r: &LatencyResult,
     series: &[&ProbeResult],
-    warmup: f64,
+    win: Window,
     value: F,
 ) -> (Vec<f64>, Vec<f64>) {
     let (mut idle, mut busy) = (Vec::new(), Vec::new());
-    let (start, end) = (r.delay_s + warmup, r.delay_s + r.length_s);
     for s in series {
         for p in &s.samples {
             if let Some(v) = value(p) {
-                if p.t < r.delay_s {
+                if p.t < win.idle_end {
                     idle.push(v);
-                } else if p.t >= start && p.t < end {
+                } else if p.t >= win.from && p.t < win.to {
                     busy.push(v);
                 }
             }
@@ -269,12 +288,14 @@ fn check(row: Row<'_>, buffer: u64, idle: &[f64], busy: &[f64]) -> QueueCheck {
         goodput_theory_ratio: row.goodput_theory_ratio,
         qdisc_median_ms: q.median_ms,
         qdisc_p99_ms: q.p99_ms,
+        phase: None,
     }
 }
 
 /// Compares the test's queue delays and goodput with the lab's theory: per loaded direction the
 /// UDP probes' one-way delay (exact here: all namespaces share one clock), and the round trip
-/// against the sum of the loaded directions' queue delays.
+/// against the sum of the loaded directions' queue delays. A test with phases (`phases`) gets
+/// these per phase, each over its own load window, with the phase named in each check.
 pub fn checks(
     cfg: &LabConfig,
     kind: TestKind,
@@ -282,13 +303,55 @@ pub fn checks(
     backlog: &[BacklogSample],
     warmup: Duration,
 ) -> Vec<QueueCheck> {
-    let (up, down) = loaded(kind);
     let w = warmup.as_secs_f64();
+    let phased: Vec<_> = r.sessions.iter().filter(|s| s.phase.is_some()).collect();
+    if kind == TestKind::Phases && !phased.is_empty() {
+        let mut out = Vec::new();
+        for s in phased {
+            let phase = s.phase.clone().unwrap_or_default();
+            let (up, down) = match phase.as_str() {
+                "download" => (false, true),
+                "upload" => (true, false),
+                _ => (true, true),
+            };
+            let win = Window {
+                idle_end: r.delay_s,
+                from: s.load_start_s + w,
+                to: s.load_end_s,
+            };
+            let mut c = window_checks(cfg, r, backlog, (up, down), win, (None, None));
+            for q in &mut c {
+                q.phase = Some(phase.clone());
+            }
+            out.extend(c);
+        }
+        return out;
+    }
+    let win = Window {
+        idle_end: r.delay_s,
+        from: r.delay_s + w,
+        to: r.delay_s + r.length_s,
+    };
+    let whole = (r.summary.upload_mbps, r.summary.download_mbps);
+    window_checks(cfg, r, backlog, loaded(kind), win, whole)
+}
+
+/// The checks of one load window: `(up, down)` say which directions it loads, `whole` is the
+/// test's whole-load goodput per direction (upload, download), Mbit/s, for when no step lies
+/// in the window.
+fn window_checks(
+    cfg: &LabConfig,
+    r: &LatencyResult,
+    backlog: &[BacklogSample],
+    (up, down): (bool, bool),
+    win: Window,
+    whole: (Option<f64>, Option<f64>),
+) -> Vec<QueueCheck> {
     let th = |rate: Option<u64>| rate.map(|x| theory::queue_delay_ms(cfg.buffer_bytes, x));
     let udp: Vec<&ProbeResult> = r.probes.iter().filter(|p| p.kind == "udp").collect();
     let all: Vec<&ProbeResult> = r.probes.iter().collect();
-    let up_good = steady_goodput(r, "upload", w, r.summary.upload_mbps);
-    let down_good = steady_goodput(r, "download", w, r.summary.download_mbps);
+    let up_good = steady_goodput(r, "upload", win, whole.0);
+    let down_good = steady_goodput(r, "download", win, whole.1);
     // With both directions loaded, each link also carries the other direction's ACKs.
     let g_theory = if up && down {
         theory::goodput_ratio_with_reverse_acks()
@@ -304,17 +367,13 @@ pub fn checks(
             continue;
         }
         let (idle, busy) = split(
-            r,
             &udp,
-            w,
+            win,
             |p| {
                 if owd_up { p.owd_up_ms } else { p.owd_down_ms }
             },
         );
-        let (from, to) = (
-            r.t0_unix + r.delay_s + w,
-            r.t0_unix + r.delay_s + r.length_s,
-        );
+        let (from, to) = (r.t0_unix + win.from, r.t0_unix + win.to);
         let row = Row {
             qdisc: rate
                 .map(|x| delays_ms(backlog, from, to, owd_up, x))
@@ -338,7 +397,7 @@ pub fn checks(
         .filter_map(|(_, rate)| th(*rate))
         .fold(0.0, |a, b| a + b);
     let (idle, busy) = if up || down {
-        split(r, &all, w, |p| p.rtt_ms)
+        split(&all, win, |p| p.rtt_ms)
     } else {
         // ping: no load, every sample is idle.
         let v = all
@@ -458,10 +517,15 @@ mod tests {
                 })
                 .collect();
         }
-        let g = steady_goodput(&r, "upload", 2.0, r.summary.upload_mbps).unwrap();
+        let win = Window {
+            idle_end: r.delay_s,
+            from: r.delay_s + 2.0,
+            to: r.delay_s + r.length_s,
+        };
+        let g = steady_goodput(&r, "upload", win, r.summary.upload_mbps).unwrap();
         assert!((g - 20e6).abs() < 1.0, "{g}");
         // Downloads carry no steps in the fixture: the whole-load mean is used.
-        let d = steady_goodput(&r, "download", 2.0, r.summary.download_mbps).unwrap();
+        let d = steady_goodput(&r, "download", win, r.summary.download_mbps).unwrap();
         assert!((d - r.summary.download_mbps.unwrap() * 1e6).abs() < 1e-3);
     }
 

@@ -15,6 +15,7 @@ pub mod error;
 pub mod figures;
 pub mod flows;
 pub mod icmp;
+pub mod phases;
 pub mod plan;
 pub mod probe;
 pub mod reflector;

@@ -211,7 +211,7 @@ impl RawRun {
             ));
         }
         let summary = self.latency_summary(pools);
-        LatencyResult {
+        let mut result = LatencyResult {
             test: self.test.clone(),
             host: self.host.clone(),
             port: self.port,
@@ -245,9 +245,12 @@ impl RawRun {
             probes,
             clock: clock.map(|c| c.0),
             summary,
+            phases: Vec::new(),
             notes: self.notes,
             interrupted: false,
-        }
+        };
+        result.phases = super::phases::summaries(&result);
+        result
     }
 
     /// One probe point: RTT (kernel stamps, minus the reflector's hold for UDP), user-space

@@ -2,10 +2,12 @@
 //! accuracy table (markdown, so they paste into docs as they are).
 
 use crate::results::lab::{
-    AccuracyPoint, CapacityResult, LabConfig, LabResult, LabStatus, LabTheory, QueueCheck,
+    AccuracyPoint, CapacityResult, LabConfig, LabResult, LabStatus, LabTheory,
 };
 use crate::util::units::human_rate as fmt_rate;
 use std::fmt::Write;
+
+pub use super::lab_checks::{checks, checks_header, checks_rows, phase_lines};
 
 fn rate_or_unshaped(r: Option<u64>) -> String {
     r.map(|b| fmt_rate(b as f64))
@@ -533,54 +535,6 @@ pub fn accuracy_row(p: &AccuracyPoint) -> String {
         opt(p.qdisc_drops),
         loss
     )
-}
-
-/// Header of `lab run`'s comparison table.
-pub fn checks_header() -> String {
-    "| test | NAT | direction | metric | rate | buffer B | theory ms | idle median ms | loaded med / p99 ms | median +ms | p99 +ms | median/theory | p99/theory | qdisc backlog med / p99 ms | goodput | goodput/rate | goodput/theory |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n".into()
-}
-
-/// `lab run`'s comparison with theory, one row per direction (and the round trip), no header.
-pub fn checks_rows(test: &str, nat: bool, checks: &[QueueCheck]) -> String {
-    let mut s = String::new();
-    for c in checks {
-        let g = c.goodput_ratio;
-        let _ = writeln!(
-            s,
-            "| {test} | {} | {} | {} | {} | {} | {:.1} | {} | {} / {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            if nat { "on" } else { "off" },
-            c.direction,
-            c.metric,
-            c.rate_bps
-                .map(|r| fmt_rate(r as f64))
-                .unwrap_or_else(|| "-".into()),
-            c.buffer_bytes,
-            c.theory_ms,
-            ms(c.idle_median_ms),
-            ms(c.loaded.median_ms),
-            ms(c.loaded.p99_ms),
-            ms(c.median_increase_ms),
-            ms(c.p99_increase_ms),
-            ratio(c.median_ratio),
-            ratio(c.p99_ratio),
-            match (c.qdisc_median_ms, c.qdisc_p99_ms) {
-                (Some(m), Some(p)) => format!("{m:.2} / {p:.2}"),
-                _ => "-".into(),
-            },
-            c.goodput_bps.map(fmt_rate).unwrap_or_else(|| "-".into()),
-            g.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into()),
-            match (g, c.goodput_theory_ratio) {
-                (Some(x), Some(t)) => format!("{:.3} (of {t:.3})", x / t),
-                _ => "-".into(),
-            },
-        );
-    }
-    s
-}
-
-/// `lab run`'s comparison with theory as a table.
-pub fn checks(test: &str, nat: bool, checks: &[QueueCheck]) -> String {
-    checks_header() + &checks_rows(test, nat, checks)
 }
 
 /// The accuracy table.

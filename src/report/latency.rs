@@ -17,6 +17,16 @@ fn f(v: Option<f64>, prec: usize) -> String {
     .unwrap_or_else(|| "-".into())
 }
 
+/// `+1.5`, `-0.3`, `+0.0` (never `+-0.0`).
+fn signed(x: f64, prec: usize) -> String {
+    let t = f(Some(x), prec);
+    if t.starts_with('-') {
+        t
+    } else {
+        format!("+{t}")
+    }
+}
+
 fn row(out: &mut String, name: &str, s: &SeriesStats, prec: usize, extra: &str) {
     let _ = writeln!(
         out,
@@ -35,8 +45,48 @@ pub fn render_text(r: &LatencyResult) -> String {
     let mut out = String::new();
     render_header(&mut out, r);
     render_summary(&mut out, r);
+    render_phases(&mut out, r);
     render_series(&mut out, r);
     out
+}
+
+/// One line per phase (crusader's per-phase figures): goodput per direction, the round trip
+/// and its one-way split, each with its increase over the idle lead-in.
+fn render_phases(out: &mut String, r: &LatencyResult) {
+    let Some(first) = r.phases.first() else {
+        return;
+    };
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  per phase, over each load less its first {:.1} s (crusader's min(20 %, 2 s)); ms, increase over idle in brackets:",
+        first.from_s - first.load_start_s
+    );
+    let _ = writeln!(
+        out,
+        "  {:<9} {:>12} {:>11} {:>10}  {:<17} {:<17} {:<17} lost",
+        "phase", "window s", "down Mbit/s", "up Mbit/s", "RTT median", "one-way up", "one-way down"
+    );
+    let with = |v: Option<f64>, inc: Option<f64>| match (v, inc) {
+        (Some(v), Some(i)) => format!("{} ({})", f(Some(v), 2), signed(i, 1)),
+        (Some(v), None) => f(Some(v), 2),
+        _ => "-".into(),
+    };
+    for p in &r.phases {
+        let _ = writeln!(
+            out,
+            "  {:<9} {:>12} {:>11} {:>10}  {:<17} {:<17} {:<17} {} of {}",
+            p.phase,
+            format!("{:.1}–{:.1}", p.from_s, p.to_s),
+            f(p.download_mbps, 2),
+            f(p.upload_mbps, 2),
+            with(p.rtt_ms.median, p.rtt_increase_ms),
+            with(p.owd_up_ms.median, p.owd_up_increase_ms),
+            with(p.owd_down_ms.median, p.owd_down_increase_ms),
+            p.probes_lost,
+            p.probes_sent
+        );
+    }
 }
 
 /// The test line: what ran against whom, its timeline and step.
@@ -267,6 +317,7 @@ mod tests {
                 download_mbps: Some(95.0),
                 ..Default::default()
             },
+            phases: Vec::new(),
             notes: vec!["a note".into()],
             interrupted: false,
         };

@@ -9,6 +9,8 @@ pub mod export;
 pub mod iperf3;
 #[cfg(feature = "lab")]
 pub mod lab;
+#[cfg(feature = "lab")]
+pub mod lab_checks;
 pub mod latency;
 pub mod monitor;
 #[cfg(feature = "plots")]

@@ -10,6 +10,49 @@ pub struct Reference {
     pub id: String,
     pub row: Row,
     pub note: Option<String>,
+    /// Every `key: value` line before the row (`loopback`, `soc`, `board`, …), in file order.
+    pub meta: Vec<(String, String)>,
+}
+
+impl Reference {
+    /// The value of a `key:` line before the row.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.meta
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The row's in-device loopback figure (`loopback: 6.20 Gbit/s`), bit/s.
+    pub fn loopback_bps(&self) -> Option<f64> {
+        self.get("loopback").and_then(|v| parse_bit_rate(v).ok())
+    }
+}
+
+/// `6.20 Gbit/s`, `611 Mbit/s`, `950 kbit/s`, `12 bit/s` → bit/s.
+pub fn parse_bit_rate(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let (num, unit) = t
+        .split_once(' ')
+        .ok_or_else(|| format!("`{t}`: write a rate as `6.20 Gbit/s` or `611 Mbit/s`"))?;
+    let mult = match unit.trim() {
+        "Gbit/s" => 1e9,
+        "Mbit/s" => 1e6,
+        "kbit/s" => 1e3,
+        "bit/s" => 1.0,
+        u => {
+            return Err(format!(
+                "`{t}`: unknown unit `{u}` (Gbit/s, Mbit/s, kbit/s, bit/s)"
+            ));
+        }
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("`{t}`: `{num}` is not a number"))?;
+    if !v.is_finite() || v <= 0.0 {
+        return Err(format!("`{t}`: a rate must be above 0"));
+    }
+    Ok(v * mult)
 }
 
 const BUILTIN: &str = include_str!("reference_rows.txt");
@@ -19,8 +62,9 @@ pub fn builtin() -> Result<Vec<Reference>, String> {
     parse(BUILTIN, "built-in reference set")
 }
 
-/// Reads a table: `key: value` lines (`id`, `source`, `cipher-block`, `threads`, `note`) apply
-/// to the next row; `|…|` lines are rows; `#` comments, blank lines and the wiki's header and
+/// Reads a table: `key: value` lines (`id`, `source`, `cipher-block`, `threads`, `note`, and
+/// for comparisons `loopback` with `loopback-tool`, `-length`, `-streams`, `-block`, `soc`,
+/// `board`, `cpus`, `openwrt`) apply to the next row; `|…|` lines are rows; `#` comments, blank lines and the wiki's header and
 /// `|---|` separator lines are skipped.
 pub fn parse(text: &str, origin: &str) -> Result<Vec<Reference>, String> {
     let mut out = Vec::new();
@@ -52,12 +96,17 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Reference>, String> {
                     format!("{origin} line {}: threads `{t}` is not a number", n + 1)
                 })?);
             }
+            if let Some(l) = get("loopback") {
+                parse_bit_rate(&l).map_err(|e| format!("{origin} line {}: loopback {e}", n + 1))?;
+            }
+            let id = get("id").unwrap_or_else(|| format!("row{}", out.len() + 1));
+            let note = get("note");
             out.push(Reference {
-                id: get("id").unwrap_or_else(|| format!("row{}", out.len() + 1)),
+                id,
                 row,
-                note: get("note"),
+                note,
+                meta: std::mem::take(&mut meta),
             });
-            meta.clear();
         } else if let Some((k, v)) = t.split_once(':') {
             meta.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
         } else {

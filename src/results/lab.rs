@@ -320,6 +320,10 @@ pub struct QueueCheck {
     /// What theory expects for goodput / rate: 1448/1514 = 0.957 with one direction loaded,
     /// 1448/(1514 + 66/2) = 0.936 when the link also carries the other direction's ACKs.
     pub goodput_theory_ratio: Option<f64>,
+    /// The phase the check covers (`download`, `upload`, `both`) for a test with phases
+    /// (`lab run phases`): its window is that phase's load, not the whole test's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
 }
 
 /// Counters of one qdisc on a router-namespace device (from `tc -s -j qdisc show`).

@@ -177,6 +177,38 @@ pub struct LatencySession {
     pub phase: Option<String>,
 }
 
+/// One phase of a test that has phases (`phases`: download, upload, both), as crusader prints
+/// it: throughput per direction and latency with its one-way split, over the phase's steady
+/// part (`from_s`..`to_s`: its load window less the first min(20 %, 2 s), crusader's rule).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseSummary {
+    /// `download`, `upload` or `both`.
+    pub phase: String,
+    /// The phase's load window, s since T0.
+    pub load_start_s: f64,
+    pub load_end_s: f64,
+    /// The window the figures below cover, s since T0.
+    pub from_s: f64,
+    pub to_s: f64,
+    /// Goodput of the phase's flows per direction over the window, Mbit/s (None: that
+    /// direction was idle in this phase).
+    pub download_mbps: Option<f64>,
+    pub upload_mbps: Option<f64>,
+    /// Round trips of every probe series sent in the window (kernel timestamps), ms.
+    pub rtt_ms: SeriesStats,
+    /// Median round trip in the window minus the idle lead-in's median, ms.
+    pub rtt_increase_ms: Option<f64>,
+    /// One-way delays of the UDP probes in the window (clock-corrected), ms.
+    pub owd_up_ms: SeriesStats,
+    pub owd_down_ms: SeriesStats,
+    /// Each one-way median minus its idle lead-in median, ms.
+    pub owd_up_increase_ms: Option<f64>,
+    pub owd_down_increase_ms: Option<f64>,
+    /// Probes sent in the window, and how many never came back.
+    pub probes_sent: u32,
+    pub probes_lost: u32,
+}
+
 /// A whole latency test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyResult {
@@ -213,6 +245,9 @@ pub struct LatencyResult {
     pub probes: Vec<ProbeResult>,
     pub clock: Option<ClockSync>,
     pub summary: LatencySummary,
+    /// Per phase, for a test that has phases (`phases`); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseSummary>,
     #[serde(default)]
     pub notes: Vec<String>,
     /// Ended early by SIGINT/SIGTERM: the fields above hold what was measured until then.

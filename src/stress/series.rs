@@ -157,6 +157,7 @@ mod tests {
             ])],
             clock: None,
             summary: Default::default(),
+            phases: Vec::new(),
             notes: vec![
                 "TCP upload BE: send failed: Connection reset by peer (os error 104)".into(),
                 "server sent no probe counts: loss is not split by direction".into(),

@@ -258,3 +258,46 @@ fn ctrl_c_keeps_what_was_measured() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn json_on_standard_output_replaces_the_summary_and_writes_no_file() {
+    let _alone = crate::support::alone();
+    let dir = tmp("json");
+    let o = rb_in(
+        &dir,
+        &[
+            "stress",
+            "--for",
+            "10",
+            "--crypto",
+            "md5",
+            "--threads",
+            "1",
+            "--json",
+            "-",
+            "-q",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is one JSON document: {e}\n{}", text(&o)));
+    assert_eq!(doc["schema"], "routerbench.run/2");
+    assert!(doc["stress"]["analysis"]["stability"]["stable"].is_boolean());
+    assert!(
+        files(&dir).is_empty(),
+        "--json alone writes no file: {:?}",
+        files(&dir)
+    );
+    // --analyze with --json FILE: the summary, and the result with the analysis re-run.
+    let saved = dir.join("s.json");
+    std::fs::write(&saved, &o.stdout).unwrap();
+    let again = rb_in(
+        &dir,
+        &["stress", "--analyze", "s.json", "--json", "again.json"],
+    );
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("Stability"));
+    let back = routerbench::results::load(&dir.join("again.json")).unwrap();
+    assert!(back.stress.is_some());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -17,6 +17,7 @@ mod lab_capacity;
 mod lab_inputs;
 mod lab_measure;
 mod lab_monitor_agent;
+mod lab_phases;
 #[cfg(feature = "lab")]
 mod lab_rpm;
 mod lab_rrul;

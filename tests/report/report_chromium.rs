@@ -212,11 +212,16 @@ fn report_of_the_suites_own_results_renders_in_chromium() {
         .count();
     assert_eq!(external, 0, "nothing from the network");
     assert!(
-        html.contains("not like-for-like: engine RustCrypto vs OpenSSL"),
+        html.contains("Not like-for-like") && html.contains("engine RustCrypto (A) vs OpenSSL (B)"),
         "mixed engines flagged"
     );
+    assert!(
+        html.contains("<h2>Side by side</h2>"),
+        "the page opens with the comparison"
+    );
     let figures = html.matches("<figure>").count();
-    // crypto bars; throughput; all_scaled, cdf, box; monitor (+ 3 latency and 1 monitor per lab)
+    // the comparison's crypto and WireGuard bars; throughput; all_scaled, cdf, box; monitor
+    // (+ 3 latency and 1 monitor per lab)
     assert!(figures >= 6, "{figures} figures");
 
     let Some(bin) = chromium() else {

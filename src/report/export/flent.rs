@@ -536,6 +536,7 @@ mod tests {
             probes: vec![],
             clock: None,
             summary: LatencySummary::default(),
+            phases: Vec::new(),
             notes: vec![],
             interrupted: false,
         }

@@ -1,9 +1,14 @@
 //! One self-contained HTML page for one or more result files: inline CSS and SVG only (no script,
-//! no font or style from the network), so it opens offline and prints well. Per result: the
-//! device, the crypto table and bars (all devices side by side), throughput, RRUL (all_scaled,
-//! CDF, idle-vs-loaded boxes with the grade), the monitor panels, and the lab's theory.
+//! no font or style from the network), so it opens offline and prints well. With two devices or
+//! more it opens with the comparison (`report::compare`: the side-by-side table, or the table
+//! of many, and a plot per figure group); one device gets its crypto table and bars. Then per
+//! result: the device, throughput, RRUL (all_scaled, CDF, idle-vs-loaded boxes with the grade),
+//! the monitor panels, and the lab's theory.
 
 use super::{ExportError, Exporter};
+use crate::report::compare::model::human as value_text;
+use crate::report::compare::table::{Cell, Line};
+use crate::report::compare::{self, Comparison, Device, Layout, letter};
 use crate::report::plot::{self, Figure};
 use crate::report::rows::{Row, TITLES, human};
 use crate::results::RunResult;
@@ -13,7 +18,8 @@ h1{font-size:1.5em}h2{border-bottom:2px solid #0072b2;padding-bottom:.2em;margin
 table{border-collapse:collapse;margin:.5em 0;font-size:.85em}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right}\
 td:first-child,th:first-child{text-align:left}.ident td{text-align:left}\
 figure{margin:1em 0;page-break-inside:avoid;break-inside:avoid}figure svg{width:100%;height:auto}\
-.warn{color:#a00;font-weight:bold}.note{color:#555;font-size:.9em}pre{font-size:.8em;overflow-x:auto}\
+.warn{color:#a00;font-weight:bold}.group th{background:#eef4fa;text-align:left}\
+.flag{color:#a00}.missing{color:#888;font-style:italic}.best{font-weight:bold}.note{color:#555;font-size:.9em}pre{font-size:.8em;overflow-x:auto}\
 @media print{body{max-width:none}h2{page-break-before:auto}}";
 
 /// Escapes text for HTML.
@@ -90,25 +96,159 @@ fn crypto_section(rows: &[Row]) -> String {
             esc(&flags.join("; "))
         ));
     }
-    if rows.len() > 1 {
-        out.push_str("<table><tr>");
-        for h in crate::report::compare::header(rows) {
-            out.push_str(&format!("<th>{}</th>", esc(&h)));
+    out.push_str(&figure_html(&plot::crypto::bars(rows)));
+    out
+}
+
+/// A cell of the comparison: its value (or `missing`), the footnote marks of its flags.
+fn cell_html(line: &Line, cell: &Cell, notes: &[String]) -> String {
+    let marks: Vec<String> = cell
+        .flags
+        .iter()
+        .filter_map(|f| {
+            notes
+                .iter()
+                .position(|n| n == f)
+                .map(|i| (i + 1).to_string())
+        })
+        .collect();
+    let mark = if marks.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " <span class=\"flag\" title=\"{}\">⚠{}</span>",
+            esc(&cell.flags.join("; ")),
+            marks.join(",")
+        )
+    };
+    match &cell.value {
+        None => "<td class=\"missing\">missing</td>".into(),
+        Some(v) => format!(
+            "<td{}>{}{mark}</td>",
+            if cell.rank == Some(1) && line.numeric() {
+                " class=\"best\""
+            } else {
+                ""
+            },
+            esc(&value_text(v, line.unit))
+        ),
+    }
+}
+
+/// The side-by-side table: a line per figure, a column per device and its ratio to A.
+fn side_table(c: &Comparison, notes: &[String]) -> String {
+    let mut out = String::from("<table><tr><th>figure</th>");
+    for (i, d) in c.devices.iter().enumerate() {
+        out.push_str(&format!("<th>{}: {}</th>", letter(i), esc(&d.label)));
+        if i > 0 {
+            out.push_str(&format!("<th>{}/A</th>", letter(i)));
+        }
+    }
+    out.push_str("</tr>\n");
+    let mut group = "";
+    for l in &c.lines {
+        if l.group != group {
+            group = l.group;
+            let title = compare::groups::group(group).map_or(group, |g| g.title);
+            out.push_str(&format!(
+                "<tr class=\"group\"><th colspan=\"{}\">{}</th></tr>\n",
+                2 * c.devices.len(),
+                esc(title)
+            ));
+        }
+        out.push_str(&format!("<tr><td>{}</td>", esc(&l.name)));
+        for (i, cell) in l.cells.iter().enumerate() {
+            out.push_str(&cell_html(l, cell, notes));
+            if i > 0 {
+                out.push_str(&format!(
+                    "<td>{}</td>",
+                    cell.ratio
+                        .map(compare::model::ratio_text)
+                        .unwrap_or_default()
+                ));
+            }
         }
         out.push_str("</tr>\n");
-        for line in crate::report::compare::body(rows) {
-            out.push_str("<tr>");
-            for c in line {
-                out.push_str(&format!("<td>{}</td>", esc(&c)));
+    }
+    out + "</table>\n"
+}
+
+/// The table of many: per group, a line per device, a column per figure with the rank.
+fn fleet_table(c: &Comparison, notes: &[String]) -> String {
+    let mut out = String::new();
+    let mut groups: Vec<&str> = Vec::new();
+    for l in &c.lines {
+        if !groups.contains(&l.group) {
+            groups.push(l.group);
+        }
+    }
+    for g in groups {
+        let lines: Vec<&Line> = c.lines.iter().filter(|l| l.group == g).collect();
+        let title = compare::groups::group(g).map_or(g, |x| x.title);
+        out.push_str(&format!(
+            "<h3>{}</h3>\n<table><tr><th>device</th>",
+            esc(title)
+        ));
+        for l in &lines {
+            out.push_str(&format!("<th>{}</th>", esc(&l.name)));
+        }
+        out.push_str("</tr>\n");
+        for (i, d) in c.devices.iter().enumerate() {
+            out.push_str(&format!("<tr><td>{}: {}</td>", letter(i), esc(&d.label)));
+            for l in &lines {
+                let cell = &l.cells[i];
+                let html = cell_html(l, cell, notes);
+                out.push_str(&match cell.rank {
+                    Some(r) => html.replace("</td>", &format!(" <small>#{r}</small></td>")),
+                    None => html,
+                });
             }
             out.push_str("</tr>\n");
         }
         out.push_str("</table>\n");
-        for line in crate::report::compare::summary(rows).lines() {
-            out.push_str(&format!("<p class=\"note\">{}</p>\n", esc(line)));
+    }
+    out
+}
+
+/// The comparison the page opens with: the devices, the table, the notes, a plot per group.
+fn comparison_section(c: &Comparison) -> String {
+    let notes = c.footnotes();
+    let mut out = String::from("<h2>Side by side</h2>\n<ul class=\"note\">");
+    for (i, d) in c.devices.iter().enumerate() {
+        let from = if d.source == d.input {
+            d.input.clone()
+        } else {
+            format!("{}: {}", d.input, d.source)
+        };
+        out.push_str(&format!(
+            "<li><b>{}</b> {} — {}</li>",
+            letter(i),
+            esc(&d.label),
+            esc(&from)
+        ));
+    }
+    out.push_str("</ul>\n");
+    out.push_str(&match Layout::Auto.resolve(c.devices.len()) {
+        Layout::Table => fleet_table(c, &notes),
+        _ => side_table(c, &notes),
+    });
+    if !notes.is_empty() {
+        out.push_str(
+            "<p class=\"warn\">Not like-for-like (⚠ in the table):</p><ol class=\"note\">",
+        );
+        for n in &notes {
+            out.push_str(&format!("<li>{}</li>", esc(n)));
+        }
+        out.push_str("</ol>\n");
+    }
+    for line in c.conclusions() {
+        out.push_str(&format!("<p class=\"note\">{}</p>\n", esc(&line)));
+    }
+    for g in compare::groups::GROUPS {
+        if let Some(fig) = plot::compare::group_figure(c, g.id) {
+            out.push_str(&figure_html(&fig));
         }
     }
-    out.push_str(&figure_html(&plot::crypto::bars(rows)));
     out
 }
 
@@ -225,10 +365,12 @@ fn result_section(run: &RunResult, source: &str) -> String {
     out
 }
 
-/// The HTML report of result files (result, file name), with `extra` crypto rows.
+/// The HTML report of result files (result, file name), with `extra` devices (reference rows,
+/// wiki rows) in the comparison, each at its place among all the devices (the order the
+/// inputs were given in).
 #[derive(Debug, Clone, Copy)]
 pub struct Html<'a> {
-    pub extra: &'a [Row],
+    pub extra: &'a [(usize, Device)],
 }
 
 impl Exporter<[(RunResult, String)]> for Html<'_> {
@@ -237,14 +379,19 @@ impl Exporter<[(RunResult, String)]> for Html<'_> {
     }
 }
 
-/// The whole page for `runs` (result, file name), in the given order; `extra` crypto rows
-/// (reference rows, wiki rows) join the crypto comparison after the results' own rows.
-pub fn render(runs: &[(RunResult, String)], extra: &[Row]) -> String {
-    let mut rows: Vec<Row> = runs
+/// The whole page for `runs` (result, file name), in the given order; `extra` devices
+/// (reference rows, wiki rows) join the comparison, each at its place (ascending).
+pub fn render(runs: &[(RunResult, String)], extra: &[(usize, Device)]) -> String {
+    let opts = compare::Options::default();
+    let mut devices: Vec<Device> = runs
         .iter()
-        .filter_map(|(r, src)| Row::from_result(r, src, crate::results::crypto::ROW_CIPHER_BLOCK))
+        .map(|(r, src)| compare::device_of_result(r, src, &opts))
         .collect();
-    rows.extend(extra.iter().cloned());
+    for (at, d) in extra {
+        devices.insert((*at).min(devices.len()), d.clone());
+    }
+    compare::unique_labels(&mut devices);
+    let rows: Vec<Row> = devices.iter().filter_map(|d| d.crypto.clone()).collect();
     let mut out = format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
@@ -255,7 +402,11 @@ pub fn render(runs: &[(RunResult, String)], extra: &[Row]) -> String {
         extra.len(),
         env!("CARGO_PKG_VERSION")
     );
-    out.push_str(&crypto_section(&rows));
+    if devices.len() > 1 {
+        out.push_str(&comparison_section(&Comparison::new(devices)));
+    } else {
+        out.push_str(&crypto_section(&rows));
+    }
     for (run, src) in runs {
         out.push_str(&result_section(run, src));
     }

@@ -269,6 +269,7 @@ pub(crate) mod tests {
             probes,
             clock: None,
             summary: Default::default(),
+            phases: Vec::new(),
             notes: vec![],
             interrupted: false,
         }

@@ -2,6 +2,7 @@
 //! (`model`, `scale`, one builder file per area), drawn by `draw` with plotters' SVG backend.
 //! `routerbench plot` and the HTML report use the same code.
 
+pub mod compare;
 pub mod crypto;
 pub mod draw;
 pub mod latency;
