@@ -93,6 +93,9 @@ pub struct RunResult {
     /// (the machine's series are `monitor` and `router`, on the same time axis).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stress: Option<stress::StressResult>,
+    /// The radios and stations (`routerbench wifi`), when this machine has radios (`run`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wifi: Option<wifi::WifiReport>,
     /// Things a reader must know to trust the numbers (missing sources, skipped parts).
     #[serde(default)]
     pub notes: Vec<String>,
@@ -119,6 +122,7 @@ impl RunResult {
             sqm_capacity: None,
             sqm_side_by_side: Vec::new(),
             stress: None,
+            wifi: None,
             notes: Vec::new(),
             interrupted: false,
         }

@@ -70,6 +70,11 @@ pub const GROUPS: &[GroupDef] = &[
         title: "Stress verdicts",
         of_result: groups_load::stress,
     },
+    GroupDef {
+        id: "wifi",
+        title: "Wi-Fi per band: fq_codel queues, airtime fairness, AQL, airtime reported",
+        of_result: wifi,
+    },
 ];
 
 /// The group of `id` (its title), if there is one.
@@ -342,4 +347,55 @@ mod tests {
         assert!(f[4].method.iter().any(|a| a.name == "cipher block"));
         assert!(!f[0].method.iter().any(|a| a.name == "cipher block"));
     }
+}
+
+/// Per radio (named by its band, so two devices' 2.4 GHz radios share a row): its driver, and
+/// whether it has mac80211's fq_codel queues, airtime fairness and AQL, and reports airtime;
+/// with the stations' airtime fairness when a monitored test measured it.
+fn wifi(run: &RunResult, _: &Options) -> Vec<Figure> {
+    let g = "wifi";
+    let mut out = Vec::new();
+    let yes = |b: bool| Some(if b { "yes" } else { "no" }.to_string());
+    for r in run.wifi.iter().flat_map(|w| w.radios.iter()) {
+        let band = r
+            .channel
+            .as_ref()
+            .map(|c| c.band.clone())
+            .or_else(|| r.bands.first().cloned())
+            .unwrap_or_else(|| r.phy.clone());
+        let name = |what: &str| format!("{band} {what}");
+        out.extend(Figure::text(g, &name("driver"), r.driver.clone()));
+        out.extend(Figure::text(g, &name("fq_codel"), yes(r.features.txqs)));
+        out.extend(Figure::text(
+            g,
+            &name("fairness"),
+            yes(r.features.airtime_fairness),
+        ));
+        out.extend(Figure::text(g, &name("AQL"), yes(r.features.aql)));
+        out.extend(Figure::text(
+            g,
+            &name("airtime"),
+            r.airtime_reported.and_then(yes),
+        ));
+        out.extend(Figure::number(
+            g,
+            &name("stations"),
+            Unit::Count,
+            Better::Neither,
+            Some(r.stations.len() as f64),
+        ));
+    }
+    let summaries = run.router.iter().chain(run.monitor.iter());
+    for w in summaries.filter_map(|m| m.summary.wifi.as_ref()) {
+        for r in &w.radios {
+            out.extend(Figure::number(
+                g,
+                &format!("{} airtime fairness (Jain)", r.phy),
+                Unit::Count,
+                Better::Higher,
+                r.airtime_jain,
+            ));
+        }
+    }
+    out
 }

@@ -419,3 +419,64 @@ fn units_and_labels() {
     assert_eq!(l.unit, Unit::Count);
     assert_eq!(l.cells[1].rank, None, "CPUs are not a score");
 }
+
+/// A result with one radio, as `run` keeps `routerbench wifi`'s report.
+fn with_radio(driver: &str, txqs: bool, af: bool, aql: bool, reported: Option<bool>) -> RunResult {
+    use crate::results::wifi::{Radio, WifiChannel, WifiFeatures, WifiReport};
+    let mut r = RunResult::new("2026-12-06T00:00:00Z".into());
+    r.wifi = Some(WifiReport {
+        interval_s: 0.5,
+        radios: vec![Radio {
+            phy: "phy0".into(),
+            driver: Some(driver.into()),
+            bands: vec!["2.4 GHz".into()],
+            channel: Some(WifiChannel {
+                freq_mhz: 2412,
+                number: Some(1),
+                band: "2.4 GHz".into(),
+                ..Default::default()
+            }),
+            features: WifiFeatures {
+                txqs,
+                airtime_fairness: af,
+                aql,
+            },
+            airtime_reported: reported,
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    r
+}
+
+#[test]
+fn wifi_features_side_by_side_per_band() {
+    let a = with_radio("ath9k", true, true, false, Some(true));
+    let b = with_radio("ath10k_pci", true, false, true, None);
+    let opts = Options::default();
+    let c = Comparison::new(vec![
+        device_of_result(&a, "c7v2.json", &opts),
+        device_of_result(&b, "r7800.json", &opts),
+    ]);
+    let text = render(&c, Format::Text, Layout::Auto);
+    let row = |start: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(start))
+            .unwrap_or_else(|| panic!("no {start} in\n{text}"))
+            .to_string()
+    };
+    assert!(
+        text.contains("Wi-Fi per band: fq_codel queues, airtime fairness"),
+        "{text}"
+    );
+    assert!(row("2.4 GHz driver").contains("ath10k_pci"), "{text}");
+    let af = row("2.4 GHz fairness");
+    assert!(af.contains("yes") && af.contains("no"), "{af}");
+    // Not known on one side: missing, not "no".
+    assert!(row("2.4 GHz airtime").contains("missing"), "{text}");
+    assert!(row("2.4 GHz AQL").contains("no") && row("2.4 GHz AQL").contains("yes"));
+    assert!(
+        text.lines().all(|l| l.chars().count() <= text::WIDTH),
+        "{text}"
+    );
+}
