@@ -316,39 +316,6 @@ fn wireguard(run: &RunResult, o: &Options) -> Vec<Figure> {
         .unwrap_or_default()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpu_names_lose_their_trademarks() {
-        assert_eq!(tidy_cpu("Intel(R) Xeon(R) Processor"), "Intel Xeon");
-        assert_eq!(
-            tidy_cpu("AMD EPYC 7B13 64-Core Processor @ 2.4GHz"),
-            "AMD EPYC 7B13 64-Core"
-        );
-        assert_eq!(block_text(131072), "128 KiB");
-        assert_eq!(block_text(1 << 20), "1 MiB");
-        assert_eq!(block_text(1400), "1400 B");
-    }
-
-    #[test]
-    fn every_group_id_is_unique_and_keys_carry_it() {
-        let mut ids: Vec<&str> = GROUPS.iter().map(|g| g.id).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        assert_eq!(ids.len(), GROUPS.len());
-        let refs = crate::report::reference::builtin().unwrap();
-        let v1 = &refs.iter().find(|r| r.id == "ea7500-v1").unwrap().row;
-        let f = crypto_figures(v1);
-        assert_eq!(f.len(), 13);
-        assert_eq!(f[9].key, "crypto.rsa-sign");
-        assert!(matches!(f[4].value, Value::NotMeasured(_)), "DES 0.00");
-        assert!(f[4].method.iter().any(|a| a.name == "cipher block"));
-        assert!(!f[0].method.iter().any(|a| a.name == "cipher block"));
-    }
-}
-
 /// Per radio (named by its band, so two devices' 2.4 GHz radios share a row): its driver, and
 /// whether it has mac80211's fq_codel queues, airtime fairness and AQL, and reports airtime;
 /// with the stations' airtime fairness when a monitored test measured it.
@@ -398,4 +365,37 @@ fn wifi(run: &RunResult, _: &Options) -> Vec<Figure> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_names_lose_their_trademarks() {
+        assert_eq!(tidy_cpu("Intel(R) Xeon(R) Processor"), "Intel Xeon");
+        assert_eq!(
+            tidy_cpu("AMD EPYC 7B13 64-Core Processor @ 2.4GHz"),
+            "AMD EPYC 7B13 64-Core"
+        );
+        assert_eq!(block_text(131072), "128 KiB");
+        assert_eq!(block_text(1 << 20), "1 MiB");
+        assert_eq!(block_text(1400), "1400 B");
+    }
+
+    #[test]
+    fn every_group_id_is_unique_and_keys_carry_it() {
+        let mut ids: Vec<&str> = GROUPS.iter().map(|g| g.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), GROUPS.len());
+        let refs = crate::report::reference::builtin().unwrap();
+        let v1 = &refs.iter().find(|r| r.id == "ea7500-v1").unwrap().row;
+        let f = crypto_figures(v1);
+        assert_eq!(f.len(), 13);
+        assert_eq!(f[9].key, "crypto.rsa-sign");
+        assert!(matches!(f[4].value, Value::NotMeasured(_)), "DES 0.00");
+        assert!(f[4].method.iter().any(|a| a.name == "cipher block"));
+        assert!(!f[0].method.iter().any(|a| a.name == "cipher block"));
+    }
 }
