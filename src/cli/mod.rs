@@ -113,7 +113,7 @@ pub enum Command {
     /// One SVG plot of a result file (the report's own code).
     #[cfg(feature = "plots")]
     Plot(report::PlotArgs),
-    /// Crypto rows side by side with ratios; `--reference` ranks them among published rows.
+    /// Devices side by side on every headline figure, with ratios; a table of many with ranks.
     #[cfg(feature = "plots")]
     Compare(compare::CompareArgs),
 }
