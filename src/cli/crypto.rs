@@ -74,6 +74,10 @@ pub struct CryptoArgs {
     /// A cpuinfo cell of the row (repeat for several), instead of this machine's.
     #[arg(long = "cpu-field", value_name = "TEXT")]
     pub cpu_fields: Vec<String>,
+    /// Wait up to SECS for the machine to be idle before measuring (other processes under
+    /// 10 % of a CPU); then measure anyway, and the validity verdict says how busy it was.
+    #[arg(long, value_name = "SECS", default_value_t = 3.0, value_parser = crate::cli::common::parse_idle_wait)]
+    pub idle_wait: f64,
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
@@ -85,9 +89,12 @@ pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
     // Ctrl-C stops after the algorithm being measured; the rest of the row stays empty.
     crate::util::signals::install();
     let signal = crate::cli::common::signal_flag::SignalFlag::default();
-    let result = match &args.import {
-        Some(file) => import(file)?,
-        None => measure(&args, &signal.0)?,
+    let (result, validity) = match &args.import {
+        Some(file) => (import(file)?, None),
+        None => {
+            let (r, v) = measure(&args, &signal.0)?;
+            (r, Some(v))
+        }
     };
     let interrupted = signal.0.load(std::sync::atomic::Ordering::Relaxed);
     let device = crate::device::detect();
@@ -107,6 +114,7 @@ pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
     let mut envelope = crate::results::RunResult::new(started);
     envelope.device = Some(device);
     envelope.crypto = Some(result.clone());
+    envelope.validity = validity.clone();
     envelope.finished_at = crate::util::time::now_rfc3339();
 
     let json_to_stdout = args.json.on_stdout();
@@ -134,6 +142,15 @@ pub fn run(args: CryptoArgs) -> anyhow::Result<i32> {
             "{}",
             render_output(&result, &identity, &labels, args.format, args.cipher_block)
         );
+        // One verdict line: under the table, or on stderr where stdout is a row for scripts.
+        if let Some(v) = &validity {
+            let line = crate::report::validity::verdict_line(v);
+            if args.format == OutputFormat::Table {
+                crate::outln!("{line}");
+            } else if !args.quiet {
+                crate::errln!("routerbench: {line}");
+            }
+        }
     }
     saved?;
     if interrupted {
@@ -189,7 +206,7 @@ fn identity_for(args: &CryptoArgs, device: &DeviceInfo) -> Vec<String> {
 fn measure(
     args: &CryptoArgs,
     interrupt: &std::sync::Arc<std::sync::atomic::AtomicBool>,
-) -> anyhow::Result<CryptoResult> {
+) -> anyhow::Result<(CryptoResult, crate::results::validity::Validity)> {
     let algorithms = match &args.algorithms {
         Some(list) => crypto::parse_algorithms(list)?,
         None => crate::results::crypto::Algorithm::EVERY.to_vec(),
@@ -213,12 +230,20 @@ fn measure(
         cfg.seconds_bulk = s;
         cfg.seconds_pkey = s;
     }
-    let result = if args.quiet {
-        crypto::run_suite(&cfg, &crate::util::progress::NoProgress)?
+    crypto::check_config(&cfg)?;
+    // Idle wait and the "before" readings, a window per column, the "after" readings.
+    let watch = crate::monitor::validity::Watch::begin(
+        std::path::Path::new("/"),
+        std::time::Duration::from_secs_f64(args.idle_wait),
+    );
+    let bar: Box<dyn crate::util::progress::Progress> = if args.quiet {
+        Box::new(crate::util::progress::NoProgress)
     } else {
-        crypto::run_suite(&cfg, &crate::util::progress::BarProgress::new())?
+        Box::new(crate::util::progress::BarProgress::new())
     };
-    Ok(result)
+    let watched = crate::monitor::validity::WatchedProgress::new(bar.as_ref(), watch);
+    let result = crypto::run_suite(&cfg, &watched)?;
+    Ok((result, watched.into_watch().finish()))
 }
 
 /// Limit on an imported file: openssl speed output is a few KiB; this stops a wrong file early.

@@ -38,6 +38,10 @@ pub struct RunArgs {
     /// system's, e.g. cubic on OpenWrt).
     #[arg(short = 'C', long = "congestion", value_name = "ALGO")]
     pub congestion: Option<String>,
+    /// Wait up to SECS for the machine to be idle before measuring (other processes under
+    /// 10 % of a CPU); then measure anyway, and the validity verdict says how busy it was.
+    #[arg(long, value_name = "SECS", default_value_t = 3.0, value_parser = crate::cli::common::parse_idle_wait)]
+    pub idle_wait: f64,
     /// No progress bar.
     #[arg(short, long)]
     pub quiet: bool,
@@ -74,19 +78,33 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     );
     result.wifi = (!wifi.radios.is_empty()).then_some(wifi);
 
-    measure_crypto(&args, &signal, progress.as_ref(), &mut result);
+    // The validity checks: an idle wait, then a window per crypto column and per part.
+    let watch = crate::monitor::validity::Watch::begin(
+        std::path::Path::new("/"),
+        std::time::Duration::from_secs_f64(args.idle_wait),
+    );
+    let watched = crate::monitor::validity::WatchedProgress::new(progress.as_ref(), watch);
+    measure_crypto(&args, &signal, &watched, &mut result);
+    let mut watch = watched.into_watch();
     let want_tp = !args.skip.contains(&Part::Throughput);
     let want_lat = !args.skip.contains(&Part::Latency);
     // The machine's own view during the network tests.
     let sampler = (want_tp || want_lat)
         .then(|| start_sampler(&mut result))
         .flatten();
+    // The network parts' windows are recorded, not judged: their own softirq work and kernel
+    // threads count as others' in /proc/stat.
     if want_tp && !signal.stopped() {
+        watch.skip();
         measure_throughput(&args, &signal, progress.as_ref(), &mut result);
+        watch.mark("throughput", false);
     }
     if want_lat && !signal.stopped() {
+        watch.skip();
         measure_latency(&args, &signal, progress.as_ref(), &mut result);
+        watch.mark("latency", false);
     }
+    result.validity = Some(watch.finish());
     if let Some(s) = sampler {
         attach_monitor(s, &mut result);
     }
@@ -222,6 +240,9 @@ fn close(result: &mut RunResult, interrupted: bool) {
 /// The summary, the comparability warning and the SQM capacity.
 fn print_summary(result: &RunResult) {
     crate::out!("{}", crate::report::summary::render_run(result));
+    if let Some(v) = &result.validity {
+        crate::outln!("{}", crate::report::validity::verdict_line(v));
+    }
     if let Some(w) = result
         .crypto
         .as_ref()

@@ -349,7 +349,7 @@ fn measure_one(
 
 /// The run's bounds: seconds (so the timing loop's Duration conversion can never overflow)
 /// and threads.
-fn check_config(cfg: &SuiteConfig) -> Result<(), CryptoError> {
+pub fn check_config(cfg: &SuiteConfig) -> Result<(), CryptoError> {
     let positive = |s: f64| s.is_finite() && s > 0.0 && s <= MAX_SECONDS;
     if !positive(cfg.seconds_bulk) || !positive(cfg.seconds_pkey) {
         return Err(CryptoError::Config(format!(

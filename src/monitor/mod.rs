@@ -3,6 +3,8 @@
 
 pub mod agent;
 pub mod bql;
+pub mod clock;
+pub mod cpufreq;
 pub mod error;
 pub mod health;
 pub mod netlink;
@@ -16,6 +18,7 @@ pub mod sampler;
 pub mod sources;
 pub mod summary;
 pub mod tc_stats;
+pub mod validity;
 pub mod thermal;
 pub mod wifi;
 pub mod wifi_debugfs;

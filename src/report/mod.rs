@@ -22,4 +22,5 @@ pub mod rows;
 pub mod rpm;
 pub mod stress;
 pub mod summary;
+pub mod validity;
 pub mod wifi;

@@ -17,6 +17,7 @@ pub mod monitor;
 pub mod rpm;
 pub mod stress;
 pub mod throughput;
+pub mod validity;
 pub mod wifi;
 
 /// A process and its CPU use over a window (the monitor's busiest processes, hostapd in the
@@ -96,6 +97,10 @@ pub struct RunResult {
     /// The radios and stations (`routerbench wifi`), when this machine has radios (`run`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wifi: Option<wifi::WifiReport>,
+    /// Whether the run was clean: idle at the start, no background load while measuring, no
+    /// throttling or frequency scaling, a measured clock near its claim (`crypto`, `run`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validity: Option<validity::Validity>,
     /// Things a reader must know to trust the numbers (missing sources, skipped parts).
     #[serde(default)]
     pub notes: Vec<String>,
@@ -123,6 +128,7 @@ impl RunResult {
             sqm_side_by_side: Vec::new(),
             stress: None,
             wifi: None,
+            validity: None,
             notes: Vec::new(),
             interrupted: false,
         }

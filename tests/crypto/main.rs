@@ -11,3 +11,4 @@
 mod crypto_cli;
 mod crypto_import;
 mod crypto_program;
+mod crypto_validity;

@@ -10,3 +10,13 @@ pub mod qdisc_arg;
 pub mod router;
 pub mod signal_flag;
 pub mod token;
+
+/// `--idle-wait SECS`: 0 (do not wait, one quarter-second look) to 600.
+pub fn parse_idle_wait(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..=600.0).contains(&x) => Ok(x),
+        _ => Err(format!(
+            "`{s}` is not a number of seconds from 0 to 600 (how long to wait for an idle machine)"
+        )),
+    }
+}

@@ -84,10 +84,19 @@ pub fn group(id: &str) -> Option<&'static GroupDef> {
 
 /// Every figure of a result, group by group.
 pub fn figures_of(run: &RunResult, opts: &Options) -> Vec<Figure> {
-    GROUPS
+    let mut figures: Vec<Figure> = GROUPS
         .iter()
         .flat_map(|g| (g.of_result)(run, opts))
-        .collect()
+        .collect();
+    // A run that checked itself: its verdict is an aspect of every measured figure, so a
+    // failed run's figures are flagged beside a clean run's.
+    if let Some(v) = &run.validity {
+        let word = if v.passed() { "passed" } else { "failed" };
+        for f in figures.iter_mut().filter(|f| f.group != "identity") {
+            f.method.push(super::model::aspect("validity", word));
+        }
+    }
+    figures
 }
 
 /// A CPU or SoC name without trademarks and filler (`Intel(R) Xeon(R) Processor` → `Intel
@@ -153,6 +162,11 @@ fn identity(run: &RunResult, _: &Options) -> Vec<Figure> {
         )),
     }
     out.extend(Figure::text(g, "kernel", d.kernel.clone()));
+    out.extend(Figure::text(
+        g,
+        "validity",
+        run.validity.as_ref().map(crate::report::validity::short),
+    ));
     out
 }
 

@@ -184,6 +184,24 @@ impl Comparison {
         let Some(base) = self.devices.first() else {
             return out;
         };
+        // Runs that failed their own validity checks (docs/crypto.md), first.
+        for (i, d) in self.devices.iter().enumerate() {
+            let failed = d.figures.iter().find_map(|f| match &f.value {
+                Value::Text(t) if f.key == "identity.validity" && t.starts_with("FAIL") => {
+                    Some(t.clone())
+                }
+                _ => None,
+            });
+            if let Some(why) = failed {
+                out.push(format!(
+                    "✗ {} ({}) failed its validity checks ({}): its figures are not a clean \
+                     measurement; run it again on an idle, unthrottled machine",
+                    letter(i),
+                    d.label,
+                    why.trim_start_matches("FAIL: ")
+                ));
+            }
+        }
         for (i, d) in self.devices.iter().enumerate().skip(1) {
             let (l, b) = (letter(i), letter(0));
             let big: Vec<String> = self
