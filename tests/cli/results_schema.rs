@@ -282,9 +282,9 @@ fn numeric_names(v: &Value, name: &str, out: &mut BTreeSet<String>) {
 /// A unit in the name, or a count / id / ratio / iperf3 size whose unit is fixed.
 fn has_unit(name: &str) -> bool {
     // A unit is one `_`-separated word of the name: `rtt_us`, `backlog_bytes_max`, `t0_unix_s`.
-    const UNITS: [&str; 19] = [
+    const UNITS: [&str; 21] = [
         "s", "ms", "us", "pct", "bps", "sec", "second", "seconds", "mbps", "ppm", "c", "bytes",
-        "percent", "ratio", "minute", "mhz", "hz", "dbm", "kib",
+        "percent", "ratio", "minute", "mhz", "khz", "hz", "dbm", "kib", "bogomips",
     ];
     const COUNTS: [&str; 38] = [
         "n",

@@ -480,3 +480,66 @@ fn wifi_features_side_by_side_per_band() {
         "{text}"
     );
 }
+
+/// A run that checked itself and failed is marked: its verdict in the identity lines, its
+/// measured cells flagged beside a clean run's, and a line under the table.
+#[test]
+fn a_row_whose_validity_failed_is_marked() {
+    use crate::results::validity::{ClockCheck, IdleCheck, Validity, Verdict};
+    let check = |verdict: Verdict, problems: &[&str]| Validity {
+        verdict,
+        problems: problems.iter().map(|p| p.to_string()).collect(),
+        idle: IdleCheck {
+            limit_s: 3.0,
+            waited_s: 3.0,
+            idle: verdict == Verdict::Pass,
+            others_pct: Some(1.0),
+        },
+        windows: Vec::new(),
+        whole: None,
+        cpufreq: Vec::new(),
+        temp_before_c: None,
+        temp_after_c: None,
+        clock: ClockCheck::default(),
+        notes: Vec::new(),
+    };
+    let mut clean = full("OpenSSL 3.0.19", "cubic", 10, 1.0);
+    clean.validity = Some(check(Verdict::Pass, &[]));
+    let mut busy = full("OpenSSL 3.0.19", "cubic", 10, 0.5);
+    busy.device.as_mut().unwrap().hostname = Some("busy".into());
+    busy.validity = Some(check(
+        Verdict::Fail,
+        &["background load: other processes used 98 % of a CPU on average while measuring"],
+    ));
+    let opts = Options::default();
+    let c = Comparison::new(vec![
+        device_of_result(&clean, "clean.json", &opts),
+        device_of_result(&busy, "busy.json", &opts),
+    ]);
+    let v = c.lines.iter().find(|l| l.key == "identity.validity").unwrap();
+    assert_eq!(v.cells[0].value, Some(Value::Text("pass".into())));
+    assert_eq!(
+        v.cells[1].value,
+        Some(Value::Text("FAIL: background load".into()))
+    );
+    let md5 = c.lines.iter().find(|l| l.key == "crypto.md5").unwrap();
+    assert_eq!(
+        md5.cells[1].flags,
+        ["validity passed (A) vs failed (B)"],
+        "{:?}",
+        md5.cells[1]
+    );
+    let text = render(&c, Format::Text, Layout::Auto);
+    assert!(
+        text.contains("✗ B (busy · MT7621) failed its validity checks (background load)"),
+        "{text}"
+    );
+    assert!(text.contains("validity passed (A) vs failed (B)"), "{text}");
+    // Two clean runs: nothing marked.
+    let c = Comparison::new(vec![
+        device_of_result(&clean, "a.json", &opts),
+        device_of_result(&clean, "b.json", &opts),
+    ]);
+    let text = render(&c, Format::Text, Layout::Auto);
+    assert!(!text.contains('✗') && !text.contains("validity failed"), "{text}");
+}
