@@ -11,9 +11,12 @@
 //! qemu itself runs in [<name>-rtr], which has no links: `lab down` finds it there.
 //! ```
 
+pub mod apt;
 pub mod arch;
 pub mod assets;
 pub mod control;
+pub mod elf;
+pub mod extras;
 pub mod files;
 pub mod guest;
 pub mod guest_run;
@@ -321,6 +324,8 @@ fn build(
         busybox,
         routerbench: bin_bytes,
         modules,
+        module_params: &[],
+        extras: &[],
         config_json: &gjson,
     })?;
     std::fs::create_dir_all(state::STATE_DIR)
