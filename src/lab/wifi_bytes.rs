@@ -29,7 +29,7 @@ pub fn check(latency: &LatencyResult, wifi: &WifiSummary, mac: &str) -> Vec<Stat
             .flows
             .iter()
             .filter(|f| f.direction == direction)
-            .map(|f| f.bytes)
+            .map(|f| f.bytes_all.unwrap_or(f.bytes))
             .sum();
         if test_bytes == 0 {
             continue;

@@ -97,6 +97,9 @@ pub struct FlowOutcome {
     pub bytes_per_step: Vec<u64>,
     /// Upload: the client socket's TCP RTT (µs) at each step end.
     pub rtt_per_step: Vec<Option<u32>>,
+    /// Every byte this end wrote (upload) or read (download) over the flow's life, the drain
+    /// after the load window included.
+    pub total_bytes: u64,
     pub error: Option<String>,
 }
 
@@ -113,6 +116,7 @@ pub fn run(
     let mut out = FlowOutcome {
         bytes_per_step: vec![0; steps],
         rtt_per_step: vec![None; steps],
+        total_bytes: 0,
         error: None,
     };
     // Until the load starts, in slices: an interruption in the idle lead-in ends the flow at
@@ -144,6 +148,7 @@ pub fn run(
                 }
                 match f.stream.write(&payload) {
                     Ok(n) => {
+                        out.total_bytes += n as u64;
                         live_bytes.fetch_add(n as u64, Ordering::Relaxed);
                     }
                     Err(e) if crate::net::is_timeout(&e) => {}
@@ -171,6 +176,7 @@ pub fn run(
                         if now >= start && now < end {
                             out.bytes_per_step[step_of(now)] += n as u64;
                         }
+                        out.total_bytes += n as u64;
                         live_bytes.fetch_add(n as u64, Ordering::Relaxed);
                     }
                     Err(e) if crate::net::is_timeout(&e) => {}

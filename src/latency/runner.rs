@@ -514,6 +514,7 @@ fn assemble(
                 .collect();
             flows_out.push(RawFlow {
                 steps: per_step,
+                total_bytes: Some(out.total_bytes),
                 ..known
             });
         }

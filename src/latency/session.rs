@@ -149,6 +149,7 @@ pub(super) fn open(
             cc_server: Some(f.cc_server.clone()),
             steps: Vec::new(),
             start_s: Some(w.load_start.as_secs_f64()),
+            total_bytes: None,
         };
         let h = std::thread::Builder::new()
             .name(format!("rb-flow{id}"))
