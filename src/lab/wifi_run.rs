@@ -20,6 +20,10 @@ use std::time::Duration;
 /// The most the AP's counters may differ from the test's bytes, percent.
 pub const BYTES_TOLERANCE_PCT: f64 = 2.0;
 
+/// How long a station's download flows read after the load until the server closes: the
+/// slow VM's buffers held up to ≈ 2 MB at the end of a 10 s RRUL (≈ 1–2 s to drain).
+pub const DRAIN: Duration = Duration::from_secs(20);
+
 /// One station's run.
 #[derive(Debug, Clone)]
 pub struct StationOutcome {
@@ -87,6 +91,9 @@ pub fn client_args(test: &TestConfig, server: SocketAddr, agent: Option<(&str, &
         f(test.probe_interval),
         "-4".into(),
         "-q".into(),
+        // Every byte that crossed the AP is read: the byte check compares them.
+        "--drain".into(),
+        f(DRAIN),
     ];
     if matches!(
         test.kind,
@@ -199,7 +206,7 @@ pub fn run(cfg: &LabConfig, test: &TestConfig, which: &[u32]) -> Result<Vec<Stat
     .context("cannot start the latency server in the WAN namespace")?;
     let outcome = (|| {
         let before = ap_report(cfg)?;
-        let total = test.length + test.delay * 2;
+        let total = test.length + test.delay * 2 + DRAIN;
         let timeout = total + Duration::from_secs(120);
         // Every station's client subscribes to the agent: each result carries the router's
         // samples (radios and stations) on its own clock.

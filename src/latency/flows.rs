@@ -109,6 +109,7 @@ pub fn run(
     start: Instant,
     length: Duration,
     step: Duration,
+    drain: Duration,
     live_bytes: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
 ) -> FlowOutcome {
@@ -163,7 +164,9 @@ pub fn run(
         Direction::Download => {
             let _ = f.stream.set_read_timeout(Some(Duration::from_millis(250)));
             let mut buf = vec![0u8; 128 * 1024];
-            let hard_end = end + Duration::from_secs(3);
+            // The drain: what the sender had buffered at the end still arrives (not counted
+            // in the window, but read, so the sender can finish and close).
+            let hard_end = end + drain;
             while !stop.load(Ordering::Relaxed) && Instant::now() < hard_end {
                 match f.stream.read(&mut buf) {
                     Ok(0) => break,
