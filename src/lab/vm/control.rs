@@ -10,6 +10,16 @@ use std::time::Duration;
 /// Runs routerbench with `args` inside lab `cfg`'s VM router; waits at most `timeout` (+30 s
 /// for the reply to travel).
 pub fn exec(cfg: &LabConfig, args: &[String], timeout: Duration) -> Result<ExecReply> {
+    exec_in(cfg, None, args, timeout)
+}
+
+/// [`exec`] inside Wi-Fi station `station`'s namespaces (None: the router itself).
+pub fn exec_in(
+    cfg: &LabConfig,
+    station: Option<u32>,
+    args: &[String],
+    timeout: Duration,
+) -> Result<ExecReply> {
     let vm = cfg.router_vm.as_ref().ok_or_else(|| {
         LabError::State(format!(
             "lab {} has no VM router: lab exec runs inside one (`lab up --router vm`)",
@@ -41,6 +51,7 @@ pub fn exec(cfg: &LabConfig, args: &[String], timeout: Duration) -> Result<ExecR
         id: u64::from_le_bytes(id),
         args: args.to_vec(),
         timeout_s: timeout.as_secs_f64(),
+        station,
     };
     let mut line = serde_json::to_vec(&req).map_err(|e| LabError::Unexpected(e.to_string()))?;
     line.push(b'\n');

@@ -21,7 +21,7 @@ pub const SHAPE_STATS: &str = "/run/routerbench-shape.json";
 /// A request or reply line is at most this long.
 pub const MAX_LINE: usize = 1 << 20;
 /// Each of stdout and stderr of a command is kept up to this many bytes.
-pub const MAX_OUTPUT: usize = 4 << 20;
+pub const MAX_OUTPUT: usize = 16 << 20;
 
 /// Run routerbench inside the VM with these arguments.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -32,6 +32,9 @@ pub struct ExecRequest {
     pub args: Vec<String>,
     /// Killed after this long.
     pub timeout_s: f64,
+    /// Run inside this Wi-Fi station's namespaces (`lab exec --station K`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub station: Option<u32>,
 }
 
 /// What the command did.
@@ -71,13 +74,23 @@ pub fn run_request(exe: &std::path::Path, req: &ExecRequest) -> ExecReply {
     } else {
         Duration::from_secs(600)
     };
-    let mut child = match Command::new(exe)
-        .args(&req.args)
+    let mut cmd = Command::new(exe);
+    cmd.args(&req.args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
+        .stderr(Stdio::piped());
+    if let Some(k) = req.station {
+        let entered = super::guest_wifi::holder_of(k)
+            .and_then(|pid| super::guest_wifi::enter(&mut cmd, pid));
+        if let Err(e) = entered {
+            return ExecReply {
+                id: req.id,
+                error: Some(format!("station {k}: {e}")),
+                ..Default::default()
+            };
+        }
+    }
+    let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
             return ExecReply {
@@ -355,6 +368,7 @@ mod tests {
                 id: 9,
                 args: vec!["-c".into(), "echo out; echo err >&2; exit 3".into()],
                 timeout_s: 10.0,
+                station: None,
             },
         );
         assert_eq!(r.status, Some(3));
@@ -368,6 +382,7 @@ mod tests {
                 id: 1,
                 args: vec!["-c".into(), "sleep 30".into()],
                 timeout_s: 1.0,
+                station: None,
             },
         );
         assert!(slow.timed_out);
@@ -378,6 +393,7 @@ mod tests {
                 id: 2,
                 args: vec![],
                 timeout_s: 1.0,
+                station: None,
             },
         );
         assert!(missing.error.unwrap().contains("cannot start"));
