@@ -7,6 +7,7 @@ pub mod clock;
 pub mod cpufreq;
 pub mod error;
 pub mod health;
+pub mod metrics;
 pub mod netlink;
 pub mod nl80211;
 pub mod processes;

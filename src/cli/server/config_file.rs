@@ -45,10 +45,14 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("max_rb_duration", "--max-rb-duration"),
     ("monitor_token", "--monitor-token"),
     ("max_monitors", "--max-monitors"),
+    ("metrics_file", "--metrics-file"),
+    ("metrics_interval", "--metrics-interval"),
+    ("metrics_file_families", "--metrics-file-families"),
+    ("results_dir", "--results-dir"),
 ];
 
 /// UCI boolean option → flag given when it is true (`1`, `yes`, `on`, `true`, `enabled`).
-pub const SWITCHES: &[(&str, &str)] = &[("monitor", "--monitor")];
+pub const SWITCHES: &[(&str, &str)] = &[("monitor", "--monitor"), ("metrics", "--metrics")];
 
 /// Options only the procd init script reads.
 pub const INIT_SCRIPT_ONLY: &[&str] = &["enabled"];
