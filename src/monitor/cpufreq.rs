@@ -136,7 +136,7 @@ pub fn time_in_state_delta(
             })
         })
         .collect();
-    states.sort_by(|a, b| b.khz.cmp(&a.khz));
+    states.sort_by_key(|s| std::cmp::Reverse(s.khz));
     let total: f64 = states.iter().map(|s| s.s).sum();
     let top = states.first()?.khz;
     if total <= 0.0 {

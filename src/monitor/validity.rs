@@ -303,9 +303,14 @@ fn r1(x: f64) -> f64 {
 
 impl Watch {
     /// Waits up to `idle_wait` for others' CPU to fall under [`IDLE_PCT`] (at least one
-    /// quarter-second window is always measured, so the figure is there), then reads cpufreq,
-    /// the temperature and the measured clock.
-    pub fn begin(root: &Path, idle_wait: Duration) -> Watch {
+    /// quarter-second window is always measured, so the figure is there; `stop`, set by
+    /// SIGINT/SIGTERM, ends the wait), then reads cpufreq, the temperature and the measured
+    /// clock.
+    pub fn begin(
+        root: &Path,
+        idle_wait: Duration,
+        stop: Option<&std::sync::atomic::AtomicBool>,
+    ) -> Watch {
         let t0 = Instant::now();
         let mut notes = Vec::new();
         let mut prev = counters(root);
@@ -322,7 +327,8 @@ impl Watch {
                     idle = w.others_pct + w.irq_pct < IDLE_PCT;
                 }
                 prev = now;
-                if idle || t0.elapsed() >= idle_wait {
+                let stopped = stop.is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed));
+                if idle || stopped || t0.elapsed() >= idle_wait {
                     break;
                 }
             }
@@ -734,7 +740,7 @@ mod tests {
         let root = std::env::temp_dir().join(format!("rb-validity-empty-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
-        let mut w = Watch::begin(&root, Duration::from_millis(0));
+        let mut w = Watch::begin(&root, Duration::from_millis(0), None);
         w.mark("md5", true);
         let v = w.finish();
         assert_eq!(v.verdict, Verdict::Pass, "{v:?}");
