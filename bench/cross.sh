@@ -22,7 +22,8 @@
 #   BUILD=0 bench/cross.sh             # smoke-test the binaries already built
 #   FAST=1 bench/cross.sh              # CI: thin LTO, 16 codegen units (same code, ~3x quicker
 #                                      # to build, a little bigger: sizes are not the shipped ones)
-#   FEATURES=minimal bench/cross.sh    # --no-default-features (the router's minimal build)
+#   FEATURES=minimal bench/cross.sh    # --no-default-features (the router's minimal build, the
+#                                      # one bench/package.sh packages), in target/cross-std-minimal
 #   BUILD_STD=0 bench/cross.sh         # the plain glibc recipe (armv7, aarch64 only)
 #   NATIVE_BIN=target/release/routerbench bench/cross.sh   # the native peer of the interop
 #                                      # cases (built with `cargo build --release` if unset)
@@ -51,6 +52,10 @@ RUSTC=${RUSTC_CROSS:-/usr/bin/rustc}
 # Own target dir: the cross builds must not fight the native build's cache.
 TARGET_DIR=${CROSS_TARGET_DIR:-target/cross}
 [ "$BUILD_STD" != 0 ] && [ -z "${CROSS_TARGET_DIR:-}" ] && TARGET_DIR=target/cross-std
+# The router's build (FEATURES=minimal, what bench/package.sh packages) in a directory of its
+# own, so that it and the full build (the VM router's, which needs the lab) do not overwrite
+# each other: target/cross-std-minimal/.
+[ "$FEATURES" = minimal ] && [ -z "${CROSS_TARGET_DIR:-}" ] && TARGET_DIR=$TARGET_DIR-minimal
 # The soft-float musl built for MIPS, shared by every TARGET_DIR (absolute: its specs embed it).
 MUSL_DIR=$PWD/${MUSL_DIR:-target/musl}
 

@@ -12,6 +12,13 @@
 #   APK=/path/to/apk bench/package.sh   # apk-tools >= 3 for the .apk (default: `apk` on PATH if
 #                                       # it is v3, else ../shared/peers/apk-3.0.6)
 #   NO_APK=1 bench/package.sh        # only the .ipk files
+#   FEATURES=full bench/package.sh   # the full build instead (lab, plots): over 1.5 MiB on MIPS
+#
+# The packages carry the router's build by default: `FEATURES=minimal bench/cross.sh`
+# (--no-default-features, in target/cross-std-minimal/), the set openwrt/routerbench/Makefile
+# builds in the OpenWrt SDK: everything but the netns lab (a Linux host's, with root, nft and
+# the VM) and the readers of saved results (report, plot, compare: a PC's). Every package is
+# then under 1.5 MiB (docs/packages.md, "Sizes").
 #
 # Why a script and not `routerbench package`: packaging needs tar, gzip and apk-tools on the
 # build machine, never on the router; a subcommand would put that code into the router's binary.
@@ -43,10 +50,18 @@ owrt_arch() {
   esac
 }
 
-# "arch=path" for every static binary bench/cross.sh left (the router recipe's first).
+FEATURES=${FEATURES:-minimal}
+case "$FEATURES" in
+  minimal) SUFFIX=-minimal ;;
+  full) SUFFIX= ;;
+  *) die "FEATURES=$FEATURES: minimal (the router's build, the default) or full" ;;
+esac
+
+# "arch=path" for every static binary bench/cross.sh left with $FEATURES (the router recipe's
+# first).
 find_bins() {
   local seen=" " f triple arch
-  for f in target/cross-std/*/router/routerbench target/cross/*/router/routerbench; do
+  for f in target/cross-std$SUFFIX/*/router/routerbench target/cross$SUFFIX/*/router/routerbench; do
     [ -f "$f" ] || continue
     triple=$(basename "$(dirname "$(dirname "$f")")")
     arch=$(owrt_arch "$triple") || continue
@@ -179,7 +194,7 @@ EOF
 }
 
 BINS=${BINS:-$(find_bins)}
-[ -n "$BINS" ] || die "no static routerbench binary found under target/cross-std or target/cross: build one with bench/cross.sh (e.g. TARGETS=armv7 bench/cross.sh), or give BINS=\"ARCH=PATH …\""
+[ -n "$BINS" ] || die "no static $FEATURES routerbench binary found under target/cross-std$SUFFIX or target/cross$SUFFIX: build one with bench/cross.sh (e.g. FEATURES=$FEATURES TARGETS=armv7 bench/cross.sh), or give BINS=\"ARCH=PATH …\""
 APKTOOL=""
 if [ "${NO_APK:-0}" != 1 ]; then
   APKTOOL=$(find_apk) || die "no apk-tools v3 for the .apk files: set APK=/path/to/apk (apk-tools >= 3.0; \

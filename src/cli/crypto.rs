@@ -235,6 +235,7 @@ fn measure(
     let watch = crate::monitor::validity::Watch::begin(
         std::path::Path::new("/"),
         std::time::Duration::from_secs_f64(args.idle_wait),
+        Some(interrupt),
     );
     let bar: Box<dyn crate::util::progress::Progress> = if args.quiet {
         Box::new(crate::util::progress::NoProgress)

@@ -82,6 +82,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let watch = crate::monitor::validity::Watch::begin(
         std::path::Path::new("/"),
         std::time::Duration::from_secs_f64(args.idle_wait),
+        Some(&signal.0),
     );
     let watched = crate::monitor::validity::WatchedProgress::new(progress.as_ref(), watch);
     measure_crypto(&args, &signal, &watched, &mut result);

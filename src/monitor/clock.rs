@@ -46,7 +46,11 @@ const LONG_OPS: f64 = 96.0;
 
 fn time(f: fn(u32, u32, u32) -> u32, iters: u32) -> Duration {
     let t = Instant::now();
-    black_box(f(black_box(iters), black_box(0x9e37_79b9), black_box(0x7f4a_7c15)));
+    black_box(f(
+        black_box(iters),
+        black_box(0x9e37_79b9),
+        black_box(0x7f4a_7c15),
+    ));
     t.elapsed()
 }
 

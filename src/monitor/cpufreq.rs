@@ -56,7 +56,9 @@ fn read_u64(path: &Path) -> Option<u64> {
 
 /// The current clock of `cpu` in kHz, if cpufreq reports one.
 pub fn cur_khz(root: &Path, cpu: u32) -> Option<u64> {
-    read_u64(&root.join(format!("sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_cur_freq")))
+    read_u64(&root.join(format!(
+        "sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_cur_freq"
+    )))
 }
 
 /// Every policy under `root` (at most 256 CPUs looked at), in CPU order.
@@ -100,7 +102,11 @@ pub fn read_all(root: &Path) -> Vec<PolicyRead> {
         seen.push((real, out.len()));
         out.push(PolicyRead {
             cpu,
-            cpus: if related.is_empty() { vec![cpu] } else { related },
+            cpus: if related.is_empty() {
+                vec![cpu]
+            } else {
+                related
+            },
             cur_khz: read_u64(&dir.join("scaling_cur_freq")),
             max_khz: read_u64(&dir.join("scaling_max_freq")),
             hw_max_khz: read_u64(&dir.join("cpuinfo_max_freq")),
@@ -130,7 +136,7 @@ pub fn time_in_state_delta(
             })
         })
         .collect();
-    states.sort_by(|a, b| b.khz.cmp(&a.khz));
+    states.sort_by_key(|s| std::cmp::Reverse(s.khz));
     let total: f64 = states.iter().map(|s| s.s).sum();
     let top = states.first()?.khz;
     if total <= 0.0 {
@@ -146,8 +152,10 @@ mod tests {
 
     /// A capture of an IPQ8064's (Krait) time_in_state, before and after a crypto row during
     /// which the thermal driver held the CPU at 1.4 GHz part of the time.
-    const TIS_BEFORE: &str = "384000 516214\n600000 2304\n800000 1501\n1000000 961\n1400000 5027\n1725000 40221\n";
-    const TIS_AFTER: &str = "384000 516230\n600000 2304\n800000 1501\n1000000 961\n1400000 5927\n1725000 42321\n";
+    const TIS_BEFORE: &str =
+        "384000 516214\n600000 2304\n800000 1501\n1000000 961\n1400000 5027\n1725000 40221\n";
+    const TIS_AFTER: &str =
+        "384000 516230\n600000 2304\n800000 1501\n1000000 961\n1400000 5927\n1725000 42321\n";
 
     #[test]
     fn time_in_state_moving_to_a_lower_state_is_seen() {
@@ -175,9 +183,11 @@ mod tests {
         assert!((below - 9.16 / 30.16 * 100.0).abs() < 1e-9, "{below}");
         // All time at the top: nothing below.
         let steady = "384000 516214\n1725000 45000\n";
-        let (_, below) =
-            time_in_state_delta(&parse_time_in_state(TIS_BEFORE), &parse_time_in_state(steady))
-                .unwrap();
+        let (_, below) = time_in_state_delta(
+            &parse_time_in_state(TIS_BEFORE),
+            &parse_time_in_state(steady),
+        )
+        .unwrap();
         assert_eq!(below, 0.0);
         // No time passed, or a counter that went back (a reset): no judgement.
         assert!(time_in_state_delta(&b, &b).is_none());

@@ -8,9 +8,7 @@
 
 use super::cpufreq::{self, PolicyRead};
 use super::procfs::CpuTicks;
-use crate::results::validity::{
-    ClockCheck, IdleCheck, LoadWindow, PolicyFreq, Validity, Verdict,
-};
+use crate::results::validity::{ClockCheck, IdleCheck, LoadWindow, PolicyFreq, Validity, Verdict};
 use crate::util::progress::Progress;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -148,7 +146,13 @@ pub fn counters(root: &Path) -> Counters {
 
 /// The window between two readings, in % of one CPU; None without /proc/stat, or when no tick
 /// passed. Without our own ticks everything counts as others'.
-pub fn window(name: &str, a: &Counters, b: &Counters, seconds: f64, judged: bool) -> Option<LoadWindow> {
+pub fn window(
+    name: &str,
+    a: &Counters,
+    b: &Counters,
+    seconds: f64,
+    judged: bool,
+) -> Option<LoadWindow> {
     let (x, y) = (a.all?, b.all?);
     let per_cpu = y.total().checked_sub(x.total())? as f64 / f64::from(b.ncpu.max(1));
     if per_cpu <= 0.0 {
@@ -299,9 +303,14 @@ fn r1(x: f64) -> f64 {
 
 impl Watch {
     /// Waits up to `idle_wait` for others' CPU to fall under [`IDLE_PCT`] (at least one
-    /// quarter-second window is always measured, so the figure is there), then reads cpufreq,
-    /// the temperature and the measured clock.
-    pub fn begin(root: &Path, idle_wait: Duration) -> Watch {
+    /// quarter-second window is always measured, so the figure is there; `stop`, set by
+    /// SIGINT/SIGTERM, ends the wait), then reads cpufreq, the temperature and the measured
+    /// clock.
+    pub fn begin(
+        root: &Path,
+        idle_wait: Duration,
+        stop: Option<&std::sync::atomic::AtomicBool>,
+    ) -> Watch {
         let t0 = Instant::now();
         let mut notes = Vec::new();
         let mut prev = counters(root);
@@ -318,7 +327,8 @@ impl Watch {
                     idle = w.others_pct + w.irq_pct < IDLE_PCT;
                 }
                 prev = now;
-                if idle || t0.elapsed() >= idle_wait {
+                let stopped = stop.is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed));
+                if idle || stopped || t0.elapsed() >= idle_wait {
                     break;
                 }
             }
@@ -602,7 +612,10 @@ mod tests {
         assert!(judge(&validity(vec![idle.clone()])).is_empty());
         let p = judge(&validity(vec![idle, busy]));
         assert_eq!(p.len(), 1, "{p:?}");
-        assert!(p[0].starts_with("background load: other processes used 50 % of a CPU"), "{p:?}");
+        assert!(
+            p[0].starts_with("background load: other processes used 50 % of a CPU"),
+            "{p:?}"
+        );
         assert!(p[0].contains("1 of 2 windows") && p[0].contains("most during sha1: 98 %"));
         // No /proc/stat, or no tick between the readings: no window, not a zero.
         assert!(window("x", &Counters::default(), &a, 1.0, true).is_none());
@@ -727,7 +740,7 @@ mod tests {
         let root = std::env::temp_dir().join(format!("rb-validity-empty-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
-        let mut w = Watch::begin(&root, Duration::from_millis(0));
+        let mut w = Watch::begin(&root, Duration::from_millis(0), None);
         w.mark("md5", true);
         let v = w.finish();
         assert_eq!(v.verdict, Verdict::Pass, "{v:?}");
@@ -735,7 +748,11 @@ mod tests {
         assert_eq!(v.idle.others_pct, None);
         assert!(!v.idle.idle);
         for want in ["no /proc/stat", "no cpufreq", "no temperature sensor"] {
-            assert!(v.notes.iter().any(|n| n.starts_with(want)), "{want}: {:?}", v.notes);
+            assert!(
+                v.notes.iter().any(|n| n.starts_with(want)),
+                "{want}: {:?}",
+                v.notes
+            );
         }
         std::fs::remove_dir_all(&root).unwrap();
     }

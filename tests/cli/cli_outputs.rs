@@ -388,7 +388,17 @@ fn ctrl_c_stops_rrul_and_crypto_at_once() {
         ),
         (
             "crypto rsa2048",
-            vec!["crypto", "--algorithms", "rsa2048", "--seconds", "10", "-q"],
+            // --idle-wait 0: the signal must find RSA running, not the wait for an idle machine.
+            vec![
+                "crypto",
+                "--algorithms",
+                "rsa2048",
+                "--seconds",
+                "10",
+                "--idle-wait",
+                "0",
+                "-q",
+            ],
             Duration::from_secs(2),
         ),
     ];

@@ -83,7 +83,11 @@ fn a_busy_loop_beside_the_row_is_named_and_an_idle_machine_passes() {
         std::thread::sleep(std::time::Duration::from_millis(200));
         crypto(&busy_json)
     };
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text
         .lines()
@@ -121,7 +125,10 @@ fn a_busy_loop_beside_the_row_is_named_and_an_idle_machine_passes() {
         let busy_others = (b1 - b0) / (t1 - t0) * 100.0 - own;
         if val["verdict"] == "pass" {
             assert!(val["problems"].as_array().unwrap().is_empty());
-            assert!(busy_others < 40.0, "a pass while others used {busy_others:.0} %: {val}");
+            assert!(
+                busy_others < 40.0,
+                "a pass while others used {busy_others:.0} %: {val}"
+            );
             std::fs::remove_dir_all(&dir).unwrap();
             return;
         }
@@ -140,6 +147,8 @@ fn a_busy_loop_beside_the_row_is_named_and_an_idle_machine_passes() {
         );
         last = val.to_string();
     }
-    eprintln!("the machine was busy by itself in all three tries (confirmed by /proc/stat): {last}");
+    eprintln!(
+        "the machine was busy by itself in all three tries (confirmed by /proc/stat): {last}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

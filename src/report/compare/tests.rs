@@ -516,7 +516,11 @@ fn a_row_whose_validity_failed_is_marked() {
         device_of_result(&clean, "clean.json", &opts),
         device_of_result(&busy, "busy.json", &opts),
     ]);
-    let v = c.lines.iter().find(|l| l.key == "identity.validity").unwrap();
+    let v = c
+        .lines
+        .iter()
+        .find(|l| l.key == "identity.validity")
+        .unwrap();
     assert_eq!(v.cells[0].value, Some(Value::Text("pass".into())));
     assert_eq!(
         v.cells[1].value,
@@ -541,5 +545,8 @@ fn a_row_whose_validity_failed_is_marked() {
         device_of_result(&clean, "b.json", &opts),
     ]);
     let text = render(&c, Format::Text, Layout::Auto);
-    assert!(!text.contains('✗') && !text.contains("validity failed"), "{text}");
+    assert!(
+        !text.contains('✗') && !text.contains("validity failed"),
+        "{text}"
+    );
 }
