@@ -8,8 +8,8 @@
 //! flight at the end.
 
 use crate::results::latency::LatencyResult;
-use crate::results::wifi::WifiSummary;
 pub use crate::results::wifi::StationBytesCheck;
+use crate::results::wifi::WifiSummary;
 
 /// Bytes of framing per frame the AP counts beyond the TCP payload: 26 (802.11 QoS data
 /// header) + 8 (LLC/SNAP) + 20 (IPv4) + 32 (TCP with the timestamps option).

@@ -183,9 +183,15 @@ fn station_block(s: &Station, out: &mut String) {
             } else {
                 format!("TID {}", t.tid)
             };
-            let used = [q.flows, q.backlog_packets, q.drops, q.ecn_marks, q.tx_packets]
-                .iter()
-                .any(|v| v.unwrap_or(0) > 0);
+            let used = [
+                q.flows,
+                q.backlog_packets,
+                q.drops,
+                q.ecn_marks,
+                q.tx_packets,
+            ]
+            .iter()
+            .any(|v| v.unwrap_or(0) > 0);
             if used {
                 out.push_str(&format!("    queue {name}: {}\n", txq(q)));
             } else {
@@ -195,10 +201,7 @@ fn station_block(s: &Station, out: &mut String) {
     }
     if !unused.is_empty() {
         // A queue no packet ever entered: one line for all of them (a station has 16 TIDs).
-        out.push_str(&format!(
-            "    queues never used: {}\n",
-            tid_ranges(&unused)
-        ));
+        out.push_str(&format!("    queues never used: {}\n", tid_ranges(&unused)));
     }
     if let Some(d) = s.debugfs.as_ref().and_then(station_debugfs_line) {
         out.push_str(&format!("    debugfs {d}\n"));

@@ -5,8 +5,8 @@
 //! mac80211's TXQs), an RRUL from station 1 (its series in the JSON, the flent file and the
 //! HTML report; the AP's counters against the test's own bytes within 2 %; the emulation
 //! note), a short rtt_fair over both stations (one result each, Jain's index), and `lab down`.
-//! About 2 minutes (boot ≈ 25 s on this 2-core host, 60 s the first time the packages are
-//! fetched).
+//! It took 47 s here (up in 24 s; load ~4 on this 2-core host), plus ≈ 60 s the first time the
+//! packages are fetched into ~/.cache/routerbench/vm.
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -90,7 +90,9 @@ fn wifi_vm_router_two_stations_rrul_and_rtt_fair() {
     let up = dir.join("up.json");
     let o = bounded(
         Command::new(rb)
-            .args(["lab", "up", "--router", "vm", "--wifi", "2", "--name", &lab, "--json"])
+            .args([
+                "lab", "up", "--router", "vm", "--wifi", "2", "--name", &lab, "--json",
+            ])
             .arg(&up),
         Duration::from_secs(400),
     );
@@ -112,7 +114,12 @@ fn wifi_vm_router_two_stations_rrul_and_rtt_fair() {
     assert_eq!(stations.len(), 2, "{vm}");
     assert_eq!(stations[0]["ip"], "10.201.3.11");
     assert_eq!(stations[1]["ip"], "10.201.3.12");
-    assert!(vm["wifi"]["emulation"].as_str().unwrap().contains("emulated"));
+    assert!(
+        vm["wifi"]["emulation"]
+            .as_str()
+            .unwrap()
+            .contains("emulated")
+    );
     let boot_s = t0.elapsed().as_secs_f64();
 
     // routerbench wifi on the router (the AP's namespace): both stations with their addresses,
@@ -129,7 +136,10 @@ fn wifi_vm_router_two_stations_rrul_and_rtt_fair() {
     assert_eq!(radio["driver"], "mac80211_hwsim", "{w}");
     assert_eq!(radio["features"]["txqs"], true, "{w}");
     assert!(
-        radio["verdict"].as_str().unwrap().contains("fq_codel queues"),
+        radio["verdict"]
+            .as_str()
+            .unwrap()
+            .contains("fq_codel queues"),
         "{w}"
     );
     let ips: Vec<&str> = radio["stations"]
@@ -139,12 +149,24 @@ fn wifi_vm_router_two_stations_rrul_and_rtt_fair() {
         .filter_map(|s| s["ip"].as_str())
         .collect();
     assert_eq!(ips.len(), 2, "{w}");
-    assert!(ips.contains(&"10.201.3.11") && ips.contains(&"10.201.3.12"), "{w}");
+    assert!(
+        ips.contains(&"10.201.3.11") && ips.contains(&"10.201.3.12"),
+        "{w}"
+    );
     // A station sees its own radio only (its own /sys in its own namespaces).
     let s1 = ok(
         &bounded(
             Command::new(rb).args([
-                "lab", "exec", "--name", &lab, "--station", "1", "--", "wifi", "--json", "-",
+                "lab",
+                "exec",
+                "--name",
+                &lab,
+                "--station",
+                "1",
+                "--",
+                "wifi",
+                "--json",
+                "-",
             ]),
             Duration::from_secs(120),
         ),
@@ -163,8 +185,19 @@ fn wifi_vm_router_two_stations_rrul_and_rtt_fair() {
     let o = bounded(
         Command::new(rb)
             .args([
-                "lab", "run", "rrul", "--name", &lab, "--station", "1", "-l", "5", "--delay", "1",
-                "-q", "--json",
+                "lab",
+                "run",
+                "rrul",
+                "--name",
+                &lab,
+                "--station",
+                "1",
+                "-l",
+                "5",
+                "--delay",
+                "1",
+                "-q",
+                "--json",
             ])
             .arg(&rj)
             .arg("--flent")
@@ -172,8 +205,14 @@ fn wifi_vm_router_two_stations_rrul_and_rtt_fair() {
         Duration::from_secs(300),
     );
     let text = ok(&o, "lab run rrul --station 1");
-    assert!(text.contains("AP bytes for station 1 (download) match"), "{text}");
-    assert!(text.contains("AP bytes for station 1 (upload) match"), "{text}");
+    assert!(
+        text.contains("AP bytes for station 1 (download) match"),
+        "{text}"
+    );
+    assert!(
+        text.contains("AP bytes for station 1 (upload) match"),
+        "{text}"
+    );
     let r = json(&rj);
     assert_eq!(r["lab"]["station"], 1, "{}", r["lab"]);
     let st = &r["lab"]["stations"][0];
@@ -186,9 +225,18 @@ fn wifi_vm_router_two_stations_rrul_and_rtt_fair() {
         let ratio = c["ratio"].as_f64().unwrap();
         assert!((ratio - 1.0).abs() <= 0.02, "AP vs test bytes: {c}");
     }
-    assert!(r["lab"]["wifi_emulated"].as_str().unwrap().contains("perfect medium"));
     assert!(
-        r["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("emulated")),
+        r["lab"]["wifi_emulated"]
+            .as_str()
+            .unwrap()
+            .contains("perfect medium")
+    );
+    assert!(
+        r["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("emulated")),
         "{}",
         r["notes"]
     );
@@ -208,7 +256,10 @@ fn wifi_vm_router_two_stations_rrul_and_rtt_fair() {
         &mut flent,
     )
     .unwrap();
-    assert!(flent.contains("02:00:00:00:01:00"), "no station series in the flent file");
+    assert!(
+        flent.contains("02:00:00:00:01:00"),
+        "no station series in the flent file"
+    );
     ok(
         &bounded(
             Command::new(rb).arg("report").arg(&rj).arg("-o").arg(&rh),
@@ -217,13 +268,18 @@ fn wifi_vm_router_two_stations_rrul_and_rtt_fair() {
         "report",
     );
     let html = std::fs::read_to_string(&rh).unwrap();
-    assert!(html.contains("02:00:00:00:01:00"), "no station in the HTML report");
+    assert!(
+        html.contains("02:00:00:00:01:00"),
+        "no station in the HTML report"
+    );
 
     // rtt_fair over both stations at once.
     let fj = dir.join("rtt_fair.json");
     let o = bounded(
         Command::new(rb)
-            .args(["lab", "run", "rtt_fair", "--name", &lab, "-l", "4", "--delay", "1", "-q", "--json"])
+            .args([
+                "lab", "run", "rtt_fair", "--name", &lab, "-l", "4", "--delay", "1", "-q", "--json",
+            ])
             .arg(&fj),
         Duration::from_secs(300),
     );

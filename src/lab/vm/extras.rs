@@ -113,7 +113,10 @@ pub fn resolve_in_root(root: &Path, rel: &str) -> Option<PathBuf> {
         cur = if let Some(abs) = t.strip_prefix('/') {
             abs.to_string()
         } else {
-            let parent = Path::new(&cur).parent().map(Path::to_path_buf).unwrap_or_default();
+            let parent = Path::new(&cur)
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default();
             normalize(&parent.join(&*t))
         };
     }
@@ -167,7 +170,11 @@ pub fn collect(root: &Path, arch: VmArch, programs: &[Program]) -> Result<Vec<Im
         let dynamic = super::elf::dynamic(&data)
             .map_err(|e| LabError::State(format!("{}: {e}", exe.display())))?;
         super::assets::check_elf(&data, arch).map_err(|why| {
-            LabError::State(format!("{} is not for the {} VM: {why}", exe.display(), arch.name()))
+            LabError::State(format!(
+                "{} is not for the {} VM: {why}",
+                exe.display(),
+                arch.name()
+            ))
         })?;
         entries.push(ImageEntry::File {
             path: format!("bin/{}", prog.name),
@@ -312,7 +319,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("rb-extras-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("lib/arm-linux-gnueabihf")).unwrap();
-        std::fs::write(dir.join("lib/arm-linux-gnueabihf/ld-linux-armhf.so.3"), b"ld").unwrap();
+        std::fs::write(
+            dir.join("lib/arm-linux-gnueabihf/ld-linux-armhf.so.3"),
+            b"ld",
+        )
+        .unwrap();
         std::os::unix::fs::symlink(
             "arm-linux-gnueabihf/ld-linux-armhf.so.3",
             dir.join("lib/ld-linux-armhf.so.3"),

@@ -80,8 +80,8 @@ pub fn run_request(exe: &std::path::Path, req: &ExecRequest) -> ExecReply {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     if let Some(k) = req.station {
-        let entered = super::guest_wifi::holder_of(k)
-            .and_then(|pid| super::guest_wifi::enter(&mut cmd, pid));
+        let entered =
+            super::guest_wifi::holder_of(k).and_then(|pid| super::guest_wifi::enter(&mut cmd, pid));
         if let Err(e) = entered {
             return ExecReply {
                 id: req.id,
