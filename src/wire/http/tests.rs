@@ -223,6 +223,40 @@ fn test_parse_refusals() {
 }
 
 #[test]
+fn test_garbage_is_refused_as_it_arrives() {
+    // Before its line ends: a method that is no token, a target with a control byte, a version
+    // that cannot become HTTP/d.d, a method too long.
+    for bytes in [
+        &b"G\x00"[..],
+        b"GE(",
+        b"GET /a\x7f",
+        b"GET / HTTQ",
+        b"GET / HTTP/1.1x",
+        b"GET / HTTP/11",
+        b"ABCDEFGHIJKLMNOPQ",
+    ] {
+        assert!(
+            RequestHead::parse(bytes, &Limits::default()).is_err(),
+            "{}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
+    for bytes in [
+        &b"GET"[..],
+        b"GET /metrics?x",
+        b"GET / HTTP/1",
+        b"GET / HTTP/1.1\r",
+    ] {
+        assert_eq!(
+            RequestHead::parse(bytes, &Limits::default()),
+            Ok(Parsed::Incomplete),
+            "{}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
+}
+
+#[test]
 fn test_parse_bounds() {
     let l = Limits {
         max_request_line: 20,
@@ -236,8 +270,11 @@ fn test_parse_bounds() {
     }
     let parse = |b: &'static [u8]| parse_with(b, &l);
     // A request line over the bound is refused before its end arrives.
-    assert_eq!(parse(&[b'G'; 21]), Err(HttpError::RequestLineTooLong(20)));
-    assert_eq!(parse(&[b'G'; 20]), Ok(Parsed::Incomplete));
+    assert_eq!(
+        parse(b"GET /aaaaaaaaaaaaaaaaa"),
+        Err(HttpError::RequestLineTooLong(20))
+    );
+    assert_eq!(parse(b"GET /aaaaaaaaaaaaaaa"), Ok(Parsed::Incomplete));
     assert_eq!(
         parse(b"GET /aaaaaaaaaaaaaaaaaaa HTTP/1.1\r\n"),
         Err(HttpError::RequestLineTooLong(20))
