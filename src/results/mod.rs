@@ -17,6 +17,7 @@ pub mod monitor;
 pub mod rpm;
 pub mod stress;
 pub mod throughput;
+pub mod web;
 pub mod wifi;
 
 /// A process and its CPU use over a window (the monitor's busiest processes, hostapd in the
@@ -96,6 +97,10 @@ pub struct RunResult {
     /// The radios and stations (`routerbench wifi`), when this machine has radios (`run`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wifi: Option<wifi::WifiReport>,
+    /// A browser test served by `routerbench server` (`latency.test` is `web`): the client and
+    /// the router's verdict on where the queue built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub web: Option<web::WebClient>,
     /// Things a reader must know to trust the numbers (missing sources, skipped parts).
     #[serde(default)]
     pub notes: Vec<String>,
@@ -123,6 +128,7 @@ impl RunResult {
             sqm_side_by_side: Vec::new(),
             stress: None,
             wifi: None,
+            web: None,
             notes: Vec::new(),
             interrupted: false,
         }

@@ -15,6 +15,7 @@ mod conn;
 pub mod daemon;
 pub mod latency_only;
 pub mod loopback;
+pub mod web;
 
 pub use crate::service::ProtocolHandler;
 
