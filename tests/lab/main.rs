@@ -23,3 +23,4 @@ mod lab_rpm;
 mod lab_rrul;
 mod lab_stress_agent;
 mod lab_topology;
+mod lab_web;
