@@ -8,12 +8,14 @@
 //! - `GET /`: the page (HTML, CSS and JS inline);
 //! - `POST /web/start?phase=S&streams=N`: a new session (JSON: its id, timeline, limits);
 //! - `GET /web/down?id&bytes=N`: N bytes (at most [`WebConfig::max_down_request`]);
-//! - `POST /web/up?id`: a body of at most [`WebConfig::max_up_body`] bytes, counted and dropped;
+//! - `POST /web/up?id`: a body of [`WebConfig::up_body`] bytes, counted and dropped;
 //! - `GET /web/ping?id`: a tiny answer, the latency probe;
 //! - `GET /web/router?id&from=K`: the router's view since point K (JSON);
 //! - `POST /web/result?id`: the page's samples in, the routerbench result document out.
 //!
-//! With a token (`--token`), every path needs `?token=T` (the page passes its own on).
+//! With a token (`--token`), every path needs `?token=T` (the page passes its own on). The
+//! HTTP layer (`server::http`) parses, bounds and routes the requests; this module holds the
+//! sessions and answers.
 
 pub mod result;
 pub mod router_view;
@@ -23,7 +25,7 @@ use crate::results::monitor::{MonitorResult, MonitorSample};
 use result::{PageSamples, Phase, SessionFacts};
 use router_view::RouterPoint;
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
@@ -51,8 +53,9 @@ pub struct WebConfig {
     pub max_streams: u32,
     /// Largest download one request may ask for, bytes.
     pub max_down_request: u64,
-    /// Largest upload body, bytes (the page grows its POSTs up to this).
-    pub max_up_body: u64,
+    /// The page's upload POST body, bytes: whole bodies are read into memory, so it stays small;
+    /// POSTs follow each other on each stream.
+    pub up_body: u64,
     /// Largest result body the page may post, bytes.
     pub max_result_body: u64,
     /// Highest rate one test may move per direction, bit/s (None: as fast as the link).
@@ -74,7 +77,7 @@ impl Default for WebConfig {
             idle_s: 2.0,
             max_streams: 2,
             max_down_request: 256 << 20,
-            max_up_body: 32 << 20,
+            up_body: 1 << 20,
             max_result_body: 2 << 20,
             max_rate_bps: None,
             io_timeout: Duration::from_secs(10),
@@ -93,7 +96,9 @@ const GRACE: Duration = Duration::from_secs(30);
 struct Session {
     id: String,
     client: IpAddr,
-    local: SocketAddr,
+    /// The server as the page reached it (its `Host` field).
+    host: String,
+    port: u16,
     t0: Instant,
     t0_unix: f64,
     started_at: String,
@@ -101,7 +106,8 @@ struct Session {
     idle_s: f64,
     streams: u32,
     deadline: Instant,
-    up_bins: Mutex<Vec<u64>>,
+    /// Upload bytes received in whole POST bodies.
+    up_received: portable_atomic::AtomicU64,
     /// Bytes moved per direction so far (for the rate cap).
     down_total: portable_atomic::AtomicU64,
     up_total: portable_atomic::AtomicU64,
@@ -125,18 +131,6 @@ impl Session {
     }
     fn t(&self) -> f64 {
         self.t0.elapsed().as_secs_f64()
-    }
-    fn count_up(&self, n: u64) {
-        let i = (self.t() / STEP_S) as usize;
-        let max = (self.total_s() / STEP_S) as usize + 50;
-        if let Ok(mut b) = self.up_bins.lock() {
-            if i < max {
-                if b.len() <= i {
-                    b.resize(i + 1, 0);
-                }
-                b[i] += n;
-            }
-        }
     }
     /// Sleeps as long as moving `total` bytes so far would exceed `rate` since t0.
     fn pace(&self, total: u64, rate: Option<u64>) {
@@ -179,35 +173,50 @@ impl View {
     }
 }
 
-/// An HTTP request as the web routes need it (the server's HTTP layer parsed it).
-#[derive(Debug, Clone)]
-pub struct Request<'a> {
-    pub method: &'a str,
-    /// The path without the query.
-    pub path: &'a str,
-    /// The query string without `?` (empty when none).
-    pub query: &'a str,
-    /// The body's length (no body: None; chunked bodies are refused before this).
-    pub content_length: Option<u64>,
-    pub peer: SocketAddr,
-    pub local: SocketAddr,
+/// What a web route answers; `server::http`'s route handlers turn it into a response.
+pub enum WebReply {
+    /// A plain-text refusal or error: the status and one line saying what to do.
+    Text(u16, String),
+    /// A JSON document.
+    Json(Vec<u8>),
+    /// The page.
+    Page,
+    /// `bytes` of download for a running test ([`WebDownload::write`] sends them).
+    Download(WebDownload),
 }
 
-impl Request<'_> {
-    fn arg(&self, name: &str) -> Option<&str> {
-        self.query
-            .split('&')
-            .filter_map(|kv| kv.split_once('=').or(Some((kv, ""))))
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v)
+/// A download in progress: its body's length and the session it belongs to.
+pub struct WebDownload {
+    pub bytes: u64,
+    session: Arc<Session>,
+    rate: Option<u64>,
+}
+
+impl WebDownload {
+    /// Writes the body: incompressible bytes, cut short (an error, so the connection closes)
+    /// once the test's deadline passed, paced to the test's rate cap if there is one.
+    pub fn write(self, out: &mut dyn Write) -> io::Result<()> {
+        let block = filler();
+        let mut left = self.bytes;
+        while left > 0 {
+            if Instant::now() >= self.session.deadline {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "browser test ended",
+                ));
+            }
+            let k = left.min(block.len() as u64) as usize;
+            out.write_all(&block[..k])?;
+            left -= k as u64;
+            let total = self
+                .session
+                .down_total
+                .fetch_add(k as u64, std::sync::atomic::Ordering::Relaxed)
+                + k as u64;
+            self.session.pace(total, self.rate);
+        }
+        out.flush()
     }
-}
-
-/// What a route answered: the status, and whether the connection may be kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Outcome {
-    pub status: u16,
-    pub keep_alive: bool,
 }
 
 /// The browser test's state: settings and the sessions running.
@@ -226,65 +235,26 @@ fn filler() -> &'static [u8] {
     })
 }
 
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        409 => "Conflict",
-        411 => "Length Required",
-        413 => "Payload Too Large",
-        429 => "Too Many Requests",
-        _ => "Error",
+fn gone() -> WebReply {
+    WebReply::Text(
+        404,
+        "no such browser test (it ended, or another device started it): press Start again".into(),
+    )
+}
+
+/// The server's address as the page reached it, from its `Host` field: (host, port).
+fn host_port(host: Option<&str>) -> (String, u16) {
+    let h = host.unwrap_or("");
+    if let Ok(a) = h.parse::<SocketAddr>() {
+        return (crate::net::addr::display_ip(a.ip()), a.port());
     }
-}
-
-/// The status line and headers of an answer with a body of `len` bytes.
-pub fn head(out: &mut dyn Write, status: u16, ctype: &str, len: u64, keep: bool) -> io::Result<()> {
-    let csp = if ctype.starts_with("text/html") {
-        // The page's own inline style and script, its own origin, blob: for the result link.
-        "Content-Security-Policy: default-src 'none'; script-src 'unsafe-inline'; style-src \
-         'unsafe-inline'; connect-src 'self'; img-src 'self' data: blob:; base-uri 'none'; \
-         form-action 'none'\r\nReferrer-Policy: no-referrer\r\n"
-    } else {
-        ""
-    };
-    write!(
-        out,
-        "HTTP/1.1 {status} {}\r\nContent-Type: {ctype}\r\nContent-Length: {len}\r\n\
-         Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n{csp}Connection: {}\r\n\r\n",
-        reason(status),
-        if keep { "keep-alive" } else { "close" }
-    )
-}
-
-fn answer(
-    out: &mut dyn Write,
-    status: u16,
-    ctype: &str,
-    body: &[u8],
-    keep: bool,
-) -> io::Result<Outcome> {
-    head(out, status, ctype, body.len() as u64, keep)?;
-    out.write_all(body)?;
-    out.flush()?;
-    Ok(Outcome {
-        status,
-        keep_alive: keep,
-    })
-}
-
-/// A refusal in words, closing the connection when the request's body was not read.
-fn refuse(out: &mut dyn Write, status: u16, why: &str, body_unread: bool) -> io::Result<Outcome> {
-    answer(
-        out,
-        status,
-        "text/plain; charset=utf-8",
-        why.as_bytes(),
-        !body_unread,
-    )
+    match h.rsplit_once(':') {
+        Some((n, p)) if !n.ends_with(']') || n.starts_with('[') => (
+            n.trim_matches(['[', ']']).to_string(),
+            p.parse().unwrap_or(0),
+        ),
+        _ => (h.to_string(), 80),
+    }
 }
 
 impl Web {
@@ -295,85 +265,15 @@ impl Web {
         }
     }
 
-    /// Whether this request is the browser test's (the page or an endpoint).
-    pub fn claims(path: &str) -> bool {
-        path == "/" || path == "/index.html" || path.starts_with("/web/")
+    pub fn config(&self) -> &WebConfig {
+        &self.cfg
     }
 
-    /// Serves one request; `body` yields exactly its body (`content_length` bytes), `out` is
-    /// the connection. Errors are the connection's (the caller closes it).
-    pub fn handle(
-        &self,
-        req: &Request,
-        body: &mut dyn Read,
-        out: &mut dyn Write,
-    ) -> io::Result<Outcome> {
-        let has_body = req.content_length.unwrap_or(0) > 0;
-        if let Some(want) = &self.cfg.token {
-            let got = req.arg("token").unwrap_or("");
-            if !crate::service::same_token(want, got) {
-                return refuse(
-                    out,
-                    403,
-                    "this routerbench server needs its token: open http://ROUTER:PORT/?token=TOKEN",
-                    has_body,
-                );
-            }
-        }
+    fn session(&self, peer: IpAddr, id: Option<&str>) -> Option<Arc<Session>> {
         self.reap();
-        match (req.method, req.path) {
-            ("GET" | "HEAD", "/" | "/index.html") => {
-                if req.method == "HEAD" {
-                    head(
-                        out,
-                        200,
-                        "text/html; charset=utf-8",
-                        PAGE.len() as u64,
-                        !has_body,
-                    )?;
-                    out.flush()?;
-                    return Ok(Outcome {
-                        status: 200,
-                        keep_alive: !has_body,
-                    });
-                }
-                answer(
-                    out,
-                    200,
-                    "text/html; charset=utf-8",
-                    PAGE.as_bytes(),
-                    !has_body,
-                )
-            }
-            ("POST", "/web/start") => self.start(req, out, has_body),
-            ("GET", "/web/ping") => match self.session(req) {
-                Some(_) => answer(out, 200, "text/plain", b"ok", !has_body),
-                None => refuse(out, 404, "no such test (ended or never started)", has_body),
-            },
-            ("GET", "/web/down") => self.down(req, out, has_body),
-            ("POST", "/web/up") => self.up(req, body, out),
-            ("GET", "/web/router") => self.router(req, out, has_body),
-            ("POST", "/web/result") => self.result(req, body, out),
-            (
-                _,
-                "/" | "/index.html" | "/web/start" | "/web/ping" | "/web/down" | "/web/up"
-                | "/web/router" | "/web/result",
-            ) => refuse(out, 405, "method not allowed here", has_body),
-            _ => refuse(
-                out,
-                404,
-                "not found: this server serves its test page at / only",
-                has_body,
-            ),
-        }
-    }
-
-    fn session(&self, req: &Request) -> Option<Arc<Session>> {
-        let id = req.arg("id")?;
-        let s = self.sessions.lock().ok()?.get(id).cloned()?;
+        let s = self.sessions.lock().ok()?.get(id?).cloned()?;
         // Only the client that started it may use it.
-        (crate::net::addr::same_ip(s.client, req.peer.ip()) && Instant::now() < s.deadline)
-            .then_some(s)
+        (crate::net::addr::same_ip(s.client, peer) && Instant::now() < s.deadline).then_some(s)
     }
 
     /// Ends sessions past their deadline (a page that never posted its result).
@@ -398,58 +298,75 @@ impl Web {
         }
     }
 
-    fn start(&self, req: &Request, out: &mut dyn Write, has_body: bool) -> io::Result<Outcome> {
-        let phase_s = match req.arg("phase").map(str::parse::<u32>) {
+    /// Browser tests running now.
+    pub fn running(&self) -> usize {
+        self.reap();
+        self.sessions.lock().map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// `POST /web/start?phase=S&streams=N`: a new session, or why not.
+    pub fn start(
+        &self,
+        peer: IpAddr,
+        host: Option<&str>,
+        phase: Option<&str>,
+        streams: Option<&str>,
+    ) -> WebReply {
+        self.reap();
+        let phase_s = match phase.map(str::parse::<u32>) {
             None => self.cfg.default_phase_s,
             Some(Ok(p)) if (2..=self.cfg.max_phase_s).contains(&p) => p,
             Some(_) => {
-                let why = format!("phase must be 2 to {} seconds", self.cfg.max_phase_s);
-                return refuse(out, 400, &why, has_body);
+                return WebReply::Text(
+                    400,
+                    format!("phase must be 2 to {} seconds", self.cfg.max_phase_s),
+                );
             }
         };
-        let streams = match req.arg("streams").map(str::parse::<u32>) {
+        let streams = match streams.map(str::parse::<u32>) {
             None => self.cfg.max_streams,
             Some(Ok(n)) if (1..=self.cfg.max_streams).contains(&n) => n,
             Some(_) => {
-                let why = format!("streams must be 1 to {}", self.cfg.max_streams);
-                return refuse(out, 400, &why, has_body);
+                return WebReply::Text(
+                    400,
+                    format!("streams must be 1 to {}", self.cfg.max_streams),
+                );
             }
         };
-        let client = req.peer.ip();
         let phases = result::timeline(self.cfg.idle_s, f64::from(phase_s));
         let total = phases.last().map_or(0.0, |p| p.end_s);
         let id = format!("{:016x}", crate::util::random::u64());
+        let (host, port) = host_port(host);
         let session = {
             let Ok(mut m) = self.sessions.lock() else {
-                return refuse(out, 500, "internal error", has_body);
+                return WebReply::Text(500, "internal error".into());
             };
             let mine = m
                 .values()
-                .filter(|s| crate::net::addr::same_ip(s.client, client))
+                .filter(|s| crate::net::addr::same_ip(s.client, peer))
                 .count();
-            if m.len() >= self.cfg.max_tests {
-                return refuse(
-                    out,
+            if mine >= self.cfg.max_tests_per_host {
+                return WebReply::Text(
                     429,
-                    &format!(
-                        "busy: {} browser tests are running; try again in a minute",
-                        m.len()
-                    ),
-                    has_body,
+                    "a test from this device is still running (another tab?): wait for it to end"
+                        .into(),
                 );
             }
-            if mine >= self.cfg.max_tests_per_host {
-                return refuse(
-                    out,
+            if m.len() >= self.cfg.max_tests {
+                return WebReply::Text(
                     429,
-                    "a test from this device is still running (another tab?); wait for it to end",
-                    has_body,
+                    format!(
+                        "busy: {} browser tests are running, the most this server runs at once; \
+                         try again in a minute",
+                        m.len()
+                    ),
                 );
             }
             let s = Arc::new(Session {
                 id: id.clone(),
-                client,
-                local: req.local,
+                client: peer,
+                host,
+                port,
                 t0: Instant::now(),
                 t0_unix: crate::util::time::unix_now_f64(),
                 started_at: crate::util::time::now_rfc3339(),
@@ -457,10 +374,10 @@ impl Web {
                 idle_s: self.cfg.idle_s,
                 streams,
                 deadline: Instant::now() + Duration::from_secs_f64(total) + GRACE,
-                up_bins: Mutex::new(Vec::new()),
+                up_received: Default::default(),
                 down_total: Default::default(),
                 up_total: Default::default(),
-                view: Mutex::new(self.view_of(client, total)),
+                view: Mutex::new(self.view_of(peer, total)),
             });
             m.insert(id.clone(), s.clone());
             s
@@ -474,15 +391,48 @@ impl Web {
             "total_s": total,
             "streams": streams,
             "down_bytes": self.cfg.max_down_request,
-            "up_max_bytes": self.cfg.max_up_body.min(16 << 20),
+            "up_bytes": self.cfg.up_body,
         });
-        answer(
-            out,
-            200,
-            "application/json",
-            doc.to_string().as_bytes(),
-            !has_body,
-        )
+        WebReply::Json(doc.to_string().into_bytes())
+    }
+
+    /// `GET /web/ping?id`: the probe's answer.
+    pub fn ping(&self, peer: IpAddr, id: Option<&str>) -> WebReply {
+        match self.session(peer, id) {
+            Some(_) => WebReply::Text(200, "ok".into()),
+            None => gone(),
+        }
+    }
+
+    /// `GET /web/down?id&bytes=N`.
+    pub fn down(&self, peer: IpAddr, id: Option<&str>, bytes: Option<&str>) -> WebReply {
+        let Some(session) = self.session(peer, id) else {
+            return gone();
+        };
+        let want = bytes
+            .and_then(|b| b.parse::<u64>().ok())
+            .unwrap_or(self.cfg.max_down_request);
+        WebReply::Download(WebDownload {
+            bytes: want.min(self.cfg.max_down_request),
+            session,
+            rate: self.cfg.max_rate_bps,
+        })
+    }
+
+    /// `POST /web/up?id`: the body arrived whole (the HTTP layer bounds it); counted, dropped.
+    pub fn up(&self, peer: IpAddr, id: Option<&str>, body: &[u8]) -> WebReply {
+        let Some(s) = self.session(peer, id) else {
+            return gone();
+        };
+        let n = body.len() as u64;
+        s.up_received
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        let total = s
+            .up_total
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed)
+            + n;
+        s.pace(total, self.cfg.max_rate_bps);
+        WebReply::Json(format!("{{\"bytes\":{n}}}").into_bytes())
     }
 
     /// The router's side of a new session: the route toward the client and a sampler.
@@ -517,99 +467,15 @@ impl Web {
         }
     }
 
-    fn down(&self, req: &Request, out: &mut dyn Write, has_body: bool) -> io::Result<Outcome> {
-        let Some(s) = self.session(req) else {
-            return refuse(out, 404, "no such test (ended or never started)", has_body);
+    /// `GET /web/router?id&from=K`: the router's view since point K.
+    pub fn router(&self, peer: IpAddr, id: Option<&str>, from: Option<&str>) -> WebReply {
+        let Some(s) = self.session(peer, id) else {
+            return gone();
         };
-        let want = req
-            .arg("bytes")
-            .and_then(|b| b.parse::<u64>().ok())
-            .unwrap_or(self.cfg.max_down_request);
-        let n = want.min(self.cfg.max_down_request);
-        head(out, 200, "application/octet-stream", n, !has_body)?;
-        let block = filler();
-        let mut left = n;
-        while left > 0 {
-            if Instant::now() >= s.deadline {
-                // Past the test's end: cut the body short; the page has stopped reading.
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "browser test ended",
-                ));
-            }
-            let k = left.min(block.len() as u64) as usize;
-            out.write_all(&block[..k])?;
-            left -= k as u64;
-            let total = s
-                .down_total
-                .fetch_add(k as u64, std::sync::atomic::Ordering::Relaxed)
-                + k as u64;
-            s.pace(total, self.cfg.max_rate_bps);
-        }
-        out.flush()?;
-        Ok(Outcome {
-            status: 200,
-            keep_alive: !has_body,
-        })
-    }
-
-    fn up(&self, req: &Request, body: &mut dyn Read, out: &mut dyn Write) -> io::Result<Outcome> {
-        let len = req.content_length.unwrap_or(0);
-        let Some(s) = self.session(req) else {
-            return refuse(out, 404, "no such test (ended or never started)", len > 0);
-        };
-        if len > self.cfg.max_up_body {
-            let why = format!(
-                "upload body of {len} bytes: at most {} per request",
-                self.cfg.max_up_body
-            );
-            return refuse(out, 413, &why, true);
-        }
-        let mut buf = vec![0u8; 64 << 10];
-        let mut left = len;
-        while left > 0 {
-            if Instant::now() >= s.deadline {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "browser test ended",
-                ));
-            }
-            let k = left.min(buf.len() as u64) as usize;
-            let got = body.read(&mut buf[..k])?;
-            if got == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "upload body cut short",
-                ));
-            }
-            left -= got as u64;
-            s.count_up(got as u64);
-            let total = s
-                .up_total
-                .fetch_add(got as u64, std::sync::atomic::Ordering::Relaxed)
-                + got as u64;
-            s.pace(total, self.cfg.max_rate_bps);
-        }
-        answer(
-            out,
-            200,
-            "application/json",
-            format!("{{\"bytes\":{len}}}").as_bytes(),
-            true,
-        )
-    }
-
-    fn router(&self, req: &Request, out: &mut dyn Write, has_body: bool) -> io::Result<Outcome> {
-        let Some(s) = self.session(req) else {
-            return refuse(out, 404, "no such test (ended or never started)", has_body);
-        };
-        let from = req
-            .arg("from")
-            .and_then(|f| f.parse::<usize>().ok())
-            .unwrap_or(0);
+        let from = from.and_then(|f| f.parse::<usize>().ok()).unwrap_or(0);
         let doc = {
             let Ok(mut v) = s.view.lock() else {
-                return refuse(out, 500, "internal error", has_body);
+                return WebReply::Text(500, "internal error".into());
             };
             v.drain();
             let wifi_note = match (&v.mac, v.points.iter().any(|p| p.station.is_some())) {
@@ -631,76 +497,40 @@ impl Web {
                 "samples": v.points.get(from.min(v.points.len())..).unwrap_or(&[]),
             })
         };
-        answer(
-            out,
-            200,
-            "application/json",
-            doc.to_string().as_bytes(),
-            !has_body,
-        )
+        WebReply::Json(doc.to_string().into_bytes())
     }
 
-    fn result(
-        &self,
-        req: &Request,
-        body: &mut dyn Read,
-        out: &mut dyn Write,
-    ) -> io::Result<Outcome> {
-        let len = req.content_length.unwrap_or(0);
-        let Some(s) = self.session(req) else {
-            return refuse(out, 404, "no such test (ended or never started)", len > 0);
+    /// `POST /web/result?id`: the page's samples in, the result document out; the session ends.
+    pub fn result(&self, peer: IpAddr, id: Option<&str>, body: &[u8]) -> WebReply {
+        let Some(s) = self.session(peer, id) else {
+            return gone();
         };
-        if len == 0 || len > self.cfg.max_result_body {
-            let why = format!(
-                "result body of {len} bytes: 1 to {} expected",
-                self.cfg.max_result_body
-            );
-            return refuse(out, 413, &why, len > 0);
-        }
-        let mut text = Vec::with_capacity(len as usize);
-        body.take(len).read_to_end(&mut text)?;
-        if text.len() as u64 != len {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "result body cut short",
-            ));
-        }
-        let samples: PageSamples = match serde_json::from_slice(&text) {
+        let samples: PageSamples = match serde_json::from_slice(body) {
             Ok(p) => p,
             Err(e) => {
-                return refuse(
-                    out,
-                    400,
-                    &format!("result body is not the page's samples: {e}"),
-                    false,
-                );
+                return WebReply::Text(400, format!("result body is not the page's samples: {e}"));
             }
         };
         let facts = SessionFacts {
-            host: crate::net::addr::display_ip(s.local.ip()),
-            port: s.local.port(),
-            ip_version: if crate::net::addr::canonical_ip(s.local.ip()).is_ipv4() {
-                4
-            } else {
-                6
-            },
+            host: s.host.clone(),
+            port: s.port,
+            ip_version: if s.host.contains(':') { 6 } else { 4 },
             t0_unix: s.t0_unix,
             idle_s: s.idle_s,
             phases: s.phases.clone(),
             step_s: STEP_S,
             probe_interval_s: PROBE_INTERVAL_S,
-            up_received: s.up_bins.lock().map(|b| b.clone()).unwrap_or_default(),
+            up_received: s.up_received.load(std::sync::atomic::Ordering::Relaxed),
         };
         if let Err(why) = result::check(&samples, &facts) {
-            return refuse(out, 400, &format!("result body out of range: {why}"), false);
+            return WebReply::Text(400, format!("result body out of range: {why}"));
         }
         // The session ends here: its id no longer works.
         if let Ok(mut m) = self.sessions.lock() {
             m.remove(&s.id);
         }
         let doc = self.document(&s, &samples, &facts);
-        let text = serde_json::to_vec(&doc).unwrap_or_default();
-        answer(out, 200, "application/json", &text, true)
+        WebReply::Json(serde_json::to_vec(&doc).unwrap_or_default())
     }
 
     /// The result document of a finished session.
@@ -762,5 +592,79 @@ impl Web {
             station,
         });
         run
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(r: WebReply) -> serde_json::Value {
+        match r {
+            WebReply::Json(b) => serde_json::from_slice(&b).unwrap(),
+            WebReply::Text(s, t) => panic!("{s} {t}"),
+            _ => panic!("not JSON"),
+        }
+    }
+
+    #[test]
+    fn a_session_from_start_to_result_and_its_bounds() {
+        let web = Web::new(WebConfig {
+            root: std::env::temp_dir().join("rb-web-no-such-root"),
+            idle_s: 0.2,
+            max_down_request: 100_000,
+            ..Default::default()
+        });
+        let me: IpAddr = "192.168.1.23".parse().unwrap();
+        let other: IpAddr = "192.168.1.24".parse().unwrap();
+        let start = json(web.start(me, Some("192.168.1.1:5201"), Some("2"), None));
+        let id = start["id"].as_str().unwrap().to_string();
+        assert_eq!(start["phases"].as_array().unwrap().len(), 3);
+        assert_eq!(start["total_s"], 6.2);
+        // One test per device, and bounds on the asks.
+        assert!(matches!(
+            web.start(me, None, None, None),
+            WebReply::Text(429, _)
+        ));
+        assert!(matches!(
+            web.start(other, None, Some("999"), None),
+            WebReply::Text(400, _)
+        ));
+        assert!(matches!(
+            web.start(other, None, None, Some("9")),
+            WebReply::Text(400, _)
+        ));
+        // Another device cannot use this session.
+        assert!(matches!(web.ping(other, Some(&id)), WebReply::Text(404, _)));
+        assert!(matches!(web.ping(me, Some(&id)), WebReply::Text(200, _)));
+        let WebReply::Download(d) = web.down(me, Some(&id), Some("1000000000")) else {
+            panic!("no download");
+        };
+        assert_eq!(d.bytes, 100_000, "capped");
+        let mut sink = Vec::new();
+        d.write(&mut sink).unwrap();
+        assert_eq!(sink.len(), 100_000);
+        assert_eq!(json(web.up(me, Some(&id), &[0u8; 1000]))["bytes"], 1000);
+        let view = json(web.router(me, Some(&id), Some("0")));
+        assert!(view["verdict"].is_string(), "{view}");
+        assert!(matches!(
+            web.result(me, Some(&id), b"{"),
+            WebReply::Text(400, _)
+        ));
+        let body = serde_json::json!({
+            "step_s": 0.1, "down": [0, 0, 1000], "up": [], "probes": [[0.0, 1.0], [0.1, 1.2], [3.0, 20.0]],
+            "timing": "resource-timing", "user_agent": "test"
+        });
+        let doc = json(web.result(me, Some(&id), body.to_string().as_bytes()));
+        assert_eq!(doc["schema"], crate::results::SCHEMA);
+        assert_eq!(doc["latency"]["test"], "web");
+        assert_eq!(doc["latency"]["host"], "192.168.1.1");
+        assert_eq!(doc["web"]["client"], "192.168.1.23");
+        assert_eq!(doc["web"]["timing"], "resource-timing");
+        // The result ended the session.
+        assert!(matches!(web.ping(me, Some(&id)), WebReply::Text(404, _)));
+        assert_eq!(web.running(), 0);
+        let r: crate::results::RunResult = serde_json::from_value(doc).unwrap();
+        assert!(r.latency.is_some() && r.router.is_some());
     }
 }
