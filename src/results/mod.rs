@@ -13,6 +13,7 @@ pub mod device;
 pub mod iperf3_doc;
 pub mod lab;
 pub mod latency;
+pub mod metrics;
 pub mod monitor;
 pub mod rpm;
 pub mod stress;

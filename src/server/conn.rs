@@ -1,9 +1,9 @@
 //! One accepted connection: its first bytes decide between an iperf3 test (control or data
-//! connection, routed by cookie) and a routerbench-protocol hand-off; refusals within the log's
-//! budget.
+//! connection, routed by cookie), a routerbench-protocol hand-off and an HTTP request (an
+//! upper-case first byte: `http`); refusals within the log's budget.
 
 use super::broker::Route;
-use super::{ServerEvent, ServerObserver, Shared};
+use super::{ServerEvent, ServerObserver, Shared, log_refusal};
 use crate::iperf3::session::{self, SessionEnv, StreamBroker};
 use crate::results::throughput::ThroughputResult;
 use crate::service::fair::{self, Seat};
@@ -14,13 +14,6 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
-
-/// One refusal line, within the log's budget (a flood is summarised by the accept loop).
-pub(super) fn log_refusal(sh: &Shared, peer: SocketAddr, reason: String) {
-    if sh.logcap.admit() {
-        sh.observer.event(&ServerEvent::Refused { peer, reason });
-    }
-}
 
 fn read_prefix(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> Result<(), String> {
     let mut got = 0;
@@ -101,6 +94,9 @@ pub(super) fn handle_connection(
             Ok(()) => hand_over(sh, stream, &magic, deadline, seat),
         };
         return report_handoff(sh, peer, error);
+    }
+    if crate::wire::http::starts_request(first[0]) {
+        return super::http::serve(sh, stream, peer, first[0], deadline, seat);
     }
     let mut cookie_buf = [0u8; COOKIE_SIZE];
     cookie_buf[0] = first[0];

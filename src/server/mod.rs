@@ -1,18 +1,20 @@
 //! The one daemon: accept on one port, look at the first bytes, hand the connection to an iperf3
-//! session or a routerbench-protocol session; limits and timeouts for both.
+//! session, a routerbench-protocol session or the HTTP routes; limits and timeouts for all.
 //!
 //! Unlike iperf3 (one test at a time), several tests run at once, each on its own threads and
 //! bounded by [`ServerConfig`]: concurrent tests, streams, duration, pending handshakes. A
 //! connection that sends nothing is dropped after `first_bytes_timeout`.
 //!
 //! The server composes what `iperf3` and `service` provide; it never prints: events and results
-//! go to a [`ServerObserver`] (the CLI renders them). This accept loop is the only one:
+//! go to a [`ServerObserver`] (the CLI renders them). A connection whose first byte starts an
+//! HTTP method is served by `http` (the route table: `/metrics`, …). This accept loop is the only one:
 //! `loopback.rs` runs it for the in-process loopback test, `latency_only.rs` for the latency
 //! protocol alone; `conn.rs` handles each accepted connection.
 
 pub mod broker;
 mod conn;
 pub mod daemon;
+pub mod http;
 pub mod latency_only;
 pub mod loopback;
 pub mod web;
@@ -212,6 +214,8 @@ struct Shared {
     stop_when: Option<StopWhen>,
     observer: Arc<dyn ServerObserver>,
     handler: Option<Arc<dyn ProtocolHandler>>,
+    /// HTTP requests on the port (`/metrics` and the other routes of `http::ROUTES`).
+    http: http::HttpConfig,
     ledger: Arc<Ledger>,
     /// Connections in their handshake (and routerbench sessions with their flows).
     conns: Arc<FairPool>,
@@ -279,6 +283,7 @@ impl Server {
                 stop_when: None,
                 observer,
                 handler: None,
+                http: http::HttpConfig::default(),
                 active_tests: AtomicUsize::new(0),
                 started_tests: AtomicU64::new(0),
                 accepted: AtomicU64::new(0),
@@ -295,6 +300,15 @@ impl Server {
     pub fn with_handler(mut self, handler: Arc<dyn ProtocolHandler>) -> Self {
         if let Some(s) = Arc::get_mut(&mut self.shared) {
             s.handler = Some(handler);
+        }
+        self
+    }
+
+    /// Serves HTTP requests with these tokens, limits and sources (without it: the route
+    /// table with no token and no metrics source).
+    pub fn with_http(mut self, http: http::HttpConfig) -> Self {
+        if let Some(s) = Arc::get_mut(&mut self.shared) {
+            s.http = http;
         }
         self
     }
@@ -378,7 +392,7 @@ impl Server {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     // EMFILE and friends: back off instead of spinning.
-                    conn::log_refusal(
+                    log_refusal(
                         sh,
                         self.listener.local_addr()?,
                         format!("accept failed: {e}"),
@@ -400,7 +414,7 @@ impl Server {
             let seat = match admission {
                 Ok(a) => {
                     if let Some(ip) = a.evicted {
-                        conn::log_refusal(
+                        log_refusal(
                             sh,
                             peer,
                             format!(
@@ -415,7 +429,7 @@ impl Server {
                 Err(reason) => {
                     sh.refused.fetch_add(1, Ordering::Relaxed);
                     conn::refuse_at_accept(stream);
-                    conn::log_refusal(sh, peer, format!("busy: {reason}"));
+                    log_refusal(sh, peer, format!("busy: {reason}"));
                     continue;
                 }
             };
@@ -438,6 +452,13 @@ impl Server {
             tests_failed: sh.failed.load(Ordering::Relaxed),
             refused: sh.refused.load(Ordering::Relaxed),
         })
+    }
+}
+
+/// One refusal line, within the log's budget (a flood is summarised by the accept loop).
+fn log_refusal(sh: &Shared, peer: SocketAddr, reason: String) {
+    if sh.logcap.admit() {
+        sh.observer.event(&ServerEvent::Refused { peer, reason });
     }
 }
 

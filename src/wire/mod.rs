@@ -11,6 +11,7 @@ pub const ROUTERBENCH_MAGIC: [u8; 8] = [0xFF, b'R', b'B', b'E', b'N', b'C', b'H'
 /// no routerbench frame starts with it, so routerbench clients read it as "busy" too.
 pub const BUSY_BYTE: u8 = 0xff;
 
+pub mod http;
 pub mod iperf3;
 pub mod nq;
 pub mod rb;

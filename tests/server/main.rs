@@ -12,4 +12,5 @@
 mod support;
 
 mod server_attacks;
+mod server_http;
 mod server_sending;

@@ -437,6 +437,7 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
     }
     let token = crate::cli::common::token::token_arg(&args.token)?;
     let latency_token = token.is_some();
+    let token_for_http = token.clone();
     if let Some(w) = open_warning(cfg.bind, cfg.auth.is_some(), token.is_some()) {
         // One line, also with -q: the operator should know who can use the server.
         sink.error(&w);
@@ -458,7 +459,9 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         observer.banner();
     }
     let hup = spawn_reopen_on_hangup(sink.clone());
-    let server = server.with_handler(handler);
+    let server = server
+        .with_handler(handler)
+        .with_http(http_config(&args, token_for_http));
     let summary = server.run();
     if let Some(latency) = &latency {
         latency.shutdown();
@@ -488,6 +491,19 @@ fn observer(args: &ServerArgs, sink: Arc<LogSink>) -> Log {
             args.max_tests
         },
         system_info: crate::iperf3::system_info(),
+    }
+}
+
+/// The HTTP side of the port: the server's token for its routes, the monitor's for `/metrics`.
+fn http_config(args: &ServerArgs, token: Option<String>) -> crate::server::http::HttpConfig {
+    let monitor_token = match &args.monitor_token {
+        Some(t) => Some(t.clone()),
+        None => token.clone(),
+    };
+    crate::server::http::HttpConfig {
+        token,
+        monitor_token,
+        ..Default::default()
     }
 }
 
