@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 const RATE: f64 = 20e6;
 const BUFFER: f64 = 100_000.0;
 const PHASE_S: u32 = 5;
+/// The AQM run only shows the increase falling: shorter phases.
+const AQM_PHASE_S: u32 = 3;
 const PORT: u16 = 27340;
 
 fn screenshots() -> std::path::PathBuf {
@@ -66,6 +68,69 @@ fn browse(ns_lan: &str, url: String, shots: Option<&'static str>) -> (Value, Str
     (doc, status)
 }
 
+/// The phase's probe round trips in its steady window, ms (lost probes left out).
+fn phase_rtts(doc: &Value, p: &Value) -> Vec<f64> {
+    let (from, to) = (p["from_s"].as_f64().unwrap(), p["to_s"].as_f64().unwrap());
+    doc["latency"]["probes"][0]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| (from..to).contains(&s["t_s"].as_f64().unwrap_or(-1.0)))
+        .filter_map(|s| s["rtt_ms"].as_f64())
+        .collect()
+}
+
+/// The FIFO's checks: per loaded direction the loaded latency at p90 (the queue as TCP's
+/// sawtooth fills it) within ±15 % of buffer·8/rate, the median at 0.5–1.05 × (the sawtooth's
+/// middle: with two flows of the namespace's default reno each loss drains a quarter of the
+/// queue), and goodput at least 0.9 × theory. A probe answered after more than 1.5 × the full
+/// queue's delay waited for a retransmission (its request or answer was tail-dropped, and
+/// TCP's RTO is at least 200 ms): the p90 is taken over the others, and they are counted.
+fn fifo_fails(doc: &Value) -> Vec<String> {
+    let theory_ms = BUFFER * 8.0 / RATE * 1e3;
+    let goodput = RATE / 1e6 * 1448.0 / 1514.0;
+    let mut fails = Vec::new();
+    for (name, dir) in [("download", "download_mbps"), ("upload", "upload_mbps")] {
+        let p = phase(doc, name);
+        let median = p["rtt_ms"]["median"].as_f64().unwrap_or(f64::NAN);
+        let all = phase_rtts(doc, p);
+        let mut v: Vec<f64> = all
+            .iter()
+            .copied()
+            .filter(|r| *r <= 1.5 * theory_ms)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        let p90 = routerbench::stats::percentile(&v, 90.0).unwrap_or(f64::NAN);
+        let retransmitted = all.len() - v.len();
+        let mbps = p[dir].as_f64().unwrap_or(f64::NAN);
+        eprintln!(
+            "{name}: loaded latency median {median:.1} ms, p90 {p90:.1} ms (theory {theory_ms:.1}: \
+             {:.2}×, {:.2}×; {} probes, {retransmitted} after a retransmission), goodput \
+             {mbps:.2} Mbit/s (theory {goodput:.2}: {:.3}×)",
+            median / theory_ms,
+            p90 / theory_ms,
+            all.len(),
+            mbps / goodput
+        );
+        if !(0.85..=1.15).contains(&(p90 / theory_ms)) {
+            fails.push(format!(
+                "{name}: loaded latency p90 {p90:.1} ms, theory {theory_ms:.1} ms ±15 %"
+            ));
+        }
+        if !(0.5..=1.05).contains(&(median / theory_ms)) {
+            fails.push(format!(
+                "{name}: loaded latency median {median:.1} ms, not 0.5–1.05 × {theory_ms:.1} ms"
+            ));
+        }
+        if !(mbps / goodput >= 0.9) {
+            fails.push(format!(
+                "{name}: goodput {mbps:.2} Mbit/s < 0.9 × {goodput:.2}"
+            ));
+        }
+    }
+    fails
+}
+
 fn phase<'a>(doc: &'a Value, name: &str) -> &'a Value {
     doc["latency"]["phases"]
         .as_array()
@@ -100,30 +165,18 @@ fn browser_through_the_lab_fifo_then_aqm() {
     wait_reachable(&cfg.ns_lan, addr);
     let url = format!("http://{addr}/?phase={PHASE_S}");
 
-    let (fifo, status) = browse(&cfg.ns_lan, url.clone(), Some("fifo"));
-    eprintln!("FIFO: {status}");
-    let theory_ms = BUFFER * 8.0 / RATE * 1e3;
-    let goodput = RATE / 1e6 * 1448.0 / 1514.0;
+    // One re-measure on a miss (a shared 2-core machine), as the other lab tests do.
     let mut fails = Vec::new();
-    for (name, dir) in [("download", "download_mbps"), ("upload", "upload_mbps")] {
-        let p = phase(&fifo, name);
-        let rtt = p["rtt_ms"]["median"].as_f64().unwrap_or(f64::NAN);
-        let mbps = p[dir].as_f64().unwrap_or(f64::NAN);
-        eprintln!(
-            "{name}: loaded latency {rtt:.1} ms (theory {theory_ms:.1}, ratio {:.2}), goodput {mbps:.2} Mbit/s (theory {goodput:.2}, ratio {:.2})",
-            rtt / theory_ms,
-            mbps / goodput
-        );
-        if !(0.85..=1.15).contains(&(rtt / theory_ms)) {
-            fails.push(format!(
-                "{name}: loaded latency {rtt:.1} ms, theory {theory_ms:.1} ms ±15 %"
-            ));
+    let mut fifo = Value::Null;
+    for attempt in 0..2 {
+        let (doc, status) = browse(&cfg.ns_lan, url.clone(), Some("fifo"));
+        eprintln!("FIFO, run {}: {status}", attempt + 1);
+        fails = fifo_fails(&doc);
+        fifo = doc;
+        if fails.is_empty() {
+            break;
         }
-        if !(mbps / goodput >= 0.9) {
-            fails.push(format!(
-                "{name}: goodput {mbps:.2} Mbit/s < 0.9 × {goodput:.2}"
-            ));
-        }
+        eprintln!("missed: {fails:#?}");
     }
     let fifo_inc = fifo["latency"]["summary"]["increase_ms"].as_f64().unwrap();
     eprintln!(
@@ -138,13 +191,21 @@ fn browser_through_the_lab_fifo_then_aqm() {
     std::fs::create_dir_all(&dir).unwrap();
     let fifo_file = dir.join("web-fifo.json");
     std::fs::write(&fifo_file, fifo.to_string()).unwrap();
-    let o = rb(&["report", fifo_file.to_str().unwrap()]);
+    let html = dir.join("web-fifo.html");
+    let o = rb(&[
+        "report",
+        fifo_file.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
     let (out, err) = streams(&o);
     assert!(o.status.success(), "report: {out}\n{err}");
-    assert!(out.contains("download") && out.contains("grade"), "{out}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("grade"), "the report shows no grade");
 
     // The same bottleneck with the AQM on: the increase falls.
     up(&["--qdisc", "fq_codel"]);
+    let url = format!("http://{addr}/?phase={AQM_PHASE_S}");
     let (aqm, status) = browse(&cfg.ns_lan, url, None);
     eprintln!("AQM: {status}");
     let aqm_inc = aqm["latency"]["summary"]["increase_ms"].as_f64().unwrap();

@@ -8,7 +8,7 @@
 //! - `GET /`: the page (HTML, CSS and JS inline);
 //! - `POST /web/start?phase=S&streams=N`: a new session (JSON: its id, timeline, limits);
 //! - `GET /web/down?id&bytes=N`: N bytes (at most [`WebConfig::max_down_request`]);
-//! - `POST /web/up?id`: a body of [`WebConfig::up_body`] bytes, counted and dropped;
+//! - `POST /web/up?id`: a body of [`UP_BODY`] bytes, counted and dropped;
 //! - `GET /web/ping?id`: a tiny answer, the latency probe;
 //! - `GET /web/router?id&from=K`: the router's view since point K (JSON);
 //! - `POST /web/result?id`: the page's samples in, the routerbench result document out.
@@ -19,6 +19,7 @@
 
 pub mod result;
 pub mod router_view;
+pub mod routes;
 
 use crate::monitor::{Sampler, SamplerConfig};
 use crate::results::monitor::{MonitorResult, MonitorSample};
@@ -35,11 +36,15 @@ use std::time::{Duration, Instant};
 /// The page, built into the binary.
 pub const PAGE: &str = include_str!("page.html");
 
+/// The page's upload POST body, bytes. Bodies are read whole into memory (only for a client
+/// with a test running), so it stays small; POSTs follow each other on each stream.
+pub const UP_BODY: u64 = 1 << 20;
+/// Largest result body the page may post, bytes.
+pub const MAX_RESULT_BODY: u64 = 2 << 20;
+
 /// Limits and settings of the browser test.
 #[derive(Debug, Clone)]
 pub struct WebConfig {
-    /// Shared secret every request must carry as `?token=` (the server's `--token`).
-    pub token: Option<String>,
     /// Browser tests at once over all clients, and per client address.
     pub max_tests: usize,
     pub max_tests_per_host: usize,
@@ -53,11 +58,6 @@ pub struct WebConfig {
     pub max_streams: u32,
     /// Largest download one request may ask for, bytes.
     pub max_down_request: u64,
-    /// The page's upload POST body, bytes: whole bodies are read into memory, so it stays small;
-    /// POSTs follow each other on each stream.
-    pub up_body: u64,
-    /// Largest result body the page may post, bytes.
-    pub max_result_body: u64,
     /// Highest rate one test may move per direction, bit/s (None: as fast as the link).
     pub max_rate_bps: Option<u64>,
     /// A transfer that moves nothing for this long is closed.
@@ -69,7 +69,6 @@ pub struct WebConfig {
 impl Default for WebConfig {
     fn default() -> Self {
         WebConfig {
-            token: None,
             max_tests: 2,
             max_tests_per_host: 1,
             max_phase_s: 30,
@@ -77,8 +76,6 @@ impl Default for WebConfig {
             idle_s: 2.0,
             max_streams: 2,
             max_down_request: 256 << 20,
-            up_body: 1 << 20,
-            max_result_body: 2 << 20,
             max_rate_bps: None,
             io_timeout: Duration::from_secs(10),
             root: PathBuf::from("/"),
@@ -108,6 +105,8 @@ struct Session {
     deadline: Instant,
     /// Upload bytes received in whole POST bodies.
     up_received: portable_atomic::AtomicU64,
+    /// The same per step from t0, each body spread over the time it took to arrive.
+    up_bins: Mutex<Vec<u64>>,
     /// Bytes moved per direction so far (for the rate cap).
     down_total: portable_atomic::AtomicU64,
     up_total: portable_atomic::AtomicU64,
@@ -132,6 +131,39 @@ impl Session {
     fn t(&self) -> f64 {
         self.t0.elapsed().as_secs_f64()
     }
+    /// Adds `n` bytes received between `from` and `to` to the upload steps, spread evenly.
+    fn count_up(&self, n: u64, from: Instant, to: Instant) {
+        let t = |i: Instant| i.saturating_duration_since(self.t0).as_secs_f64();
+        let (a, b) = (t(from), t(to).max(t(from)));
+        let max = (self.total_s() / STEP_S) as usize + 50;
+        let Ok(mut bins) = self.up_bins.lock() else {
+            return;
+        };
+        let (first, last) = ((a / STEP_S) as usize, (b / STEP_S) as usize);
+        if last >= max {
+            return;
+        }
+        if bins.len() <= last {
+            bins.resize(last + 1, 0);
+        }
+        if first == last || b - a < 1e-9 {
+            bins[last] += n;
+            return;
+        }
+        let mut given = 0;
+        for (i, bin) in bins.iter_mut().enumerate().take(last + 1).skip(first) {
+            let lo = (i as f64 * STEP_S).max(a);
+            let hi = ((i + 1) as f64 * STEP_S).min(b);
+            let share = if i == last {
+                n - given
+            } else {
+                ((hi - lo).max(0.0) / (b - a) * n as f64) as u64
+            };
+            *bin += share;
+            given += share;
+        }
+    }
+
     /// Sleeps as long as moving `total` bytes so far would exceed `rate` since t0.
     fn pace(&self, total: u64, rate: Option<u64>) {
         if let Some(r) = rate.filter(|r| *r > 0) {
@@ -276,6 +308,11 @@ impl Web {
         (crate::net::addr::same_ip(s.client, peer) && Instant::now() < s.deadline).then_some(s)
     }
 
+    /// Whether `peer` has the running test `id` (bodies are read only for one).
+    pub fn has_session(&self, peer: IpAddr, id: Option<&str>) -> bool {
+        self.session(peer, id).is_some()
+    }
+
     /// Ends sessions past their deadline (a page that never posted its result).
     fn reap(&self) {
         let Ok(mut m) = self.sessions.lock() else {
@@ -375,6 +412,7 @@ impl Web {
                 streams,
                 deadline: Instant::now() + Duration::from_secs_f64(total) + GRACE,
                 up_received: Default::default(),
+                up_bins: Mutex::new(Vec::new()),
                 down_total: Default::default(),
                 up_total: Default::default(),
                 view: Mutex::new(self.view_of(peer, total)),
@@ -391,7 +429,7 @@ impl Web {
             "total_s": total,
             "streams": streams,
             "down_bytes": self.cfg.max_down_request,
-            "up_bytes": self.cfg.up_body,
+            "up_bytes": UP_BODY,
         });
         WebReply::Json(doc.to_string().into_bytes())
     }
@@ -419,12 +457,14 @@ impl Web {
         })
     }
 
-    /// `POST /web/up?id`: the body arrived whole (the HTTP layer bounds it); counted, dropped.
-    pub fn up(&self, peer: IpAddr, id: Option<&str>, body: &[u8]) -> WebReply {
+    /// `POST /web/up?id`: the body arrived whole (the HTTP layer bounds it) from `since` on;
+    /// counted per step, spread evenly over the time it took to arrive, and dropped.
+    pub fn up(&self, peer: IpAddr, id: Option<&str>, body: &[u8], since: Instant) -> WebReply {
         let Some(s) = self.session(peer, id) else {
             return gone();
         };
         let n = body.len() as u64;
+        s.count_up(n, since, Instant::now());
         s.up_received
             .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
         let total = s
@@ -520,7 +560,7 @@ impl Web {
             phases: s.phases.clone(),
             step_s: STEP_S,
             probe_interval_s: PROBE_INTERVAL_S,
-            up_received: s.up_received.load(std::sync::atomic::Ordering::Relaxed),
+            up_received: s.up_bins.lock().map(|b| b.clone()).unwrap_or_default(),
         };
         if let Err(why) = result::check(&samples, &facts) {
             return WebReply::Text(400, format!("result body out of range: {why}"));
@@ -644,7 +684,11 @@ mod tests {
         let mut sink = Vec::new();
         d.write(&mut sink).unwrap();
         assert_eq!(sink.len(), 100_000);
-        assert_eq!(json(web.up(me, Some(&id), &[0u8; 1000]))["bytes"], 1000);
+        let since = Instant::now() - Duration::from_millis(250);
+        assert_eq!(
+            json(web.up(me, Some(&id), &[0u8; 1000], since))["bytes"],
+            1000
+        );
         let view = json(web.router(me, Some(&id), Some("0")));
         assert!(view["verdict"].is_string(), "{view}");
         assert!(matches!(

@@ -17,8 +17,8 @@ pub struct PageSamples {
     /// Download bytes the page read, per step from its t0.
     #[serde(default)]
     pub down: Vec<u64>,
-    /// Upload bytes its progress events counted as sent, per step (the upload's figures: the
-    /// server receives whole POST bodies, too coarse a step to time).
+    /// Upload bytes its progress events counted as sent, per step (a cross-check: they run
+    /// ahead of the wire by what the socket buffers hold).
     #[serde(default)]
     pub up: Vec<u64>,
     /// Probes: send time s from t0, round trip ms (null: no answer within 3 s).
@@ -72,8 +72,9 @@ pub struct SessionFacts {
     pub phases: Vec<Phase>,
     pub step_s: f64,
     pub probe_interval_s: f64,
-    /// Upload bytes the server received in whole POST bodies over the test (a cross-check).
-    pub up_received: u64,
+    /// Upload bytes the server received per step from t0 (the receiver's count, the upload's
+    /// figures): each POST body spread over the time it took to arrive.
+    pub up_received: Vec<u64>,
 }
 
 impl SessionFacts {
@@ -225,7 +226,7 @@ pub fn latency(s: &PageSamples, f: &SessionFacts, started_at: String) -> Latency
         rpm_loaded: loaded_stats.mean.and_then(rpm),
         rpm_idle: idle_stats.mean.and_then(rpm),
         download_mbps: goodput(&s.down, "download", f),
-        upload_mbps: goodput(&s.up, "upload", f),
+        upload_mbps: goodput(&f.up_received, "upload", f),
         idle_rtt_ms: idle_stats,
         loaded_rtt_ms: loaded_stats,
         ..Default::default()
@@ -260,22 +261,22 @@ pub fn latency(s: &PageSamples, f: &SessionFacts, started_at: String) -> Latency
         congestion_control: None,
         flows: vec![
             flow("HTTP download", "download", &s.down, f),
-            flow("HTTP upload", "upload", &s.up, f),
+            flow("HTTP upload", "upload", &f.up_received, f),
         ],
         probes: vec![probe],
         clock: None,
         summary,
         phases: Vec::new(),
         notes: vec![
-            "browser test: download counted by the page as its reads returned, upload as its \
-             progress events reported bytes sent; latency is an HTTP GET on a connection of its \
-             own, loaded figures leave out each phase's first min(20 %, 2 s)"
+            "browser test: download counted by the page as its reads returned, upload by the \
+             server as it received the POST bodies (each spread over the time it took to \
+             arrive); latency is an HTTP GET on a connection of its own, loaded figures leave \
+             out each phase's first min(20 %, 2 s)"
                 .into(),
             format!(
-                "upload: the page counted {} bytes sent, the server received {} in whole POST \
-                 bodies",
+                "upload: the page counted {} bytes sent, the server received {}",
                 s.up.iter().sum::<u64>(),
-                f.up_received
+                f.up_received.iter().sum::<u64>()
             ),
         ],
         interrupted: false,
@@ -298,7 +299,10 @@ mod tests {
             phases: timeline(2.0, 5.0),
             step_s: 0.1,
             probe_interval_s: 0.1,
-            up_received: 0,
+            // 12.5 MB/s = 100 Mbit/s of upload in the upload and both phases.
+            up_received: (0..170)
+                .map(|i| if i >= 70 { 1_250_000 } else { 0 })
+                .collect(),
         }
     }
 
@@ -317,10 +321,7 @@ mod tests {
                     }
                 })
                 .collect(),
-            // 12.5 MB/s = 100 Mbit/s of upload in the upload and both phases.
-            up: (0..170)
-                .map(|i| if i >= 70 { 1_250_000 } else { 0 })
-                .collect(),
+            up: vec![],
             probes: (0..170)
                 .map(|i| {
                     let t = i as f64 * 0.1;
