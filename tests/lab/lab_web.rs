@@ -232,3 +232,61 @@ fn browser_through_the_lab_fifo_then_aqm() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(fails.is_empty(), "{fails:#?}");
 }
+
+/// The router's view (about 20 s): the server on the router itself (its namespace), the page in
+/// the LAN host behind the router's 20 Mbit/s × 100000 B FIFO toward the LAN (the upload, to the
+/// router's own address, is not shaped). The page's router panel must name the queue on
+/// `rtr-lan`, toward the client, at about the full buffer's delay, and the result carries the
+/// router's samples with that backlog.
+#[test]
+fn browser_sees_the_routers_own_queue_toward_it() {
+    let _alone = crate::support::alone();
+    if !can_run(
+        "browser_sees_the_routers_own_queue_toward_it",
+        &["ip", "tc"],
+    ) {
+        return;
+    }
+    if cdp::chromium().is_none() {
+        return;
+    }
+    let name = unique_name("webr");
+    let _guard = guard(&name);
+    let o = rb(&[
+        "lab", "up", "--name", &name, "--rate", "20mbit", "--buffer", "100000",
+    ]);
+    assert!(o.status.success(), "{:?}", streams(&o));
+    let cfg = routerbench::lab::load_config(&name).expect("lab config");
+    let port = (PORT + 1).to_string();
+    let _server = spawn_in(&cfg.ns_rtr, &["server", "-p", &port, "-B", &cfg.rtr_lan_ip]);
+    let addr: std::net::SocketAddr = format!("{}:{port}", cfg.rtr_lan_ip).parse().unwrap();
+    wait_reachable(&cfg.ns_lan, addr);
+    let (doc, status) = browse(
+        &cfg.ns_lan,
+        format!("http://{addr}/?phase=3"),
+        Some("router"),
+    );
+    eprintln!("{status}\n{}", doc["web"]);
+    assert_eq!(doc["web"]["device"], "rtr-lan", "{}", doc["web"]);
+    let verdict = doc["web"]["verdict"].as_str().unwrap_or("");
+    assert!(
+        verdict.starts_with("the queue built here: in the qdisc of rtr-lan (toward you)"),
+        "{verdict}"
+    );
+    // "…, X ms (N kB) at p95": about the full buffer's 40 ms.
+    let ms: f64 = verdict
+        .split("(toward you), ")
+        .nth(1)
+        .and_then(|r| r.split(" ms").next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(f64::NAN);
+    assert!(
+        (30.0..=46.0).contains(&ms),
+        "queue {ms} ms at p95: {verdict}"
+    );
+    let router = &doc["router"];
+    assert!(
+        router["samples"].as_array().is_some_and(|s| s.len() >= 10),
+        "router samples in the result"
+    );
+}
