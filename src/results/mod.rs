@@ -19,6 +19,7 @@ pub mod rpm;
 pub mod stress;
 pub mod throughput;
 pub mod validity;
+pub mod web;
 pub mod wifi;
 
 /// A process and its CPU use over a window (the monitor's busiest processes, hostapd in the
@@ -102,6 +103,10 @@ pub struct RunResult {
     /// throttling or frequency scaling, a measured clock near its claim (`crypto`, `run`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validity: Option<validity::Validity>,
+    /// A browser test served by `routerbench server` (`latency.test` is `web`): the client and
+    /// the router's verdict on where the queue built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub web: Option<web::WebClient>,
     /// Things a reader must know to trust the numbers (missing sources, skipped parts).
     #[serde(default)]
     pub notes: Vec<String>,
@@ -130,6 +135,7 @@ impl RunResult {
             stress: None,
             wifi: None,
             validity: None,
+            web: None,
             notes: Vec::new(),
             interrupted: false,
         }

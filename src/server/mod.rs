@@ -17,6 +17,7 @@ pub mod daemon;
 pub mod http;
 pub mod latency_only;
 pub mod loopback;
+pub mod web;
 
 pub use crate::service::ProtocolHandler;
 

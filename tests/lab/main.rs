@@ -24,3 +24,4 @@ mod lab_rpm;
 mod lab_rrul;
 mod lab_stress_agent;
 mod lab_topology;
+mod lab_web;

@@ -7,6 +7,8 @@
 //! per process and call), and the tests that must not overlap one another take [`alone`].
 #![allow(dead_code)]
 
+#[cfg(feature = "lab")]
+pub mod cdp;
 pub mod iperf3;
 #[cfg(feature = "lab")]
 pub mod lab;

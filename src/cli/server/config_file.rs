@@ -49,6 +49,8 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("metrics_interval", "--metrics-interval"),
     ("metrics_file_families", "--metrics-file-families"),
     ("results_dir", "--results-dir"),
+    ("web", "--web"),
+    ("web_max_rate", "--web-max-rate"),
 ];
 
 /// UCI boolean option → flag given when it is true (`1`, `yes`, `on`, `true`, `enabled`).

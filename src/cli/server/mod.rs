@@ -201,6 +201,20 @@ pub struct ServerArgs {
     /// Monitor subscriptions served at once.
     #[arg(long = "max-monitors", default_value_t = 4, requires = "monitor")]
     pub max_monitors: usize,
+    /// The browser test at http://HOST:PORT/ (docs/web.md): `on` (default) or `off`.
+    #[arg(long = "web", value_name = "on|off", default_value = "on", value_parser = parse_on_off)]
+    pub web: bool,
+    /// Highest rate one browser test may move per direction, bit/s with K/M/G (default: none).
+    #[arg(long = "web-max-rate", value_name = "RATE", value_parser = parse_rate)]
+    pub web_max_rate: Option<u64>,
+}
+
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" | "1" | "yes" | "true" => Ok(true),
+        "off" | "0" | "no" | "false" => Ok(false),
+        _ => Err(format!("`{s}`: give on or off")),
+    }
 }
 
 /// The token of the agent and of `/metrics` (`--monitor-token`, else `--token` or
@@ -561,21 +575,36 @@ fn observer(args: &ServerArgs, sink: Arc<LogSink>, metrics: Option<Arc<metrics::
 }
 
 /// The HTTP side of the port: the server's token for its routes, the monitor's for `/metrics`
-/// (served with --monitor or --metrics).
+/// (served with --monitor or --metrics), and the browser test (`--web`).
 fn http_config(
     args: &ServerArgs,
     token: Option<String>,
     metrics: Option<&Arc<metrics::Metrics>>,
 ) -> anyhow::Result<crate::server::http::HttpConfig> {
     let serve_metrics = args.monitor || args.metrics;
-    Ok(crate::server::http::HttpConfig {
+    let mut http = crate::server::http::HttpConfig {
         token,
         monitor_token: monitor_token(args)?,
         metrics: metrics
             .filter(|_| serve_metrics)
             .map(|m| m.clone() as Arc<dyn crate::server::http::metrics::Exposition>),
         ..Default::default()
-    })
+    };
+    if args.web {
+        // The browser test's upload and result bodies (each route bounds its own, and they are
+        // read only for a client with a test running: server::web::routes).
+        http.limits.max_body = http
+            .limits
+            .max_body
+            .max(crate::server::web::MAX_RESULT_BODY as usize);
+        http.web = Some(Arc::new(crate::server::web::Web::new(
+            crate::server::web::WebConfig {
+                max_rate_bps: args.web_max_rate,
+                ..Default::default()
+            },
+        )));
+    }
+    Ok(http)
 }
 
 /// The metrics source, when anything exports metrics (`/metrics` or `--metrics-file`).

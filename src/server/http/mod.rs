@@ -14,6 +14,8 @@
 
 pub mod metrics;
 
+use crate::server::web::routes as web;
+
 use super::Shared;
 use crate::service::backoff::{self, Backoff};
 use crate::service::fair::Seat;
@@ -58,6 +60,8 @@ pub struct Exchange<'a> {
     pub body: &'a [u8],
     pub peer: SocketAddr,
     pub http: &'a HttpConfig,
+    /// When the request's head was complete: its body arrived between then and the call.
+    pub head_at: Instant,
 }
 
 /// A route's handler.
@@ -75,16 +79,69 @@ pub struct Route {
 }
 
 const GET: &[Method] = &[Method::Get];
+const POST: &[Method] = &[Method::Post];
 
 /// Every path the server answers over HTTP. A feature adds its routes here, one line each,
 /// with its handlers in a module of its own.
-pub const ROUTES: &[Route] = &[Route {
-    path: "/metrics",
-    methods: GET,
-    guard: Guard::MonitorToken,
-    max_body: 0,
-    handler: metrics::serve,
-}];
+pub const ROUTES: &[Route] = &[
+    Route {
+        path: "/metrics",
+        methods: GET,
+        guard: Guard::MonitorToken,
+        max_body: 0,
+        handler: metrics::serve,
+    },
+    // The browser test (server/web, docs/web.md).
+    Route {
+        path: "/",
+        methods: GET,
+        guard: Guard::Token,
+        max_body: 0,
+        handler: web::page,
+    },
+    Route {
+        path: "/web/start",
+        methods: POST,
+        guard: Guard::Token,
+        max_body: 0,
+        handler: web::start,
+    },
+    Route {
+        path: "/web/ping",
+        methods: GET,
+        guard: Guard::Token,
+        max_body: 0,
+        handler: web::ping,
+    },
+    Route {
+        path: "/web/down",
+        methods: GET,
+        guard: Guard::Token,
+        max_body: 0,
+        handler: web::down,
+    },
+    Route {
+        path: "/web/up",
+        methods: POST,
+        guard: Guard::Token,
+        max_body: crate::server::web::UP_BODY as usize,
+        handler: web::up,
+    },
+    Route {
+        path: "/web/router",
+        methods: GET,
+        guard: Guard::Token,
+        max_body: 0,
+        handler: web::router,
+    },
+    Route {
+        path: "/web/result",
+        methods: POST,
+        guard: Guard::Token,
+        max_body: crate::server::web::MAX_RESULT_BODY as usize,
+        handler: web::result,
+    },
+];
 
 /// What the HTTP side of the server knows besides its route table.
 #[derive(Clone)]
@@ -100,6 +157,8 @@ pub struct HttpConfig {
     pub metrics: Option<Arc<dyn metrics::Exposition>>,
     /// Wrong tokens slow their address down.
     pub backoff: Arc<Backoff>,
+    /// The browser test (`None`: `--web off`, its paths answer 404).
+    pub web: Option<Arc<crate::server::web::Web>>,
 }
 
 impl Default for HttpConfig {
@@ -111,6 +170,7 @@ impl Default for HttpConfig {
             monitor_token: None,
             metrics: None,
             backoff: Arc::new(Backoff::default()),
+            web: None,
         }
     }
 }
@@ -123,6 +183,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("token", &self.token.is_some())
             .field("monitor_token", &self.monitor_token.is_some())
             .field("metrics", &self.metrics.is_some())
+            .field("web", &self.web.is_some())
             .finish()
     }
 }
@@ -138,30 +199,42 @@ enum ReadEnd {
         pending: usize,
     },
     Malformed(HttpError),
+    /// Refused on its head alone, before its body was read (a body larger than its route
+    /// takes, or one its route has no use for now): the answer, then a close.
+    Refused(Response),
     Io(std::io::Error),
 }
 
 /// Reads into `buf` until it holds a whole request (head and its body within `route_body`'s
-/// bound): the head's length and the body's.
+/// bound): the head's length, the body's, and when the head was complete (the body's bytes
+/// arrived from then on).
 fn read_request(
     stream: &mut TcpStream,
     buf: &mut Vec<u8>,
     limits: &Limits,
     deadline: Instant,
-) -> Result<(usize, usize), ReadEnd> {
+    before_body: &dyn Fn(&RequestHead<'_>) -> Option<Response>,
+) -> Result<(usize, usize, Instant), ReadEnd> {
     let mut chunk = [0u8; 4096];
     let mut need = None;
+    let mut head_at = Instant::now();
     loop {
         if need.is_none() && !buf.is_empty() {
             match RequestHead::parse(buf, limits) {
                 Ok(Parsed::Incomplete) => {}
-                Ok(Parsed::Head(h)) => need = Some((h.head_len, h.content_length as usize)),
+                Ok(Parsed::Head(h)) => {
+                    if let Some(refusal) = before_body(&h) {
+                        return Err(ReadEnd::Refused(refusal));
+                    }
+                    need = Some((h.head_len, h.content_length as usize));
+                    head_at = Instant::now();
+                }
                 Err(e) => return Err(ReadEnd::Malformed(e)),
             }
         }
         if let Some((head, body)) = need {
             if buf.len() >= head + body {
-                return Ok((head, body));
+                return Ok((head, body, head_at));
             }
         }
         let left = deadline.saturating_duration_since(Instant::now());
@@ -188,6 +261,27 @@ fn read_request(
 /// The route for a path, or the answer that there is none.
 fn route_for(path: &str) -> Option<&'static Route> {
     ROUTES.iter().find(|r| r.path == path)
+}
+
+/// A request refused on its head, before any of its body is read into memory: a body larger
+/// than its route takes (413), or one the route says it has no use for (the browser test's
+/// upload without a running test of that client).
+fn refuse_before_body(
+    http: &HttpConfig,
+    head: &RequestHead<'_>,
+    peer: SocketAddr,
+) -> Option<Response> {
+    if head.content_length == 0 {
+        return None;
+    }
+    let max = route_for(head.path).map_or(0, |r| r.max_body);
+    if head.content_length > max as u64 {
+        return Some(Response::text(
+            413,
+            &format!("{} takes a body of at most {max} bytes", head.path),
+        ));
+    }
+    crate::server::web::routes::refuse_before_body(http, head, peer)
 }
 
 fn allowed(route: &Route) -> String {
@@ -253,6 +347,17 @@ fn check_token(
 
 /// The answer to one well-formed request, by the route table.
 pub fn answer(http: &HttpConfig, head: &RequestHead<'_>, body: &[u8], peer: SocketAddr) -> Reply {
+    answer_at(http, head, body, peer, Instant::now())
+}
+
+/// [`answer`] for a request whose head was complete at `head_at`.
+pub fn answer_at(
+    http: &HttpConfig,
+    head: &RequestHead<'_>,
+    body: &[u8],
+    peer: SocketAddr,
+    head_at: Instant,
+) -> Reply {
     let Some(route) = route_for(head.path) else {
         return Reply::Full(Response::text(
             404,
@@ -295,6 +400,7 @@ pub fn answer(http: &HttpConfig, head: &RequestHead<'_>, body: &[u8], peer: Sock
         body,
         peer,
         http,
+        head_at,
     })
 }
 
@@ -348,38 +454,45 @@ pub(super) fn serve(
     let mut deadline = deadline;
     let mut served = 0u32;
     let end = loop {
-        let (head_len, body_len) = match read_request(&mut stream, &mut buf, &limits, deadline) {
-            Ok(x) => x,
-            Err(ReadEnd::Closed { pending: 0 }) => break None,
-            Err(ReadEnd::Closed { pending }) => {
-                break Some(format!("HTTP: closed after {pending} bytes of a request"));
-            }
-            Err(ReadEnd::TimedOut { pending: 0 }) if served > 0 => break None,
-            Err(ReadEnd::TimedOut { pending }) => {
-                let _ = send(
-                    &mut stream,
-                    Reply::Full(Response::text(
-                        408,
-                        &format!("the whole request must arrive within {} s", idle.as_secs()),
-                    )),
-                    false,
-                    false,
-                );
-                break Some(format!(
-                    "HTTP: {pending} bytes of a request, then nothing: timed out"
-                ));
-            }
-            Err(ReadEnd::Malformed(e)) => {
-                let _ = send(
-                    &mut stream,
-                    Reply::Full(Response::text(e.status(), &format!("bad request: {e}"))),
-                    false,
-                    false,
-                );
-                break Some(format!("HTTP: {e} (answered {})", e.status()));
-            }
-            Err(ReadEnd::Io(e)) => break Some(format!("HTTP: read error: {e}")),
-        };
+        let before_body = |h: &RequestHead<'_>| refuse_before_body(http, h, peer);
+        let (head_len, body_len, head_at) =
+            match read_request(&mut stream, &mut buf, &limits, deadline, &before_body) {
+                Ok(x) => x,
+                Err(ReadEnd::Closed { pending: 0 }) => break None,
+                Err(ReadEnd::Closed { pending }) => {
+                    break Some(format!("HTTP: closed after {pending} bytes of a request"));
+                }
+                Err(ReadEnd::TimedOut { pending: 0 }) if served > 0 => break None,
+                Err(ReadEnd::TimedOut { pending }) => {
+                    let _ = send(
+                        &mut stream,
+                        Reply::Full(Response::text(
+                            408,
+                            &format!("the whole request must arrive within {} s", idle.as_secs()),
+                        )),
+                        false,
+                        false,
+                    );
+                    break Some(format!(
+                        "HTTP: {pending} bytes of a request, then nothing: timed out"
+                    ));
+                }
+                Err(ReadEnd::Malformed(e)) => {
+                    let _ = send(
+                        &mut stream,
+                        Reply::Full(Response::text(e.status(), &format!("bad request: {e}"))),
+                        false,
+                        false,
+                    );
+                    break Some(format!("HTTP: {e} (answered {})", e.status()));
+                }
+                Err(ReadEnd::Refused(r)) => {
+                    let status = r.status;
+                    let _ = send(&mut stream, Reply::Full(r), false, false);
+                    break Some(format!("HTTP: refused before its body (answered {status})"));
+                }
+                Err(ReadEnd::Io(e)) => break Some(format!("HTTP: read error: {e}")),
+            };
         let Ok(Parsed::Head(head)) = RequestHead::parse(&buf[..head_len], &limits) else {
             break Some("HTTP: request changed while read".into());
         };
@@ -389,7 +502,13 @@ pub(super) fn serve(
             && served < http.max_requests_per_conn
             && !sh.stop.load(Ordering::Relaxed);
         let head_only = head.method == Method::Head;
-        let reply = answer(http, &head, &buf[head_len..head_len + body_len], peer);
+        let reply = answer_at(
+            http,
+            &head,
+            &buf[head_len..head_len + body_len],
+            peer,
+            head_at,
+        );
         if let Err(e) = send(&mut stream, reply, keep_alive, head_only) {
             break Some(format!("HTTP: write error: {e}"));
         }
