@@ -41,7 +41,19 @@ pub struct ExecArgs {
     /// Seconds before the command is killed inside the VM.
     #[arg(long, default_value_t = 600.0)]
     pub timeout: f64,
-    /// routerbench's arguments inside the VM (after `--`).
+    /// Run this Debian program of the image instead of routerbench: iperf3 or openssl (`speed`,
+    /// `version`), put there by `lab up --extras` (never a shell).
+    #[arg(long, value_name = "NAME")]
+    pub program: Option<String>,
+    /// Start the command and return at once with its PID; it is killed inside the VM when
+    /// --timeout ends (e.g. iperf3's server: `--background --program iperf3 -- -s -1`).
+    #[arg(long)]
+    pub background: bool,
+    /// Print the whole reply as JSON (status, stdout, stderr, the VM's CPU seconds while the
+    /// command ran, its wall time) instead of the command's output.
+    #[arg(long)]
+    pub reply_json: bool,
+    /// The command's arguments inside the VM (after `--`).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     pub args: Vec<String>,
 }
@@ -378,7 +390,25 @@ fn cmd_exec(a: ExecArgs) -> anyhow::Result<i32> {
         anyhow::bail!("--timeout must be 1-7200 s");
     }
     let cfg = lab::load_config(&a.name.name)?;
-    let r = lab::vm::control::exec(&cfg, &a.args, Duration::from_secs_f64(a.timeout))?;
+    let r = lab::vm::control::exec_program(
+        &cfg,
+        a.program.as_deref(),
+        a.background,
+        &a.args,
+        Duration::from_secs_f64(a.timeout),
+    )?;
+    if a.reply_json {
+        crate::outln!("{}", serde_json::to_string(&r)?);
+        return Ok(if a.background || r.status == Some(0) { 0 } else { 1 });
+    }
+    if a.background {
+        crate::outln!(
+            "started in the VM: PID {} (killed after {} s)",
+            r.pid.unwrap_or(0),
+            a.timeout
+        );
+        return Ok(0);
+    }
     crate::out!("{}", r.stdout);
     if !r.stderr.is_empty() {
         crate::err!("{}", r.stderr);

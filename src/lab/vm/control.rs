@@ -10,6 +10,18 @@ use std::time::Duration;
 /// Runs routerbench with `args` inside lab `cfg`'s VM router; waits at most `timeout` (+30 s
 /// for the reply to travel).
 pub fn exec(cfg: &LabConfig, args: &[String], timeout: Duration) -> Result<ExecReply> {
+    exec_program(cfg, None, false, args, timeout)
+}
+
+/// [`exec`] of one of the image's allow-listed programs (`program`, e.g. iperf3) instead of
+/// routerbench; `background` starts it and returns at once (it is killed at `timeout`).
+pub fn exec_program(
+    cfg: &LabConfig,
+    program: Option<&str>,
+    background: bool,
+    args: &[String],
+    timeout: Duration,
+) -> Result<ExecReply> {
     let vm = cfg.router_vm.as_ref().ok_or_else(|| {
         LabError::State(format!(
             "lab {} has no VM router: lab exec runs inside one (`lab up --router vm`)",
@@ -39,6 +51,8 @@ pub fn exec(cfg: &LabConfig, args: &[String], timeout: Duration) -> Result<ExecR
     crate::util::random::fill(&mut id);
     let req = ExecRequest {
         id: u64::from_le_bytes(id),
+        program: program.map(str::to_string),
+        background,
         args: args.to_vec(),
         timeout_s: timeout.as_secs_f64(),
     };
