@@ -584,7 +584,7 @@ mod tests {
     #[test]
     fn only_allow_listed_programs_run_and_never_as_daemons() {
         let exe = std::path::Path::new("/nonexistent/routerbench");
-        let dir = std::env::temp_dir().join(format!("rb-extras-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("rb-guest-programs-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let bin = dir.as_path();
