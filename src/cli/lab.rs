@@ -41,6 +41,9 @@ pub struct ExecArgs {
     /// Seconds before the command is killed inside the VM.
     #[arg(long, default_value_t = 600.0)]
     pub timeout: f64,
+    /// Run it in Wi-Fi station K's namespaces (`lab up --router vm --wifi N`).
+    #[arg(long, value_name = "K")]
+    pub station: Option<u32>,
     /// Run this Debian program of the image instead of routerbench: iperf3 or openssl (`speed`,
     /// `version`), put there by `lab up --extras` (never a shell).
     #[arg(long, value_name = "NAME")]
@@ -74,7 +77,11 @@ pub enum TestArg {
     TcpBidirectional,
     /// crusader's phases: download, then upload, then both (`-n` flows per loaded direction),
     /// each phase's queue delays against theory.
-    Phases,
+    Phases,    /// With a Wi-Fi lab (`--wifi N`): every station at once (flent's rtt_fair style: an
+    /// upload, a download and a ping from each), per-station throughput and latency side by
+    /// side with Jain's index over their throughputs.
+    #[value(name = "rtt_fair")]
+    RttFair,
 }
 
 #[derive(Debug, Args)]
@@ -121,6 +128,13 @@ pub struct RunArgs {
     /// goes to the WAN host's tunnel address.
     #[arg(long)]
     pub tunnel: bool,
+    /// With a Wi-Fi lab (`lab up --router vm --wifi N`): run the client in station K (inside
+    /// the VM, through the emulated Wi-Fi hop, the AP and the router) instead of the LAN host.
+    #[arg(long, value_name = "K", conflicts_with = "stations")]
+    pub station: Option<u32>,
+    /// With a Wi-Fi lab: run the client in these stations at once (`1,2` or `all`).
+    #[arg(long, value_name = "K,L|all")]
+    pub stations: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -227,6 +241,32 @@ pub struct VmArgs {
     /// kernel, the `TARGETS=mipsel bench/cross.sh` build (--vcpus 1, --vm-memory up to 256).
     #[arg(long, value_enum, default_value = "armv7")]
     pub vm_arch: VmArchArg,
+    /// With --router vm: a Wi-Fi router with N stations (1-8): mac80211_hwsim radios, hostapd
+    /// on the first (open network, 2.4 GHz channel 1, 11n, WMM, 10.201.3.1/24), station K in
+    /// its own namespace in the VM at 10.201.3.(10+K). `lab run TEST --station K`, `lab run
+    /// rtt_fair`, `lab exec --station K`. The Wi-Fi hop is emulated (docs/vm-router.md).
+    #[arg(long, value_name = "N")]
+    pub wifi: Option<u32>,
+    /// With --wifi: seconds each station may take to associate.
+    #[arg(long, default_value_t = 30.0, value_name = "S")]
+    pub wifi_assoc_timeout: f64,
+    /// With --router vm: Debian's kernel: stable (bookworm's 6.1) or backports
+    /// (bookworm-backports' 6.12: mac80211's fq_codel queues for hwsim). Default: backports
+    /// with --wifi, else stable.
+    #[arg(long, value_enum)]
+    pub vm_kernel: Option<VmKernelArg>,
+    /// With --router vm: Debian programs in the image with their libraries, for `lab exec
+    /// --program`: iperf3, openssl (the seed's tools beside routerbench on the router's CPU;
+    /// bench/vm-loopback-vs-iperf3.sh).
+    #[arg(long, value_delimiter = ',', value_name = "NAME,…")]
+    pub extras: Vec<String>,
+}
+
+/// `--vm-kernel`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum VmKernelArg {
+    Stable,
+    Backports,
 }
 
 /// `--vm-arch`.
@@ -251,6 +291,21 @@ impl VmArgs {
             userspace_aqm: userspace,
             wireguard: self.wireguard,
             arch,
+            kernel: self.vm_kernel.map(|k| match k {
+                VmKernelArg::Stable => lab::vm::assets::VmKernel::Stable,
+                VmKernelArg::Backports => lab::vm::assets::VmKernel::Backports,
+            }),
+            wifi: self.wifi.map(|n| lab::vm::WifiSpec {
+                stations: n,
+                assoc_timeout: Duration::from_secs_f64(
+                    if self.wifi_assoc_timeout.is_finite() && self.wifi_assoc_timeout > 0.0 {
+                        self.wifi_assoc_timeout
+                    } else {
+                        0.0
+                    },
+                ),
+            }),
+            extras: self.extras.clone(),
             ..Default::default()
         };
         if let Some(c) = &self.cache {
@@ -390,8 +445,13 @@ fn cmd_exec(a: ExecArgs) -> anyhow::Result<i32> {
         anyhow::bail!("--timeout must be 1-7200 s");
     }
     let cfg = lab::load_config(&a.name.name)?;
-    let r = lab::vm::control::exec_program(
+    if let Some(k) = a.station {
+        let have = lab::wifi_run::stations(&cfg)?;
+        lab::wifi_run::parse_stations(&k.to_string(), &have)?;
+    }
+    let r = lab::vm::control::exec_with(
         &cfg,
+        a.station,
         a.program.as_deref(),
         a.background,
         &a.args,
@@ -472,6 +532,12 @@ fn cmd_up(a: UpArgs) -> anyhow::Result<i32> {
     let vm = a.vm.router == RouterArg::Vm;
     if a.vm.wireguard && !vm {
         anyhow::bail!("--wireguard needs --router vm (this host's kernel has no wireguard)");
+    }
+    if (a.vm.wifi.is_some() || a.vm.vm_kernel.is_some() || !a.vm.extras.is_empty()) && !vm {
+        anyhow::bail!(
+            "--wifi, --vm-kernel and --extras need --router vm (the Wi-Fi router's radios are \
+             mac80211_hwsim in the VM's own kernel; the extras go into the VM's image)"
+        );
     }
     let cfg = if vm {
         let userspace = matches!(a.aqm, AqmArg::Userspace);
@@ -820,7 +886,12 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         TestArg::RrulIcmp => TestKind::RrulIcmp,
         TestArg::TcpBidirectional => TestKind::TcpBidirectional,
         TestArg::Phases => TestKind::Phases,
+        TestArg::RttFair => TestKind::TcpBidirectional,
     };
+    let wifi_run = a.station.is_some() || a.stations.is_some() || matches!(a.test, TestArg::RttFair);
+    if wifi_run && a.tunnel {
+        anyhow::bail!("--station/--stations/rtt_fair and --tunnel: the stations' tests go through the AP, not the tunnel");
+    }
     if kind == TestKind::Phases && a.streams > 16 {
         anyhow::bail!("-n must be at most 16 for phases (2N flows in its last phase)");
     }
@@ -849,6 +920,10 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
     } else {
         Box::new(crate::util::progress::BarProgress::new())
     };
+    if wifi_run {
+        drop(progress);
+        return cmd_run_stations(&a, &cfg, &test, started);
+    }
     let run = lab::run::run(&cfg, &test, warmup, progress)?;
     let th = lab::theory::theory(&cfg);
     let name = kind.flent_name();
@@ -924,6 +999,120 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// `lab run TEST --station K | --stations K,L|all`, `lab run rtt_fair`: the clients in Wi-Fi
+/// stations inside the VM (lab/wifi_run.rs).
+fn cmd_run_stations(
+    a: &RunArgs,
+    cfg: &crate::results::lab::LabConfig,
+    test: &crate::latency::TestConfig,
+    started: String,
+) -> anyhow::Result<i32> {
+    let have = lab::wifi_run::stations(cfg)?;
+    let which = match (a.station, &a.stations) {
+        (Some(k), _) => lab::wifi_run::parse_stations(&k.to_string(), &have)?,
+        (None, Some(l)) => lab::wifi_run::parse_stations(l, &have)?,
+        (None, None) => have.iter().map(|s| s.station).collect(),
+    };
+    let rtt_fair = matches!(a.test, TestArg::RttFair);
+    if which.len() > 1 && a.flent.is_some() {
+        anyhow::bail!("--flent takes one station's test (--station K): rtt_fair's stations each have their own series in the JSON");
+    }
+    let name = if rtt_fair { "rtt_fair" } else { test.kind.flent_name() };
+    if !a.json.on_stdout() && !a.quiet {
+        crate::errln!(
+            "routerbench lab: {name} from station(s) {} inside the VM ({} s)…",
+            which.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(","),
+            (test.length + test.delay * 2).as_secs_f64()
+        );
+    }
+    let runs = lab::wifi_run::run(cfg, test, &which)?;
+    let summaries: Vec<crate::results::lab::StationRun> =
+        runs.iter().map(|r| r.summary.clone()).collect();
+    let note = lab::vm::WIFI_EMULATION.to_string();
+    let agent = cfg.router_vm.as_ref().and_then(|v| v.wifi.as_ref()).map(|w| {
+        format!(
+            "{}:{}",
+            w.ap_ip.split('/').next().unwrap_or(""),
+            lab::vm::AGENT_PORT
+        )
+    });
+    let single = runs.len() == 1;
+    if !a.json.on_stdout() {
+        if single {
+            if let Some(l) = &runs[0].result.latency {
+                crate::out!("{}", crate::report::latency::render_text(l));
+            }
+            if let Some(m) = &runs[0].result.router {
+                crate::outln!("\nRouter (agent {}, sampled from station {}):", agent.as_deref().unwrap_or("?"), which[0]);
+                crate::out!("{}", crate::report::monitor::render_text(m));
+            }
+            crate::outln!();
+        }
+        crate::out!("{}", lab::wifi_run::station_lines(&summaries));
+        for r in &summaries {
+            for c in &r.bytes_check {
+                crate::outln!("{}", lab::wifi_run::bytes_line(r.station, c));
+            }
+        }
+        crate::outln!("note: {note}");
+        if let Some(r) = &cfg.router_vm {
+            crate::out!("{}", crate::report::lab::router_vm(r));
+        }
+    }
+    if let Some(path) = &a.flent {
+        let r = &runs[0].result;
+        if let Some(l) = &r.latency {
+            Flent::new(&format!("lab {} station {}", cfg.name, which[0]))
+                .with_router(r.router.as_ref().map(|m| (agent.as_deref().unwrap_or("?"), m)))
+                .write_to_file(l, path)?;
+            a.json.say(&format!("saved {}", path.display()));
+        }
+    }
+    let interrupted = runs
+        .iter()
+        .any(|r| r.result.latency.as_ref().is_some_and(|l| l.interrupted));
+    if a.json.is_set() {
+        let mut stations = summaries.clone();
+        if !single {
+            for (s, r) in stations.iter_mut().zip(&runs) {
+                s.latency = r.result.latency.clone().map(Box::new);
+            }
+        }
+        let lab = LabResult {
+            test: Some(name.to_string()),
+            station: single.then(|| which[0]),
+            throughput_jain: lab::wifi_run::throughput_jain(&summaries),
+            stations,
+            wifi_emulated: Some(note.clone()),
+            ..lab::theory::result(cfg.clone())
+        };
+        let mut env = envelope(lab, started);
+        if single {
+            env.latency = runs[0].result.latency.clone();
+            env.router = runs[0].result.router.clone();
+            env.device = runs[0].result.device.clone();
+        }
+        env.notes.push(note);
+        if let Some(path) = a.json.write(&env)? {
+            a.json.say(&format!("saved {}", path.display()));
+        }
+    }
+    let mismatch: Vec<String> = summaries
+        .iter()
+        .flat_map(|r| r.bytes_check.iter().map(move |c| (r.station, c)))
+        .filter(|(_, c)| c.ratio.is_some_and(|x| ((x - 1.0) * 100.0).abs() > lab::wifi_run::BYTES_TOLERANCE_PCT))
+        .map(|(k, c)| lab::wifi_run::bytes_line(k, c))
+        .collect();
+    for m in &mismatch {
+        crate::errln!("routerbench lab: {m} (more than {} %)", lab::wifi_run::BYTES_TOLERANCE_PCT);
+    }
+    if interrupted {
+        crate::errln!("routerbench lab: interrupted: the result above and the files are partial");
+        return Ok(1);
+    }
+    Ok(0)
+}
+
 #[derive(Debug, Args)]
 pub struct VmRouterArgs {
     /// The router's configuration (JSON from `lab up --router vm`).
@@ -943,6 +1132,19 @@ pub struct VmRouterArgs {
     /// `lab exec --name N -- vm-router --timer-probe`.
     #[arg(long, hide = true)]
     pub timer_probe: bool,
+    /// Internal: hold a Wi-Fi station's network and mount namespaces.
+    #[arg(long, hide = true, value_name = "K")]
+    pub station_holder: Option<u32>,
+    /// Run routerbench with the arguments after `--` in these Wi-Fi stations at once
+    /// (`lab run rtt_fair`); prints their replies as a JSON array.
+    #[arg(long, hide = true, value_delimiter = ',', value_name = "K,L")]
+    pub in_stations: Vec<u32>,
+    /// Seconds before each of `--in-stations`' commands is killed.
+    #[arg(long, hide = true, default_value_t = 600.0)]
+    pub in_stations_timeout: f64,
+    /// The command for `--in-stations`.
+    #[arg(last = true, hide = true)]
+    pub rest: Vec<String>,
 }
 
 /// Waits (at most `limit`) until the kernel's forwarding of `devs` is off: the forwarder's
@@ -968,6 +1170,40 @@ pub fn vm_router(a: VmRouterArgs) -> anyhow::Result<i32> {
     use lab::vm::{guest, guest_run};
     if a.control {
         guest_run::serve_control()?;
+        return Ok(0);
+    }
+    if a.station_holder.is_some() {
+        lab::vm::guest_wifi::hold()?;
+        return Ok(0);
+    }
+    if !a.in_stations.is_empty() {
+        let exe = std::env::current_exe()?;
+        let handles: Vec<_> = a
+            .in_stations
+            .iter()
+            .map(|&k| {
+                let req = guest_run::ExecRequest {
+                    id: u64::from(k),
+                    program: None,
+                    background: false,
+                    args: a.rest.clone(),
+                    timeout_s: a.in_stations_timeout,
+                    station: Some(k),
+                };
+                let exe = exe.clone();
+                std::thread::spawn(move || guest_run::run_request(&exe, &req))
+            })
+            .collect();
+        let replies: Vec<guest_run::ExecReply> = handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| guest_run::ExecReply {
+                    error: Some("a station's thread panicked".into()),
+                    ..Default::default()
+                })
+            })
+            .collect();
+        crate::outln!("{}", serde_json::to_string(&replies)?);
         return Ok(0);
     }
     if a.timer_probe {
@@ -997,6 +1233,16 @@ pub fn vm_router(a: VmRouterArgs) -> anyhow::Result<i32> {
     let (cfg, mut steps) = match applied {
         Ok(x) => x,
         Err(e) => return failed(lab::error::chain(&e)),
+    };
+    let wifi = match &cfg.wifi {
+        Some(w) => match lab::vm::guest_wifi::setup(w, cfg.prefix_len) {
+            Ok((ready, more)) => {
+                steps.extend(more);
+                Some(ready)
+            }
+            Err(e) => return failed(format!("Wi-Fi: {}", lab::error::chain(&e))),
+        },
+        None => None,
     };
     let exe = std::env::current_exe()?;
     let config = a.config.display().to_string();
@@ -1029,6 +1275,7 @@ pub fn vm_router(a: VmRouterArgs) -> anyhow::Result<i32> {
     let ready = guest::GuestReady {
         identity: crate::device::detect(),
         steps,
+        wifi,
     };
     crate::outln!("{}{}", guest::READY, serde_json::to_string(&ready)?);
     let err = std::os::unix::process::CommandExt::exec(std::process::Command::new(exe).args([

@@ -33,6 +33,7 @@ pub mod theory;
 mod topology;
 pub mod vm;
 pub mod wifi_bytes;
+pub mod wifi_run;
 
 pub use error::{LabError, Result};
 pub use events::{LabEvent, LabEvents};

@@ -44,6 +44,10 @@ pub fn result(config: LabConfig) -> crate::results::lab::LabResult {
         checks: Vec::new(),
         tap_queues: Vec::new(),
         router_verdict: None,
+        station: None,
+        stations: Vec::new(),
+        throughput_jain: None,
+        wifi_emulated: None,
     }
 }
 

@@ -9,27 +9,11 @@
 
 use crate::results::latency::LatencyResult;
 use crate::results::wifi::WifiSummary;
-use serde::{Deserialize, Serialize};
+pub use crate::results::wifi::StationBytesCheck;
 
 /// Bytes of framing per frame the AP counts beyond the TCP payload: 26 (802.11 QoS data
 /// header) + 8 (LLC/SNAP) + 20 (IPv4) + 32 (TCP with the timestamps option).
 pub const FRAME_OVERHEAD_BYTES: u64 = 86;
-
-/// One direction of one station: the AP's counters against the test's flows.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct StationBytesCheck {
-    pub mac: String,
-    /// `download` (AP → station: the AP's tx counters) or `upload` (its rx counters).
-    pub direction: String,
-    pub ap_bytes: u64,
-    pub ap_packets: u64,
-    /// `ap_bytes − 86 × ap_packets`: the TCP payload the AP carried.
-    pub ap_payload_bytes: u64,
-    /// The test's flows in this direction: bytes delivered to their receivers.
-    pub test_bytes: u64,
-    /// ap_payload_bytes / test_bytes.
-    pub ratio: Option<f64>,
-}
 
 /// The station's two directions, when the summary has it and the test has flows there.
 pub fn check(latency: &LatencyResult, wifi: &WifiSummary, mac: &str) -> Vec<StationBytesCheck> {

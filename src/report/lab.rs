@@ -285,7 +285,16 @@ pub fn router_vm(r: &crate::results::lab::RouterVm) -> String {
         .iter()
         .map(|p| format!("{} {}", p.package, p.version))
         .collect();
-    let _ = writeln!(s, "  kernel {} (Debian: {})", r.kernel, pk.join(", "));
+    let suite = match r.kernel_suite.as_deref() {
+        Some("backports") => "bookworm-backports",
+        _ => "bookworm",
+    };
+    let _ = writeln!(
+        s,
+        "  kernel {} from {suite} (Debian: {})",
+        r.kernel,
+        pk.join(", ")
+    );
     if let Some(id) = &r.identity {
         let _ = writeln!(
             s,
@@ -304,6 +313,27 @@ pub fn router_vm(r: &crate::results::lab::RouterVm) -> String {
         r.qdisc_up, r.qdisc_down
     );
     let _ = writeln!(s, "  agent {} ; console {}", r.agent, r.console);
+    if let Some(w) = &r.wifi {
+        let _ = writeln!(
+            s,
+            "  Wi-Fi: hostapd AP on {}/{} {} (ssid {}, {}, 2.4 GHz channel {}), {} station(s):",
+            w.ap_phy,
+            w.ap_dev,
+            w.ap_ip,
+            w.ssid,
+            w.security,
+            w.channel,
+            w.stations.len()
+        );
+        for st in &w.stations {
+            let _ = writeln!(
+                s,
+                "    station {}: {}/{} {} {} (own namespace in the VM), associated in {:.1} s",
+                st.station, st.phy, st.dev, st.mac, st.ip, st.assoc_s
+            );
+        }
+        let _ = writeln!(s, "  note: {}", w.emulation);
+    }
     s
 }
 
@@ -658,6 +688,10 @@ mod tests {
             checks: Vec::new(),
             tap_queues: Vec::new(),
             router_verdict: None,
+            station: None,
+            stations: Vec::new(),
+            throughput_jain: None,
+            wifi_emulated: None,
         };
         let bare = render_result(&r);
         assert!(bare.contains("full queue adds 25.6 ms"), "{bare}");
@@ -717,6 +751,10 @@ mod tests {
             checks: Vec::new(),
             tap_queues: Vec::new(),
             router_verdict: None,
+            station: None,
+            stations: Vec::new(),
+            throughput_jain: None,
+            wifi_emulated: None,
         })
         .unwrap();
         v["config"].as_object_mut().unwrap().remove("devices");

@@ -127,6 +127,78 @@ pub struct RouterVm {
     /// A WireGuard tunnel from the router to the WAN host (`lab up --router vm --wireguard`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wireguard: Option<VmWireguard>,
+    /// Which Debian kernel the VM booted: `stable` (bookworm's) or `backports`
+    /// (bookworm-backports', the Wi-Fi router's). Absent in older results (stable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_suite: Option<String>,
+    /// The Wi-Fi router's access point and stations (`lab up --router vm --wifi N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wifi: Option<VmWifi>,
+}
+
+/// The Wi-Fi VM router: mac80211_hwsim radios, hostapd on the first as the access point, one
+/// station per other radio, each in its own network namespace inside the VM.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct VmWifi {
+    pub ssid: String,
+    /// 2.4 GHz channel number.
+    pub channel: u32,
+    /// `open, 11n, WMM`.
+    pub security: String,
+    pub ap_phy: String,
+    pub ap_dev: String,
+    /// The AP interface's address: the stations' gateway (`10.201.3.1/24`).
+    pub ap_ip: String,
+    pub stations: Vec<VmStation>,
+    /// The Debian programs in the image (`hostapd (/usr/sbin/hostapd from hostapd 2:2.10-…)`).
+    #[serde(default)]
+    pub programs: Vec<String>,
+    /// What the emulated Wi-Fi hop is not: every figure of it that is not a radio's.
+    pub emulation: String,
+}
+
+/// One station of the Wi-Fi VM router.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct VmStation {
+    /// 1..N (`lab run --station K`, `lab exec --station K`).
+    pub station: u32,
+    pub phy: String,
+    pub dev: String,
+    pub mac: String,
+    pub ip: String,
+    /// Seconds from `iw connect` to associated.
+    pub assoc_s: f64,
+}
+
+/// One station's share of a test run from Wi-Fi stations (`lab run TEST --station K`, `lab
+/// run rtt_fair`): its throughput and latency, and the AP's counters against its bytes.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct StationRun {
+    pub station: u32,
+    pub mac: String,
+    pub ip: String,
+    /// The test it ran (`rrul`, `tcp_bidirectional`, …).
+    pub test: String,
+    /// Mean goodput over the load, Mbit/s (None: no flow that way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub download_mbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upload_mbps: Option<f64>,
+    /// Latency while idle and under load (median of its probes), and the loaded p99, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loaded_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loaded_p99_ms: Option<f64>,
+    /// The AP's counters for this station (read before and after the test) against the
+    /// test's own bytes, per direction.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bytes_check: Vec<crate::results::wifi::StationBytesCheck>,
+    /// Its full result when several stations ran at once (a single station's is the
+    /// envelope's `latency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Box<crate::results::latency::LatencyResult>>,
 }
 
 /// The four veth ends of a lab, the same in every lab (each lab has its own namespaces).
@@ -490,6 +562,20 @@ pub struct LabResult {
     /// With a VM router: did it run out of CPU, and where did the queue build.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub router_verdict: Option<RouterVerdict>,
+    /// The Wi-Fi station the test ran from (`lab run TEST --station K`); None: the LAN host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub station: Option<u32>,
+    /// Per station: its throughput, latency and byte check (one for `--station K`, all of
+    /// them for `rtt_fair`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stations: Vec<StationRun>,
+    /// Jain's fairness index over the stations' throughputs (download + upload), with two or
+    /// more stations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput_jain: Option<f64>,
+    /// The Wi-Fi hop is emulated: what that means for the figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wifi_emulated: Option<String>,
 }
 
 /// The root qdisc of a tap on the host side of the VM router: packets wait here when the VM
@@ -572,6 +658,10 @@ impl LabResult {
             checks: Vec::new(),
             tap_queues: Vec::new(),
             router_verdict: None,
+            station: None,
+            stations: Vec::new(),
+            throughput_jain: None,
+            wifi_emulated: None,
         }
     }
 }

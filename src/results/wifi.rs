@@ -418,6 +418,22 @@ pub struct StationSummary {
     pub txq_ecn_marks: Option<u64>,
 }
 
+/// One direction of one station: the AP's counters against the test's flows.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StationBytesCheck {
+    pub mac: String,
+    /// `download` (AP → station: the AP's tx counters) or `upload` (its rx counters).
+    pub direction: String,
+    pub ap_bytes: u64,
+    pub ap_packets: u64,
+    /// `ap_bytes − 86 × ap_packets`: the TCP payload the AP carried.
+    pub ap_payload_bytes: u64,
+    /// The test's flows in this direction: bytes delivered to their receivers.
+    pub test_bytes: u64,
+    /// ap_payload_bytes / test_bytes.
+    pub ratio: Option<f64>,
+}
+
 /// Jain's fairness index of `x`: (Σx)² / (n·Σx²), 1 when all are equal, 1/n when one has all.
 /// None for fewer than two values or an all-zero set.
 pub fn jain_index(x: &[f64]) -> Option<f64> {

@@ -89,6 +89,14 @@ impl VmArch {
         format!("linux-image-{}:{}", self.kernel_flavour(), self.deb_arch())
     }
 
+    /// Debian's multiarch directory name (`lib/<multiarch>/`).
+    pub fn multiarch(self) -> &'static str {
+        match self {
+            VmArch::Armv7 => "arm-linux-gnueabihf",
+            VmArch::Mipsel => "mipsel-linux-gnu",
+        }
+    }
+
     /// The static busybox package.
     pub fn busybox(self) -> String {
         format!("busybox-static:{}", self.deb_arch())

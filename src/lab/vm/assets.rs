@@ -114,6 +114,154 @@ pub fn fetch(cache: &Path) -> Result<Assets> {
     fetch_for(cache, VmArch::Armv7)
 }
 
+/// Which Debian kernel the VM router boots (`--vm-kernel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VmKernel {
+    /// bookworm's own (6.1 armmp / 4kc-malta), through the host's apt: the wired router's.
+    #[default]
+    Stable,
+    /// bookworm-backports' (6.12 armmp), through the private apt (apt.rs): mac80211_hwsim's
+    /// traffic crosses mac80211's fq_codel TXQs only from 6.2 on (docs/vm-router.md).
+    Backports,
+}
+
+impl VmKernel {
+    pub fn name(self) -> &'static str {
+        match self {
+            VmKernel::Stable => "stable",
+            VmKernel::Backports => "backports",
+        }
+    }
+}
+
+/// The `.deb` of package `pkg` (no architecture) for `deb_arch` in `dir`, if there.
+pub fn find_deb_named(dir: &Path, pkg: &str, deb_arch: &str) -> Option<PathBuf> {
+    let prefix = format!("{pkg}_");
+    let suffixes = [format!("_{deb_arch}.deb"), "_all.deb".to_string()];
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with(&prefix) && suffixes.iter().any(|s| n.ends_with(s.as_str()))
+        })
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+/// Unpacks `deb` into `root` (once: a stamp named by its SHA-256 says it was) and returns its
+/// record.
+pub fn unpack(deb: &Path, root: &Path) -> Result<PackageRecord> {
+    let rec = PackageRecord {
+        package: deb_field(deb, "Package")?,
+        version: deb_field(deb, "Version")?,
+        file: deb
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        sha256: sha256_file(deb)?,
+    };
+    let stamp = root.join(format!(".unpacked-{}", rec.sha256));
+    if !stamp.exists() {
+        std::fs::create_dir_all(root)
+            .map_err(|e| LabError::Sys(format!("cannot create {}: {e}", root.display())))?;
+        let (d, o) = (
+            deb.to_string_lossy().into_owned(),
+            root.to_string_lossy().into_owned(),
+        );
+        run_tool("dpkg-deb", &["-x", &d, &o])?;
+        std::fs::write(&stamp, b"")
+            .map_err(|e| LabError::Sys(format!("cannot write {}: {e}", stamp.display())))?;
+    }
+    Ok(rec)
+}
+
+/// [`fetch_for`] with a choice of kernel. Backports: the kernel (the backports suite's
+/// `linux-image-<flavour>` meta package names it) and busybox come through the private apt
+/// into `<cache>/kernel-backports-<deb arch>/`, unpacked into its `root/`, recorded in its
+/// `manifest.json`; the host's apt need not know the architecture.
+pub fn fetch_kernel(cache: &Path, arch: VmArch, kernel: VmKernel) -> Result<Assets> {
+    if kernel == VmKernel::Stable {
+        return fetch_for(cache, arch);
+    }
+    for (tool, pkg) in [("apt-get", "apt"), ("dpkg-deb", "dpkg"), ("xz", "xz-utils")] {
+        tool_path(tool).map_err(|_| {
+            LabError::State(format!(
+                "{tool} not found: the VM router's backports kernel needs it (install {pkg})"
+            ))
+        })?;
+    }
+    let deb_arch = arch.deb_arch();
+    let dir = cache.join(format!("kernel-backports-{deb_arch}"));
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root)
+        .map_err(|e| LabError::Sys(format!("cannot create {}: {e}", root.display())))?;
+    let mut apt = None;
+    let mut get_apt = || -> Result<super::apt::PrivateApt> {
+        if apt.is_none() {
+            apt = Some(super::apt::PrivateApt::new(cache, arch)?);
+        }
+        Ok(apt.clone().expect("set above"))
+    };
+    let kernel_deb = match find_kernel_deb(&dir, arch) {
+        Some(k) => k,
+        None => {
+            let a = get_apt()?;
+            let out = a.depends(&arch.kernel_meta(), Some("bookworm-backports"))?;
+            let pkg = parse_kernel_dependency_for(&out, deb_arch).ok_or_else(|| {
+                LabError::State(format!(
+                    "bookworm-backports names no kernel for {}: {}",
+                    arch.kernel_meta(),
+                    out.trim()
+                ))
+            })?;
+            a.download(&pkg, &dir)?;
+            find_kernel_deb(&dir, arch).ok_or_else(|| {
+                LabError::Unexpected(format!("apt-get download {pkg} left no kernel in {}", dir.display()))
+            })?
+        }
+    };
+    let busybox_pkg = arch.busybox();
+    let bb_base = busybox_pkg.split(':').next().unwrap_or("busybox-static");
+    let bb_deb = match find_deb_named(&dir, bb_base, deb_arch) {
+        Some(d) => d,
+        None => {
+            get_apt()?.download(&busybox_pkg, &dir)?;
+            find_deb_named(&dir, bb_base, deb_arch).ok_or_else(|| {
+                LabError::Unexpected(format!("apt-get download {busybox_pkg} left no .deb in {}", dir.display()))
+            })?
+        }
+    };
+    let mut manifest = Manifest::default();
+    for deb in [&kernel_deb, &bb_deb] {
+        manifest.packages.push(unpack(deb, &root)?);
+    }
+    let (vmlinuz, release) = find_kernel(&root)?;
+    manifest.kernel_release = release.clone();
+    let text = serde_json::to_string_pretty(&manifest)
+        .map_err(|e| LabError::Unexpected(format!("manifest: {e}")))?;
+    let mp = dir.join("manifest.json");
+    std::fs::write(&mp, text + "\n")
+        .map_err(|e| LabError::Sys(format!("cannot write {}: {e}", mp.display())))?;
+    let busybox = root.join("bin/busybox");
+    if !busybox.exists() {
+        return Err(LabError::State(format!(
+            "{} has no bin/busybox: delete {} and retry",
+            root.display(),
+            dir.display()
+        )));
+    }
+    Ok(Assets {
+        dir,
+        vmlinuz,
+        busybox,
+        modules_dir: root.join("lib/modules").join(&release),
+        manifest,
+    })
+}
+
 /// Downloads (if not cached yet) and unpacks `arch`'s kernel and busybox into `cache`.
 pub fn fetch_for(cache: &Path, arch: VmArch) -> Result<Assets> {
     for (tool, pkg) in [("apt-get", "apt"), ("dpkg-deb", "dpkg")] {

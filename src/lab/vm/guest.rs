@@ -57,6 +57,9 @@ pub struct GuestConfig {
     /// A WireGuard tunnel from the router to the WAN host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wireguard: Option<GuestWireguard>,
+    /// The Wi-Fi router: hwsim radios, hostapd, stations (guest_wifi.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wifi: Option<super::guest_wifi::GuestWifi>,
 }
 
 /// The router's end of the WireGuard tunnel (keys in base64, as `wg` writes them).
@@ -127,6 +130,8 @@ pub struct GuestReady {
     pub identity: DeviceInfo,
     /// One line per step done (`eth0 up`, `cake on eth1 at 50 Mbit/s`, …).
     pub steps: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wifi: Option<super::guest_wifi::GuestWifiReady>,
 }
 
 impl GuestQdisc {

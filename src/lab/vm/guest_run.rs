@@ -23,7 +23,7 @@ pub const SHAPE_STATS: &str = "/run/routerbench-shape.json";
 /// A request or reply line is at most this long.
 pub const MAX_LINE: usize = 1 << 20;
 /// Each of stdout and stderr of a command is kept up to this many bytes.
-pub const MAX_OUTPUT: usize = 4 << 20;
+pub const MAX_OUTPUT: usize = 16 << 20;
 
 /// The Debian programs the control port runs besides routerbench, from `/bin/NAME` in the
 /// image (`lab up --extras`): the seed's own tools, so that routerbench is compared with them
@@ -49,6 +49,9 @@ pub struct ExecRequest {
     pub args: Vec<String>,
     /// Killed after this long.
     pub timeout_s: f64,
+    /// Run inside this Wi-Fi station's namespaces (`lab exec --station K`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub station: Option<u32>,
 }
 
 /// What the command did.
@@ -248,6 +251,17 @@ pub fn run_request_in(
     };
     let mut cmd = Command::new(&exe);
     cmd.args(&req.args).stdin(Stdio::null());
+    if let Some(k) = req.station {
+        let entered = super::guest_wifi::holder_of(k)
+            .and_then(|pid| super::guest_wifi::enter(&mut cmd, pid));
+        if let Err(e) = entered {
+            return ExecReply {
+                id: req.id,
+                error: Some(format!("station {k}: {e}")),
+                ..Default::default()
+            };
+        }
+    }
     if req.background {
         return start_background(cmd, req, timeout);
     }
@@ -539,6 +553,7 @@ mod tests {
                 background: false,
                 args: vec!["-c".into(), "echo out; echo err >&2; exit 3".into()],
                 timeout_s: 10.0,
+                station: None,
             },
         );
         assert_eq!(r.status, Some(3));
@@ -554,6 +569,7 @@ mod tests {
                 background: false,
                 args: vec!["-c".into(), "sleep 30".into()],
                 timeout_s: 1.0,
+                station: None,
             },
         );
         assert!(slow.timed_out);
@@ -566,6 +582,7 @@ mod tests {
                 background: false,
                 args: vec![],
                 timeout_s: 1.0,
+                station: None,
             },
         );
         assert!(missing.error.unwrap().contains("cannot start"));
@@ -578,6 +595,7 @@ mod tests {
             background,
             args: args.iter().map(|a| a.to_string()).collect(),
             timeout_s: 5.0,
+            station: None,
         }
     }
 

@@ -113,7 +113,8 @@ pub fn index_modules(dir: &Path) -> Result<BTreeMap<String, PathBuf>> {
             if p.is_dir() {
                 stack.push(p);
             } else if let Some(n) = p.file_name().and_then(|n| n.to_str()) {
-                if let Some(stem) = n.strip_suffix(".ko") {
+                // 6.12's modules are xz-compressed (`.ko.xz`), 6.1's plain.
+                if let Some(stem) = n.strip_suffix(".ko").or_else(|| n.strip_suffix(".ko.xz")) {
                     out.insert(stem.replace('-', "_"), p.clone());
                 }
             }
@@ -122,19 +123,68 @@ pub fn index_modules(dir: &Path) -> Result<BTreeMap<String, PathBuf>> {
     Ok(out)
 }
 
+/// A module file's bytes: `.ko` as it is, `.ko.xz` decompressed with `xz -dc` (busybox's
+/// `insmod` and the kernel's `init_module` want the plain ELF).
+pub fn module_bytes(p: &Path) -> Result<Vec<u8>> {
+    if p.extension().is_some_and(|e| e == "xz") {
+        let out = std::process::Command::new("xz")
+            .arg("-dc")
+            .arg(p)
+            .output()
+            .map_err(|e| {
+                LabError::State(format!(
+                    "cannot run xz to unpack {} ({e}): install xz-utils",
+                    p.display()
+                ))
+            })?;
+        if !out.status.success() {
+            return Err(LabError::State(format!(
+                "xz -dc {} failed: {}",
+                p.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        return Ok(out.stdout);
+    }
+    std::fs::read(p).map_err(|e| LabError::Sys(format!("cannot read {}: {e}", p.display())))
+}
+
+/// The modules built into the kernel (`modules.builtin` beside the module tree: one
+/// `kernel/…/name.ko` a line), by module name. None is an empty set.
+pub fn builtin_modules(modules_dir: &Path) -> std::collections::BTreeSet<String> {
+    std::fs::read_to_string(modules_dir.join("modules.builtin"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let n = l.trim().rsplit('/').next()?;
+            Some(n.strip_suffix(".ko")?.replace('-', "_"))
+        })
+        .collect()
+}
+
 /// `wanted` and everything they depend on, dependencies first (each once).
 pub fn load_order(
     index: &BTreeMap<String, PathBuf>,
     wanted: &[&str],
 ) -> Result<Vec<(String, PathBuf)>> {
+    load_order_with(index, &Default::default(), wanted)
+}
+
+/// [`load_order`] with the kernel's built-in modules left out (wanted or depended on).
+pub fn load_order_with(
+    index: &BTreeMap<String, PathBuf>,
+    builtin: &std::collections::BTreeSet<String>,
+    wanted: &[&str],
+) -> Result<Vec<(String, PathBuf)>> {
     fn visit(
         name: &str,
         index: &BTreeMap<String, PathBuf>,
+        builtin: &std::collections::BTreeSet<String>,
         out: &mut Vec<(String, PathBuf)>,
         path: &mut Vec<String>,
     ) -> Result<()> {
         let key = name.replace('-', "_");
-        if out.iter().any(|(n, _)| *n == key) {
+        if out.iter().any(|(n, _)| *n == key) || builtin.contains(&key) {
             return Ok(());
         }
         if path.contains(&key) || path.len() > 64 {
@@ -149,11 +199,10 @@ pub fn load_order(
                  not the VM router's kernel: armmp for armv7, 4kc-malta for mipsel?)"
             ))
         })?;
-        let bytes = std::fs::read(p)
-            .map_err(|e| LabError::Sys(format!("cannot read {}: {e}", p.display())))?;
+        let bytes = module_bytes(p)?;
         path.push(key.clone());
         for dep in module_depends(&bytes) {
-            visit(&dep, index, out, path)?;
+            visit(&dep, index, builtin, out, path)?;
         }
         path.pop();
         out.push((key, p.clone()));
@@ -161,7 +210,7 @@ pub fn load_order(
     }
     let mut out = Vec::new();
     for w in wanted {
-        visit(w, index, &mut out, &mut Vec::new())?;
+        visit(w, index, builtin, &mut out, &mut Vec::new())?;
     }
     Ok(out)
 }
@@ -182,9 +231,10 @@ pub fn init_script() -> String {
      mount -t sysfs sysfs /sys\n\
      mount -t devtmpfs devtmpfs /dev\n\
      echo \"routerbench-vm: kernel $(uname -r), loading modules\"\n\
-     for m in $(cat /etc/routerbench/modules); do\n\
-     \x20 insmod /lib/modules/$m.ko || echo \"routerbench-vm: insmod $m failed\"\n\
-     done\n\
+     mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null\n\
+     while read m p; do\n\
+     \x20 insmod /lib/modules/$m.ko $p || echo \"routerbench-vm: insmod $m failed\"\n\
+     done < /etc/routerbench/modules\n\
      /bin/routerbench vm-router --config /etc/routerbench/router.json\n\
      echo \"routerbench-vm: vm-router exited with status $?\"\n\
      poweroff -f\n"
@@ -196,6 +246,10 @@ pub struct ImageParts<'a> {
     pub busybox: &'a [u8],
     pub routerbench: &'a [u8],
     pub modules: &'a [(String, PathBuf)],
+    /// Parameters of a module by name (`mac80211_hwsim` → `radios=3`).
+    pub module_params: &'a [(String, String)],
+    /// Programs, libraries and loader from Debian packages (extras.rs).
+    pub extras: &'a [super::extras::ImageEntry],
     pub config_json: &'a str,
 }
 
@@ -213,11 +267,37 @@ pub fn build(parts: &ImageParts<'_>) -> Result<Vec<u8>> {
     c.file("bin/routerbench", parts.routerbench, true);
     let mut order = String::new();
     for (name, path) in parts.modules {
-        let data = std::fs::read(path)
-            .map_err(|e| LabError::Sys(format!("cannot read {}: {e}", path.display())))?;
+        let data = module_bytes(path)?;
         c.file(&format!("lib/modules/{name}.ko"), &data, false);
         order.push_str(name);
+        if let Some((_, p)) = parts.module_params.iter().find(|(n, _)| n == name) {
+            order.push(' ');
+            order.push_str(p);
+        }
         order.push('\n');
+    }
+    let mut dirs: std::collections::BTreeSet<String> = ["bin", "etc", "etc/routerbench", "lib", "lib/modules"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for e in parts.extras {
+        let super::extras::ImageEntry::File {
+            path,
+            data,
+            executable,
+        } = e;
+        let mut parents = Vec::new();
+        let mut p = Path::new(path.as_str()).parent();
+        while let Some(d) = p.filter(|d| !d.as_os_str().is_empty()) {
+            parents.push(d.to_string_lossy().into_owned());
+            p = d.parent();
+        }
+        for d in parents.into_iter().rev() {
+            if dirs.insert(d.clone()) {
+                c.dir(&d);
+            }
+        }
+        c.file(path, data, *executable);
     }
     c.file("etc/routerbench/modules", order.as_bytes(), false);
     c.file(

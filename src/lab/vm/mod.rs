@@ -11,12 +11,16 @@
 //! qemu itself runs in [<name>-rtr], which has no links: `lab down` finds it there.
 //! ```
 
+pub mod apt;
 pub mod arch;
 pub mod assets;
 pub mod control;
+pub mod elf;
+pub mod extras;
 pub mod files;
 pub mod guest;
 pub mod guest_run;
+pub mod guest_wifi;
 pub mod initramfs;
 pub mod nlconf;
 pub mod qemu;
@@ -29,7 +33,7 @@ use super::router::ip;
 use super::sys::{require_root, require_tools, tool_path};
 use super::topology::{LabSpec, make_namespaces, names, ns_default_cc};
 use super::{DEV_LAN, DEV_WAN, LAN_IP, RTR_LAN_IP, RTR_WAN_IP, WAN_IP, netns, state};
-use crate::results::lab::{LabConfig, LabDevices, RouterVm, VmPackage};
+use crate::results::lab::{LabConfig, LabDevices, RouterVm, VmPackage, VmStation, VmWifi};
 use aqm::QdiscKind;
 pub use arch::VmArch;
 use guest::{GuestConfig, GuestQdisc, GuestReady};
@@ -62,6 +66,28 @@ pub const MODULES: &[&str] = &[
 ];
 /// Loaded only with `--wireguard` (it pulls the kernel's ChaCha20/Poly1305/Curve25519 code).
 pub const WIREGUARD_MODULES: &[&str] = &["wireguard"];
+/// Loaded only with `--wifi N` (with `radios=N+1`; it pulls mac80211, cfg80211, rfkill, libarc4).
+pub const WIFI_MODULE: &str = "mac80211_hwsim";
+/// The Wi-Fi network: the AP's address, its prefix, the stations' offset (station K is
+/// `10.201.3.(10+K)`), the SSID and channel.
+pub const WIFI_AP_IP: &str = "10.201.3.1";
+pub const WIFI_NET: &str = "10.201.3.0/24";
+pub const WIFI_STATION_OFFSET: u8 = 10;
+pub const WIFI_SSID: &str = "routerbench";
+pub const WIFI_CHANNEL: u32 = 1;
+/// What the emulated Wi-Fi hop is not (every Wi-Fi lab result carries it).
+pub const WIFI_EMULATION: &str = "the Wi-Fi hop is emulated (mac80211_hwsim without a medium \
+    simulator: a perfect medium, every frame delivered on its first try): its retries, failed \
+    frames and airtime are 0 and its rates (tx/rx bitrate, expected throughput) are labels, not \
+    a radio's; throughput and latency through it are the VM's CPU and mac80211's queues, not \
+    a channel's capacity; airtime fairness and AQL cannot be observed";
+
+/// The Wi-Fi router's size and patience (`--wifi N`, `--wifi-assoc-timeout`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WifiSpec {
+    pub stations: u32,
+    pub assoc_timeout: Duration,
+}
 
 /// How to build the VM router.
 #[derive(Debug, Clone)]
@@ -81,6 +107,13 @@ pub struct VmSpec {
     pub wireguard: bool,
     /// The emulated router's CPU architecture (armv7 by default).
     pub arch: VmArch,
+    /// Which Debian kernel; None: backports with `wifi`, else stable.
+    pub kernel: Option<assets::VmKernel>,
+    /// A Wi-Fi router with stations (`--wifi N`).
+    pub wifi: Option<WifiSpec>,
+    /// Debian programs for the image by name (`--extras iperf3,openssl`: extras::NAMED), run
+    /// through the control port (`lab exec --program`).
+    pub extras: Vec<String>,
 }
 
 impl Default for VmSpec {
@@ -96,6 +129,9 @@ impl Default for VmSpec {
             userspace_aqm: false,
             wireguard: false,
             arch: VmArch::Armv7,
+            kernel: None,
+            wifi: None,
+            extras: Vec::new(),
         }
     }
 }
@@ -128,6 +164,37 @@ impl VmSpec {
                     self.memory_mib
                 ),
             }));
+        }
+        if let Some(w) = &self.wifi {
+            if !(1..=8).contains(&w.stations) {
+                return Err(LabError::Input(format!(
+                    "--wifi {}: use 1-8 stations (each is a hwsim radio and a namespace in the VM)",
+                    w.stations
+                )));
+            }
+            if self.arch != VmArch::Armv7 {
+                return Err(LabError::Input(
+                    "--wifi needs --vm-arch armv7 (the 6.12 armmp kernel from bookworm-backports; \
+                     the mipsel kernel was not checked for mac80211_hwsim)"
+                        .into(),
+                ));
+            }
+            if !(1.0..=600.0).contains(&w.assoc_timeout.as_secs_f64()) {
+                return Err(LabError::Input(
+                    "--wifi-assoc-timeout: use 1-600 s".into(),
+                ));
+            }
+            if self.kernel == Some(assets::VmKernel::Stable) {
+                return Err(LabError::Input(
+                    "--wifi with --vm-kernel stable: bookworm's 6.1 kernel puts hwsim's traffic \
+                     through an ordinary qdisc, not mac80211's fq_codel queues; use \
+                     --vm-kernel backports (the default with --wifi)"
+                        .into(),
+                ));
+            }
+        }
+        for name in &self.extras {
+            extras::by_name(name)?;
         }
         if let Some(p) = self.cpu_budget_pct {
             if !(5..=800).contains(&p) {
@@ -231,22 +298,51 @@ pub fn up(spec: &LabSpec, vm: &VmSpec) -> Result<LabConfig> {
     let bin = assets::router_binary_for(vm.router_bin.as_deref(), vm.arch)?;
     let bin_bytes = std::fs::read(&bin)
         .map_err(|e| LabError::Sys(format!("cannot read {}: {e}", bin.display())))?;
-    let assets = assets::fetch_for(&vm.cache, vm.arch)?;
+    let kernel = vm.kernel_choice();
+    let assets = assets::fetch_kernel(&vm.cache, vm.arch, kernel)?;
     let index = initramfs::index_modules(&assets.modules_dir)?;
+    let builtin = initramfs::builtin_modules(&assets.modules_dir);
     let mut wanted: Vec<&str> = MODULES.to_vec();
     if vm.wireguard {
         wanted.extend_from_slice(WIREGUARD_MODULES);
     }
-    let modules = initramfs::load_order(&index, &wanted)?;
+    let mut params = Vec::new();
+    if let Some(w) = &vm.wifi {
+        wanted.push(WIFI_MODULE);
+        params.push((WIFI_MODULE.to_string(), format!("radios={}", w.stations + 1)));
+    }
+    let modules = initramfs::load_order_with(&index, &builtin, &wanted)?;
+    let mut programs: Vec<extras::Program> = Vec::new();
+    if vm.wifi.is_some() {
+        programs.extend_from_slice(extras::WIFI);
+    }
+    for name in &vm.extras {
+        let p = extras::by_name(name)?;
+        if !programs.contains(&p) {
+            programs.push(p);
+        }
+    }
+    let extras = if programs.is_empty() {
+        extras::Extras::default()
+    } else {
+        extras::fetch(&vm.cache, vm.arch, &programs)?
+    };
     let busybox = std::fs::read(&assets.busybox)
         .map_err(|e| LabError::Sys(format!("cannot read {}: {e}", assets.busybox.display())))?;
     let ns_cc = ns_default_cc(&spec.cc)?;
 
     // A lab of this name (VM or namespaces) goes first: `up` rebuilds.
     super::topology::down(&spec.name)?;
-    let result = build(
-        spec, vm, &qemu_bin, &bin_bytes, &busybox, &assets, &modules, &ns_cc,
-    );
+    let image = Image {
+        bin_bytes: &bin_bytes,
+        busybox: &busybox,
+        assets: &assets,
+        modules: &modules,
+        params: &params,
+        extras: &extras,
+        kernel,
+    };
+    let result = build(spec, vm, &qemu_bin, &image, &ns_cc);
     if result.is_err() {
         // Nothing stays behind after a failed start: qemu (in the router namespace) and the
         // namespaces go, and with qemu its taps.
@@ -255,17 +351,36 @@ pub fn up(spec: &LabSpec, vm: &VmSpec) -> Result<LabConfig> {
     result
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What goes into the VM's image.
+struct Image<'a> {
+    bin_bytes: &'a [u8],
+    busybox: &'a [u8],
+    assets: &'a assets::Assets,
+    modules: &'a [(String, PathBuf)],
+    params: &'a [(String, String)],
+    extras: &'a extras::Extras,
+    kernel: assets::VmKernel,
+}
+
+impl VmSpec {
+    /// The kernel this VM boots: the one asked for, else backports for a Wi-Fi router.
+    pub fn kernel_choice(&self) -> assets::VmKernel {
+        self.kernel.unwrap_or(if self.wifi.is_some() {
+            assets::VmKernel::Backports
+        } else {
+            assets::VmKernel::Stable
+        })
+    }
+}
+
 fn build(
     spec: &LabSpec,
     vm: &VmSpec,
     qemu_bin: &std::path::Path,
-    bin_bytes: &[u8],
-    busybox: &[u8],
-    assets: &assets::Assets,
-    modules: &[(String, PathBuf)],
+    img: &Image<'_>,
     ns_cc: &str,
 ) -> Result<LabConfig> {
+    let (bin_bytes, busybox, assets, modules) = (img.bin_bytes, img.busybox, img.assets, img.modules);
     let (lan, rtr, wan) = names(&spec.name);
     make_namespaces([&lan, &rtr, &wan])?;
     let lan_tap = qemu::open_tap(&lan, DEV_LAN, spec.offloads)?;
@@ -286,6 +401,10 @@ fn build(
     }
     ip(&lan, &["route", "replace", "default", "via", RTR_LAN_IP])?;
     apply_nat_routes(&wan, spec.nat)?;
+    if vm.wifi.is_some() && !spec.nat {
+        // The stations' network is behind the router too.
+        ip(&wan, &["route", "replace", WIFI_NET, "via", RTR_WAN_IP])?;
+    }
 
     let wg_keys = if vm.wireguard {
         Some(wan_wg::make_keys()?)
@@ -315,12 +434,23 @@ fn build(
         lan_peer_mac: LAN_TAP_MAC.into(),
         wan_peer_mac: WAN_TAP_MAC.into(),
         wireguard: wg_keys.as_ref().map(|k| k.guest()),
+        wifi: vm.wifi.map(|w| guest_wifi::GuestWifi {
+            stations: w.stations,
+            ssid: WIFI_SSID.into(),
+            channel: WIFI_CHANNEL,
+            ap_ip: WIFI_AP_IP.into(),
+            prefix_len: 24,
+            station_ip_offset: WIFI_STATION_OFFSET,
+            assoc_timeout_s: w.assoc_timeout.as_secs_f64(),
+        }),
     };
     let gjson = serde_json::to_string(&gcfg).context("VM router config")?;
     let image = initramfs::build(&initramfs::ImageParts {
         busybox,
         routerbench: bin_bytes,
         modules,
+        module_params: img.params,
+        extras: &img.extras.entries,
         config_json: &gjson,
     })?;
     std::fs::create_dir_all(state::STATE_DIR)
@@ -426,6 +556,7 @@ fn build(
                 .manifest
                 .packages
                 .iter()
+                .chain(img.extras.packages.iter())
                 .map(|p| VmPackage {
                     package: p.package.clone(),
                     version: p.version.clone(),
@@ -450,6 +581,29 @@ fn build(
             identity: Some(ready.identity),
             steps: ready.steps,
             wireguard,
+            kernel_suite: Some(img.kernel.name().to_string()),
+            wifi: ready.wifi.map(|w| VmWifi {
+                ssid: WIFI_SSID.into(),
+                channel: WIFI_CHANNEL,
+                security: "open, 11n, WMM".into(),
+                ap_phy: w.ap_phy,
+                ap_dev: w.ap_dev,
+                ap_ip: format!("{WIFI_AP_IP}/24"),
+                stations: w
+                    .stations
+                    .into_iter()
+                    .map(|s| VmStation {
+                        station: s.station,
+                        phy: s.phy,
+                        dev: s.dev,
+                        mac: s.mac,
+                        ip: s.ip,
+                        assoc_s: s.assoc_s,
+                    })
+                    .collect(),
+                programs: img.extras.programs.clone(),
+                emulation: WIFI_EMULATION.into(),
+            }),
         }),
     };
     state::save_config(&cfg)?;
