@@ -66,6 +66,19 @@ pub const OPENSSL: Program = Program {
     path: "usr/bin/openssl",
     packages: &["openssl", "libc6", "libssl3"],
 };
+/// Files a program opens by path rather than through `DT_NEEDED`, kept at their path in the
+/// package: OpenSSL 3's legacy provider (`openssl speed -provider legacy des`, single DES), in
+/// the module directory libcrypto was built with. Its own libraries are openssl's.
+pub fn loaded_files(p: &Program, arch: VmArch) -> Vec<String> {
+    match p.name {
+        "openssl" => vec![format!(
+            "usr/lib/{}/ossl-modules/legacy.so",
+            arch.multiarch()
+        )],
+        _ => Vec::new(),
+    }
+}
+
 /// The programs `lab up --extras NAME,…` can add (the control port's allow-list runs them).
 pub const NAMED: &[Program] = &[IPERF3, OPENSSL];
 
@@ -294,7 +307,25 @@ pub fn fetch(cache: &Path, arch: VmArch, programs: &[Program]) -> Result<Extras>
         .map_err(|e| LabError::Unexpected(format!("manifest: {e}")))?;
     let manifest = dir.join("manifest.json");
     std::fs::write(&manifest, text + "\n").map_err(|e| sys("write", &manifest, e))?;
-    let entries = collect(&root, arch, programs)?;
+    let mut entries = collect(&root, arch, programs)?;
+    for p in programs {
+        for rel in loaded_files(p, arch) {
+            let f = resolve_in_root(&root, &rel).ok_or_else(|| {
+                LabError::State(format!(
+                    "{rel} (loaded by {}) is not in {}: delete {} and retry",
+                    p.name,
+                    p.packages.join(", "),
+                    dir.display()
+                ))
+            })?;
+            let data = std::fs::read(&f).map_err(|e| sys("read", &f, e))?;
+            entries.push(ImageEntry::File {
+                path: rel,
+                data,
+                executable: false,
+            });
+        }
+    }
     let programs = programs
         .iter()
         .map(|p| {
@@ -338,6 +369,11 @@ mod tests {
         let names: Vec<&str> = NAMED.iter().map(|p| p.name).collect();
         assert_eq!(names, super::super::guest_run::EXTRA_PROGRAMS);
         assert_eq!(by_name("iperf3").unwrap(), IPERF3);
+        assert_eq!(
+            loaded_files(&OPENSSL, VmArch::Armv7),
+            ["usr/lib/arm-linux-gnueabihf/ossl-modules/legacy.so"]
+        );
+        assert!(loaded_files(&IPERF3, VmArch::Mipsel).is_empty());
         let e = by_name("sh").unwrap_err().to_string();
         assert!(e.contains("iperf3, openssl"), "{e}");
         assert_eq!(
