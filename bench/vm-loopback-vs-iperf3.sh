@@ -5,8 +5,8 @@
 #   1. `routerbench loopback` against Debian's iperf3 (`iperf3 -s` + `iperf3 -c 127.0.0.1`),
 #      alternated (the order swaps every round), for each of MODES (P1 = -P 1, P2 = -P 2) under
 #      each of CCS ("default" = the VM kernel's own, or a name given to both tools with -C);
-#   2. the crypto row of each routerbench engine (openssl: the static binary runs the image's
-#      `openssl speed`; rustcrypto) beside Debian's `openssl speed` of the same algorithms,
+#   2. the crypto row of each routerbench engine of the static build (openssl-speed: it runs the
+#      image's `openssl` program; rustcrypto; a static binary cannot load libcrypto) beside Debian's `openssl speed` of the same algorithms,
 #      imported by routerbench on the host (`crypto --import`), alternated likewise.
 #
 # The VM runs routerbench only, never a shell: iperf3 and openssl come from the image's extras
@@ -26,6 +26,7 @@
 #   VM_ARCH=mipsel bench/vm-loopback-vs-iperf3.sh         # the mipsel router (1 vCPU)
 #   NAME=rbvm UP=0 bench/vm-loopback-vs-iperf3.sh         # a lab already up (with --extras iperf3,openssl)
 #   CRYPTO=0 ROUNDS=5 bench/vm-loopback-vs-iperf3.sh      # loopback only
+#   CRYPTO=only bench/vm-loopback-vs-iperf3.sh            # the crypto row only
 #   RB_ARGS="-l 128K" bench/vm-loopback-vs-iperf3.sh      # extra arguments for routerbench loopback
 #
 # Needs root, qemu-system-arm (or -mips), the static build from bench/cross.sh (TARGETS=armv7 or
@@ -136,7 +137,7 @@ print(f"T={T} s, {ROUNDS} rounds, modes {' '.join(MODES)}, cc {' '.join(CCS)}; h
       " CPU = the VM's busy CPU-s (all vCPUs) while the client ran, per GB received")
 
 rows = {}
-for cc in CCS:
+for cc in (CCS if E["CRYPTO"] != "only" else []):
     for m in MODES:
         args = ["-P", m[1:]] + ([] if cc == "default" else ["-C", cc])
         key = f"{m} {cc}"
@@ -168,10 +169,10 @@ for cc in CCS:
             if res:
                 rows[key].append(res)
 
-print()
-print("| mode | cc | iperf3 Mbit/s | routerbench Mbit/s | throughput ratio | iperf3 CPU-s/GB | "
+print() if rows else None
+rows and print("| mode | cc | iperf3 Mbit/s | routerbench Mbit/s | throughput ratio | iperf3 CPU-s/GB | "
       "routerbench CPU-s/GB | CPU/GB ratio | qemu host-CPU/GB ratio | host load |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+rows and print("|---|---|---|---|---|---|---|---|---|---|")
 for key, rs in rows.items():
     m, cc = key.split()
     if not rs:
@@ -187,11 +188,11 @@ for key, rs in rows.items():
     la = [v for x in rs for v in (x["iperf3"][2], x["routerbench"][2])]
     print(f"| {m} | {ccname} | {spread(ig, '{:.0f}')} | {spread(rg, '{:.0f}')} | **{spread(tr)}x** | "
           f"{spread(ic)} | {spread(rc)} | **{spread(cr)}x** | {spread(qr)}x | {spread(la, '{:.1f}')} |")
-print(f"(median (min..max) of {ROUNDS} rounds; ratios are medians of the per-round ratios "
+rows and print(f"(median (min..max) of {ROUNDS} rounds; ratios are medians of the per-round ratios "
       "routerbench/iperf3; CPU-s/GB < 1x is better: the VM's own busy time, and the host CPU "
       "qemu spent per GB, which a loaded host disturbs least)")
 
-if E["CRYPTO"] != "1":
+if E["CRYPTO"] not in ("1", "only"):
     sys.exit(0)
 
 ALGS = "md5 sha1 sha256 sha512 des des-ede3 aes-128-cbc aes-192-cbc aes-256-cbc rsa2048 dsa2048".split()
@@ -224,7 +225,7 @@ speed_args = ["speed", "-seconds", "1"] + (
     ["-provider", "legacy", "-provider", "default"] if legacy.get("status") == 0 else [])
 print(f"\ncrypto: {CROUNDS} rounds of `openssl speed {' '.join(speed_args[1:])} {' '.join(ALGS)}` "
       f"in the VM against `routerbench crypto --row-only --seconds 1` per engine; host load {load()}")
-crows = {"openssl speed": [], "rb openssl": [], "rb rustcrypto": []}
+crows = {"openssl speed": [], "rb openssl-speed": [], "rb rustcrypto": []}
 engine_cell = {}
 
 def speed_row(r):
@@ -250,7 +251,7 @@ def engine_row(engine):
 
 for r in range(CROUNDS):
     order = [("openssl speed", lambda: speed_row(r)),
-             ("rb openssl", lambda: engine_row("openssl")),
+             ("rb openssl-speed", lambda: engine_row("openssl-speed")),
              ("rb rustcrypto", lambda: engine_row("rustcrypto"))]
     if r % 2:
         order.reverse()
@@ -268,13 +269,13 @@ print(f"\nengines: " + "; ".join(f"{k}: {v}" for k, v in engine_cell.items()))
 n = min(len(v) for v in crows.values())
 if n == 0:
     sys.exit("no complete crypto round")
-print("| column | openssl speed | rb openssl engine | ratio (spread) | rb rustcrypto | ratio (spread) |")
+print("| column | openssl speed | rb openssl-speed engine | ratio (spread) | rb rustcrypto | ratio (spread) |")
 print("|---|---|---|---|---|---|")
 for i, c in enumerate(COLS):
     ref = [crows["openssl speed"][k][i] for k in range(n)]
     unit = 1e6 if i < 9 else 1
     out = f"| {c} | {statistics.median(ref) / unit:.2f} |"
-    for eng in ("rb openssl", "rb rustcrypto"):
+    for eng in ("rb openssl-speed", "rb rustcrypto"):
         v = [crows[eng][k][i] for k in range(n)]
         rat = [a / b for a, b in zip(v, ref) if b > 0]
         out += f" {statistics.median(v) / unit:.2f} | " + (
