@@ -57,14 +57,15 @@ pub const WIFI: &[Program] = &[HOSTAPD, IW];
 pub const IPERF3: Program = Program {
     name: "iperf3",
     path: "usr/bin/iperf3",
-    packages: &["iperf3", "libiperf0", "libc6", "libsctp1", "libssl3"],
+    // libatomic1: mipsel's libcrypto needs it (32-bit MIPS has no 64-bit atomics); unused on armhf.
+    packages: &["iperf3", "libiperf0", "libc6", "libsctp1", "libssl3", "libatomic1"],
 };
 /// openssl 3.0 (bookworm), the seed's `openssl speed`, for comparing the crypto row with it on
 /// the router's CPU (`lab up --extras openssl`; the static routerbench's openssl engine runs it).
 pub const OPENSSL: Program = Program {
     name: "openssl",
     path: "usr/bin/openssl",
-    packages: &["openssl", "libc6", "libssl3"],
+    packages: &["openssl", "libc6", "libssl3", "libatomic1"],
 };
 /// Files a program opens by path rather than through `DT_NEEDED`, kept at their path in the
 /// package: OpenSSL 3's legacy provider (`openssl speed -provider legacy des`, single DES), in
@@ -378,7 +379,15 @@ mod tests {
         assert!(e.contains("iperf3, openssl"), "{e}");
         assert_eq!(
             packages_of(&[IPERF3, OPENSSL]),
-            ["iperf3", "libiperf0", "libc6", "libsctp1", "libssl3", "openssl"]
+            [
+                "iperf3",
+                "libiperf0",
+                "libc6",
+                "libsctp1",
+                "libssl3",
+                "libatomic1",
+                "openssl"
+            ]
         );
     }
 
