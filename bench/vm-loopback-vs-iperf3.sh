@@ -27,6 +27,10 @@
 #   NAME=rbvm UP=0 bench/vm-loopback-vs-iperf3.sh         # a lab already up (with --extras iperf3,openssl)
 #   CRYPTO=0 ROUNDS=5 bench/vm-loopback-vs-iperf3.sh      # loopback only
 #   CRYPTO=only bench/vm-loopback-vs-iperf3.sh            # the crypto row only
+#   ELAPSED=1 CRYPTO=only bench/vm-loopback-vs-iperf3.sh  # both sides per wall-clock second
+#                                                         # (openssl speed -elapsed, crypto --elapsed):
+#                                                         # the guest's CPU-time figures are coarse
+#                                                         # when the host starves the VM
 #   RB_ARGS="-l 128K" bench/vm-loopback-vs-iperf3.sh      # extra arguments for routerbench loopback
 #
 # Needs root, qemu-system-arm (or -mips), the static build from bench/cross.sh (TARGETS=armv7 or
@@ -59,7 +63,8 @@ if [ "$UP" = 1 ]; then
   "$RB" lab up --router vm --vm-arch "$VM_ARCH" --name "$NAME" --extras iperf3,openssl $UP_ARGS >&2
   trap '"$RB" lab down --name "$NAME" >&2 || true' EXIT
 fi
-export VM_ARCH NAME T ROUNDS MODES CCS CRYPTO CRYPTO_ROUNDS PORT RB RB_ARGS
+ELAPSED=${ELAPSED:-0}
+export VM_ARCH NAME T ROUNDS MODES CCS CRYPTO CRYPTO_ROUNDS PORT RB RB_ARGS ELAPSED
 python3 - <<'PY'
 import json, os, statistics, subprocess, sys, tempfile, time
 
@@ -221,7 +226,8 @@ def last_row(text):
 
 legacy = lab_exec(["speed", "-seconds", "1", "-provider", "legacy", "-provider", "default",
                    "-bytes", "16", "des-ede3"], program="openssl", timeout=120)
-speed_args = ["speed", "-seconds", "1"] + (
+ELAPSED = E.get("ELAPSED", "0") == "1"
+speed_args = ["speed", "-seconds", "1"] + (["-elapsed"] if ELAPSED else []) + (
     ["-provider", "legacy", "-provider", "default"] if legacy.get("status") == 0 else [])
 print(f"\ncrypto: {CROUNDS} rounds of `openssl speed {' '.join(speed_args[1:])} {' '.join(ALGS)}` "
       f"in the VM against `routerbench crypto --row-only --seconds 1` per engine; host load {load()}")
@@ -242,7 +248,8 @@ def speed_row(r):
 
 def engine_row(engine):
     rep = lab_exec(["crypto", "--no-identity", "--format", "openwrt", "-q", "--engine", engine,
-                    "--seconds", "1", "--row-only"], timeout=900)
+                    "--seconds", "1", "--row-only"] + (["--elapsed"] if ELAPSED else []),
+                   timeout=900)
     if rep.get("status") != 0:
         raise RuntimeError(f"crypto --engine {engine}: {rep.get('stderr','')[-300:]}")
     row = last_row(rep["stdout"])
