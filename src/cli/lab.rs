@@ -77,7 +77,8 @@ pub enum TestArg {
     TcpBidirectional,
     /// crusader's phases: download, then upload, then both (`-n` flows per loaded direction),
     /// each phase's queue delays against theory.
-    Phases,    /// With a Wi-Fi lab (`--wifi N`): every station at once (flent's rtt_fair style: an
+    Phases,
+    /// With a Wi-Fi lab (`--wifi N`): every station at once (flent's rtt_fair style: an
     /// upload, a download and a ping from each), per-station throughput and latency side by
     /// side with Jain's index over their throughputs.
     #[value(name = "rtt_fair")]
@@ -459,7 +460,11 @@ fn cmd_exec(a: ExecArgs) -> anyhow::Result<i32> {
     )?;
     if a.reply_json {
         crate::outln!("{}", serde_json::to_string(&r)?);
-        return Ok(if a.background || r.status == Some(0) { 0 } else { 1 });
+        return Ok(if a.background || r.status == Some(0) {
+            0
+        } else {
+            1
+        });
     }
     if a.background {
         crate::outln!(
@@ -888,9 +893,12 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
         TestArg::Phases => TestKind::Phases,
         TestArg::RttFair => TestKind::TcpBidirectional,
     };
-    let wifi_run = a.station.is_some() || a.stations.is_some() || matches!(a.test, TestArg::RttFair);
+    let wifi_run =
+        a.station.is_some() || a.stations.is_some() || matches!(a.test, TestArg::RttFair);
     if wifi_run && a.tunnel {
-        anyhow::bail!("--station/--stations/rtt_fair and --tunnel: the stations' tests go through the AP, not the tunnel");
+        anyhow::bail!(
+            "--station/--stations/rtt_fair and --tunnel: the stations' tests go through the AP, not the tunnel"
+        );
     }
     if kind == TestKind::Phases && a.streams > 16 {
         anyhow::bail!("-n must be at most 16 for phases (2N flows in its last phase)");
@@ -1015,13 +1023,23 @@ fn cmd_run_stations(
     };
     let rtt_fair = matches!(a.test, TestArg::RttFair);
     if which.len() > 1 && a.flent.is_some() {
-        anyhow::bail!("--flent takes one station's test (--station K): rtt_fair's stations each have their own series in the JSON");
+        anyhow::bail!(
+            "--flent takes one station's test (--station K): rtt_fair's stations each have their own series in the JSON"
+        );
     }
-    let name = if rtt_fair { "rtt_fair" } else { test.kind.flent_name() };
+    let name = if rtt_fair {
+        "rtt_fair"
+    } else {
+        test.kind.flent_name()
+    };
     if !a.json.on_stdout() && !a.quiet {
         crate::errln!(
             "routerbench lab: {name} from station(s) {} inside the VM ({} s)…",
-            which.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(","),
+            which
+                .iter()
+                .map(|k| k.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
             (test.length + test.delay * 2).as_secs_f64()
         );
     }
@@ -1029,13 +1047,17 @@ fn cmd_run_stations(
     let summaries: Vec<crate::results::lab::StationRun> =
         runs.iter().map(|r| r.summary.clone()).collect();
     let note = lab::vm::WIFI_EMULATION.to_string();
-    let agent = cfg.router_vm.as_ref().and_then(|v| v.wifi.as_ref()).map(|w| {
-        format!(
-            "{}:{}",
-            w.ap_ip.split('/').next().unwrap_or(""),
-            lab::vm::AGENT_PORT
-        )
-    });
+    let agent = cfg
+        .router_vm
+        .as_ref()
+        .and_then(|v| v.wifi.as_ref())
+        .map(|w| {
+            format!(
+                "{}:{}",
+                w.ap_ip.split('/').next().unwrap_or(""),
+                lab::vm::AGENT_PORT
+            )
+        });
     let single = runs.len() == 1;
     if !a.json.on_stdout() {
         if single {
@@ -1043,7 +1065,11 @@ fn cmd_run_stations(
                 crate::out!("{}", crate::report::latency::render_text(l));
             }
             if let Some(m) = &runs[0].result.router {
-                crate::outln!("\nRouter (agent {}, sampled from station {}):", agent.as_deref().unwrap_or("?"), which[0]);
+                crate::outln!(
+                    "\nRouter (agent {}, sampled from station {}):",
+                    agent.as_deref().unwrap_or("?"),
+                    which[0]
+                );
                 crate::out!("{}", crate::report::monitor::render_text(m));
             }
             crate::outln!();
@@ -1063,7 +1089,11 @@ fn cmd_run_stations(
         let r = &runs[0].result;
         if let Some(l) = &r.latency {
             Flent::new(&format!("lab {} station {}", cfg.name, which[0]))
-                .with_router(r.router.as_ref().map(|m| (agent.as_deref().unwrap_or("?"), m)))
+                .with_router(
+                    r.router
+                        .as_ref()
+                        .map(|m| (agent.as_deref().unwrap_or("?"), m)),
+                )
                 .write_to_file(l, path)?;
             a.json.say(&format!("saved {}", path.display()));
         }
@@ -1100,11 +1130,17 @@ fn cmd_run_stations(
     let mismatch: Vec<String> = summaries
         .iter()
         .flat_map(|r| r.bytes_check.iter().map(move |c| (r.station, c)))
-        .filter(|(_, c)| c.ratio.is_some_and(|x| ((x - 1.0) * 100.0).abs() > lab::wifi_run::BYTES_TOLERANCE_PCT))
+        .filter(|(_, c)| {
+            c.ratio
+                .is_some_and(|x| ((x - 1.0) * 100.0).abs() > lab::wifi_run::BYTES_TOLERANCE_PCT)
+        })
         .map(|(k, c)| lab::wifi_run::bytes_line(k, c))
         .collect();
     for m in &mismatch {
-        crate::errln!("routerbench lab: {m} (more than {} %)", lab::wifi_run::BYTES_TOLERANCE_PCT);
+        crate::errln!(
+            "routerbench lab: {m} (more than {} %)",
+            lab::wifi_run::BYTES_TOLERANCE_PCT
+        );
     }
     if interrupted {
         crate::errln!("routerbench lab: interrupted: the result above and the files are partial");

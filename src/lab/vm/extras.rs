@@ -58,7 +58,14 @@ pub const IPERF3: Program = Program {
     name: "iperf3",
     path: "usr/bin/iperf3",
     // libatomic1: mipsel's libcrypto needs it (32-bit MIPS has no 64-bit atomics); unused on armhf.
-    packages: &["iperf3", "libiperf0", "libc6", "libsctp1", "libssl3", "libatomic1"],
+    packages: &[
+        "iperf3",
+        "libiperf0",
+        "libc6",
+        "libsctp1",
+        "libssl3",
+        "libatomic1",
+    ],
 };
 /// openssl 3.0 (bookworm), the seed's `openssl speed`, for comparing the crypto row with it on
 /// the router's CPU (`lab up --extras openssl`; the static routerbench's openssl engine runs it).
@@ -85,12 +92,16 @@ pub const NAMED: &[Program] = &[IPERF3, OPENSSL];
 
 /// The program `lab up --extras` names, or an error listing those it knows.
 pub fn by_name(name: &str) -> Result<Program> {
-    NAMED.iter().copied().find(|p| p.name == name).ok_or_else(|| {
-        LabError::Input(format!(
-            "--extras {name}: not a program the VM's image can carry (known: {})",
-            NAMED.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
-        ))
-    })
+    NAMED
+        .iter()
+        .copied()
+        .find(|p| p.name == name)
+        .ok_or_else(|| {
+            LabError::Input(format!(
+                "--extras {name}: not a program the VM's image can carry (known: {})",
+                NAMED.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+            ))
+        })
 }
 
 /// One entry of the image.
@@ -153,7 +164,10 @@ pub fn resolve_in_root(root: &Path, rel: &str) -> Option<PathBuf> {
         cur = if let Some(abs) = t.strip_prefix('/') {
             abs.to_string()
         } else {
-            let parent = Path::new(&cur).parent().map(Path::to_path_buf).unwrap_or_default();
+            let parent = Path::new(&cur)
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default();
             normalize(&parent.join(&*t))
         };
     }
@@ -207,7 +221,11 @@ pub fn collect(root: &Path, arch: VmArch, programs: &[Program]) -> Result<Vec<Im
         let dynamic = super::elf::dynamic(&data)
             .map_err(|e| LabError::State(format!("{}: {e}", exe.display())))?;
         super::assets::check_elf(&data, arch).map_err(|why| {
-            LabError::State(format!("{} is not for the {} VM: {why}", exe.display(), arch.name()))
+            LabError::State(format!(
+                "{} is not for the {} VM: {why}",
+                exe.display(),
+                arch.name()
+            ))
         })?;
         entries.push(ImageEntry::File {
             path: format!("bin/{}", prog.name),
@@ -396,7 +414,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("rb-extras-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("lib/arm-linux-gnueabihf")).unwrap();
-        std::fs::write(dir.join("lib/arm-linux-gnueabihf/ld-linux-armhf.so.3"), b"ld").unwrap();
+        std::fs::write(
+            dir.join("lib/arm-linux-gnueabihf/ld-linux-armhf.so.3"),
+            b"ld",
+        )
+        .unwrap();
         std::os::unix::fs::symlink(
             "arm-linux-gnueabihf/ld-linux-armhf.so.3",
             dir.join("lib/ld-linux-armhf.so.3"),

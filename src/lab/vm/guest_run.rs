@@ -252,8 +252,8 @@ pub fn run_request_in(
     let mut cmd = Command::new(&exe);
     cmd.args(&req.args).stdin(Stdio::null());
     if let Some(k) = req.station {
-        let entered = super::guest_wifi::holder_of(k)
-            .and_then(|pid| super::guest_wifi::enter(&mut cmd, pid));
+        let entered =
+            super::guest_wifi::holder_of(k).and_then(|pid| super::guest_wifi::enter(&mut cmd, pid));
         if let Err(e) = entered {
             return ExecReply {
                 id: req.id,
@@ -630,11 +630,22 @@ mod tests {
         std::fs::write(bin.join("iperf3"), b"").unwrap();
         std::fs::write(bin.join("openssl"), b"").unwrap();
         assert_eq!(
-            program_path(exe, bin, &request(Some("iperf3"), false, &["-c", "127.0.0.1", "-P", "2"]))
-                .unwrap(),
+            program_path(
+                exe,
+                bin,
+                &request(Some("iperf3"), false, &["-c", "127.0.0.1", "-P", "2"])
+            )
+            .unwrap(),
             bin.join("iperf3")
         );
-        assert!(program_path(exe, bin, &request(Some("openssl"), false, &["speed", "md5"])).is_ok());
+        assert!(
+            program_path(
+                exe,
+                bin,
+                &request(Some("openssl"), false, &["speed", "md5"])
+            )
+            .is_ok()
+        );
         // A refused request comes back as the reply's error, with its id.
         let r = run_request_in(exe, bin, &request(Some("sh"), false, &["-c", "true"]));
         assert_eq!(r.id, 7);
@@ -652,8 +663,7 @@ mod tests {
         assert!(t0.elapsed() < Duration::from_secs(5), "{r:?}");
         let pid = r.pid.expect("a background command's PID");
         let alive = |pid: u32| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .is_ok_and(|s| !s.contains(") Z "))
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
         };
         assert!(alive(pid));
         // Killed at its 1 s timeout (polled at most 10 s).
@@ -673,7 +683,11 @@ mod tests {
         let sh = std::path::Path::new("/bin/sh");
         let r = run_request(
             sh,
-            &request(None, false, &["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"]),
+            &request(
+                None,
+                false,
+                &["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"],
+            ),
         );
         assert_eq!(r.status, Some(0), "{r:?}");
         let (cpu, wall) = (r.vm_cpu_s.unwrap(), r.wall_s.unwrap());

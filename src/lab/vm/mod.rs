@@ -180,9 +180,7 @@ impl VmSpec {
                 ));
             }
             if !(1.0..=600.0).contains(&w.assoc_timeout.as_secs_f64()) {
-                return Err(LabError::Input(
-                    "--wifi-assoc-timeout: use 1-600 s".into(),
-                ));
+                return Err(LabError::Input("--wifi-assoc-timeout: use 1-600 s".into()));
             }
             if self.kernel == Some(assets::VmKernel::Stable) {
                 return Err(LabError::Input(
@@ -309,7 +307,10 @@ pub fn up(spec: &LabSpec, vm: &VmSpec) -> Result<LabConfig> {
     let mut params = Vec::new();
     if let Some(w) = &vm.wifi {
         wanted.push(WIFI_MODULE);
-        params.push((WIFI_MODULE.to_string(), format!("radios={}", w.stations + 1)));
+        params.push((
+            WIFI_MODULE.to_string(),
+            format!("radios={}", w.stations + 1),
+        ));
     }
     let modules = initramfs::load_order_with(&index, &builtin, &wanted)?;
     let mut programs: Vec<extras::Program> = Vec::new();
@@ -380,7 +381,8 @@ fn build(
     img: &Image<'_>,
     ns_cc: &str,
 ) -> Result<LabConfig> {
-    let (bin_bytes, busybox, assets, modules) = (img.bin_bytes, img.busybox, img.assets, img.modules);
+    let (bin_bytes, busybox, assets, modules) =
+        (img.bin_bytes, img.busybox, img.assets, img.modules);
     let (lan, rtr, wan) = names(&spec.name);
     make_namespaces([&lan, &rtr, &wan])?;
     let lan_tap = qemu::open_tap(&lan, DEV_LAN, spec.offloads)?;
