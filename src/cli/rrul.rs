@@ -61,6 +61,10 @@ pub struct LatencyArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub router: crate::cli::common::router::RouterArgs,
+    /// Seconds a download flow keeps reading after the load until the server closes (what
+    /// was in flight and buffered; not counted in the goodput, counted in `bytes_all`).
+    #[arg(long, default_value_t = 3.0, hide = true)]
+    pub drain: f64,
 }
 
 /// `tcp_nup` / `tcp_ndown`: the shared options plus N.
@@ -171,6 +175,13 @@ fn config(kind: TestKind, streams: u8, a: &LatencyArgs) -> anyhow::Result<TestCo
             IpPref::Any
         },
         token: crate::cli::common::token::token_arg(&a.token)?.unwrap_or_default(),
+        drain: {
+            let d = secs(a.drain, "--drain")?;
+            if d > Duration::from_secs(60) {
+                anyhow::bail!("--drain must be at most 60 s, got {}", a.drain);
+            }
+            d
+        },
         ..TestConfig::default()
     })
 }

@@ -8,8 +8,8 @@
 //! flight at the end.
 
 use crate::results::latency::LatencyResult;
-use crate::results::wifi::WifiSummary;
 pub use crate::results::wifi::StationBytesCheck;
+use crate::results::wifi::WifiSummary;
 
 /// Bytes of framing per frame the AP counts beyond the TCP payload: 26 (802.11 QoS data
 /// header) + 8 (LLC/SNAP) + 20 (IPv4) + 32 (TCP with the timestamps option).
@@ -29,7 +29,7 @@ pub fn check(latency: &LatencyResult, wifi: &WifiSummary, mac: &str) -> Vec<Stat
             .flows
             .iter()
             .filter(|f| f.direction == direction)
-            .map(|f| f.bytes)
+            .map(|f| f.bytes_all.unwrap_or(f.bytes))
             .sum();
         if test_bytes == 0 {
             continue;

@@ -20,6 +20,10 @@ use std::time::Duration;
 /// The most the AP's counters may differ from the test's bytes, percent.
 pub const BYTES_TOLERANCE_PCT: f64 = 2.0;
 
+/// How long a station's download flows read after the load until the server closes: the
+/// slow VM's buffers held up to ≈ 2 MB at the end of a 10 s RRUL (≈ 1–2 s to drain).
+pub const DRAIN: Duration = Duration::from_secs(20);
+
 /// One station's run.
 #[derive(Debug, Clone)]
 pub struct StationOutcome {
@@ -70,7 +74,11 @@ pub fn parse_stations(text: &str, have: &[VmStation]) -> Result<Vec<u32>> {
 
 /// The client's command line inside the VM: `test` against `server`, JSON on standard output,
 /// the router's agent subscribed to when `agent` is given.
-pub fn client_args(test: &TestConfig, server: SocketAddr, agent: Option<(&str, &str)>) -> Vec<String> {
+pub fn client_args(
+    test: &TestConfig,
+    server: SocketAddr,
+    agent: Option<(&str, &str)>,
+) -> Vec<String> {
     let f = |d: Duration| format!("{}", d.as_secs_f64());
     let mut a = vec![
         test.kind.flent_name().to_string(),
@@ -87,6 +95,9 @@ pub fn client_args(test: &TestConfig, server: SocketAddr, agent: Option<(&str, &
         f(test.probe_interval),
         "-4".into(),
         "-q".into(),
+        // Every byte that crossed the AP is read: the byte check compares them.
+        "--drain".into(),
+        f(DRAIN),
     ];
     if matches!(
         test.kind,
@@ -131,7 +142,11 @@ pub fn ap_report(cfg: &LabConfig) -> Result<WifiReport> {
 
 /// Station `mac`'s counters from `after` minus `before` (a station that re-associated in
 /// between starts from 0).
-pub fn counters_between(before: &WifiReport, after: &WifiReport, mac: &str) -> Option<StationSummary> {
+pub fn counters_between(
+    before: &WifiReport,
+    after: &WifiReport,
+    mac: &str,
+) -> Option<StationSummary> {
     let find = |r: &WifiReport| {
         r.radios
             .iter()
@@ -199,13 +214,18 @@ pub fn run(cfg: &LabConfig, test: &TestConfig, which: &[u32]) -> Result<Vec<Stat
     .context("cannot start the latency server in the WAN namespace")?;
     let outcome = (|| {
         let before = ap_report(cfg)?;
-        let total = test.length + test.delay * 2;
+        let total = test.length + test.delay * 2 + DRAIN;
         let timeout = total + Duration::from_secs(120);
         // Every station's client subscribes to the agent: each result carries the router's
         // samples (radios and stations) on its own clock.
         let args = client_args(test, addr, Some((&agent, &vm.agent_token)));
         let replies = if which.len() == 1 {
-            vec![super::vm::control::exec_in(cfg, Some(which[0]), &args, timeout)?]
+            vec![super::vm::control::exec_in(
+                cfg,
+                Some(which[0]),
+                &args,
+                timeout,
+            )?]
         } else {
             let mut a = vec![
                 "vm-router".to_string(),
@@ -221,13 +241,15 @@ pub fn run(cfg: &LabConfig, test: &TestConfig, which: &[u32]) -> Result<Vec<Stat
             ];
             a.extend(args.iter().cloned());
             let r = super::vm::control::exec(cfg, &a, timeout + Duration::from_secs(30))?;
-            crate::util::json::from_json::<Vec<super::vm::guest_run::ExecReply>>(r.stdout.as_bytes())
-                .map_err(|e| {
-                    LabError::Unexpected(format!(
-                        "the stations' replies are not JSON ({e}): {}",
-                        r.stderr.trim()
-                    ))
-                })?
+            crate::util::json::from_json::<Vec<super::vm::guest_run::ExecReply>>(
+                r.stdout.as_bytes(),
+            )
+            .map_err(|e| {
+                LabError::Unexpected(format!(
+                    "the stations' replies are not JSON ({e}): {}",
+                    r.stderr.trim()
+                ))
+            })?
         };
         let after = ap_report(cfg)?;
         let mut out = Vec::new();
@@ -247,14 +269,15 @@ pub fn run(cfg: &LabConfig, test: &TestConfig, which: &[u32]) -> Result<Vec<Stat
                     timeout.as_secs()
                 )));
             }
-            let result: RunResult = crate::util::json::from_json(reply.stdout.as_bytes()).map_err(|e| {
-                LabError::Measure(format!(
-                    "station {k}'s {} gave no result (exit {:?}, {e}): {}",
-                    test.kind.flent_name(),
-                    reply.status,
-                    reply.stderr.trim()
-                ))
-            })?;
+            let result: RunResult =
+                crate::util::json::from_json(reply.stdout.as_bytes()).map_err(|e| {
+                    LabError::Measure(format!(
+                        "station {k}'s {} gave no result (exit {:?}, {e}): {}",
+                        test.kind.flent_name(),
+                        reply.status,
+                        reply.stderr.trim()
+                    ))
+                })?;
             let latency = result.latency.clone().ok_or_else(|| {
                 LabError::Measure(format!("station {k}'s result has no latency section"))
             })?;
@@ -341,7 +364,12 @@ mod tests {
         let have = [st(1), st(2)];
         assert_eq!(parse_stations("all", &have).unwrap(), [1, 2]);
         assert_eq!(parse_stations("2,1,2", &have).unwrap(), [2, 1]);
-        assert!(parse_stations("3", &have).unwrap_err().to_string().contains("1-2"));
+        assert!(
+            parse_stations("3", &have)
+                .unwrap_err()
+                .to_string()
+                .contains("1-2")
+        );
         assert!(parse_stations("x", &have).is_err());
     }
 
@@ -354,10 +382,20 @@ mod tests {
             cc: Some("cubic".into()),
             ..TestConfig::default()
         };
-        let a = client_args(&t, "10.201.2.2:5201".parse().unwrap(), Some(("10.201.3.1:5201", "tok")));
+        let a = client_args(
+            &t,
+            "10.201.2.2:5201".parse().unwrap(),
+            Some(("10.201.3.1:5201", "tok")),
+        );
         let s = a.join(" ");
-        assert!(s.starts_with("rrul 10.201.2.2 -p 5201 -l 10 --delay 2"), "{s}");
-        assert!(s.contains("--monitor 10.201.3.1:5201 --monitor-token tok"), "{s}");
+        assert!(
+            s.starts_with("rrul 10.201.2.2 -p 5201 -l 10 --delay 2"),
+            "{s}"
+        );
+        assert!(
+            s.contains("--monitor 10.201.3.1:5201 --monitor-token tok"),
+            "{s}"
+        );
         assert!(s.ends_with("--json -"), "{s}");
     }
 
@@ -377,8 +415,12 @@ mod tests {
             }],
             ..Default::default()
         };
-        let d = counters_between(&mk(1_000, 2_000), &mk(101_000, 52_000), "02:00:00:00:01:00").unwrap();
-        assert_eq!((d.tx_bytes, d.rx_bytes, d.tx_packets), (100_000, 50_000, 100));
+        let d =
+            counters_between(&mk(1_000, 2_000), &mk(101_000, 52_000), "02:00:00:00:01:00").unwrap();
+        assert_eq!(
+            (d.tx_bytes, d.rx_bytes, d.tx_packets),
+            (100_000, 50_000, 100)
+        );
         assert!(counters_between(&mk(0, 0), &mk(1, 1), "02:00:00:00:09:00").is_none());
         let c = crate::results::wifi::StationBytesCheck {
             direction: "download".into(),
@@ -391,11 +433,20 @@ mod tests {
             bytes_line(1, &c),
             "AP bytes for station 1 (download) match the test's bytes: 1010 vs 1000 B, Δ +1.00%"
         );
-        let bad = crate::results::wifi::StationBytesCheck { ratio: Some(0.9), ..c };
+        let bad = crate::results::wifi::StationBytesCheck {
+            ratio: Some(0.9),
+            ..c
+        };
         assert!(bytes_line(2, &bad).contains("do NOT match"));
         let runs = [
-            StationRun { download_mbps: Some(10.0), ..Default::default() },
-            StationRun { download_mbps: Some(10.0), ..Default::default() },
+            StationRun {
+                download_mbps: Some(10.0),
+                ..Default::default()
+            },
+            StationRun {
+                download_mbps: Some(10.0),
+                ..Default::default()
+            },
         ];
         assert_eq!(throughput_jain(&runs), Some(1.0));
     }

@@ -97,6 +97,9 @@ pub struct FlowOutcome {
     pub bytes_per_step: Vec<u64>,
     /// Upload: the client socket's TCP RTT (µs) at each step end.
     pub rtt_per_step: Vec<Option<u32>>,
+    /// Every byte this end wrote (upload) or read (download) over the flow's life, the drain
+    /// after the load window included.
+    pub total_bytes: u64,
     pub error: Option<String>,
 }
 
@@ -106,6 +109,7 @@ pub fn run(
     start: Instant,
     length: Duration,
     step: Duration,
+    drain: Duration,
     live_bytes: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
 ) -> FlowOutcome {
@@ -113,6 +117,7 @@ pub fn run(
     let mut out = FlowOutcome {
         bytes_per_step: vec![0; steps],
         rtt_per_step: vec![None; steps],
+        total_bytes: 0,
         error: None,
     };
     // Until the load starts, in slices: an interruption in the idle lead-in ends the flow at
@@ -144,6 +149,7 @@ pub fn run(
                 }
                 match f.stream.write(&payload) {
                     Ok(n) => {
+                        out.total_bytes += n as u64;
                         live_bytes.fetch_add(n as u64, Ordering::Relaxed);
                     }
                     Err(e) if crate::net::is_timeout(&e) => {}
@@ -158,7 +164,9 @@ pub fn run(
         Direction::Download => {
             let _ = f.stream.set_read_timeout(Some(Duration::from_millis(250)));
             let mut buf = vec![0u8; 128 * 1024];
-            let hard_end = end + Duration::from_secs(3);
+            // The drain: what the sender had buffered at the end still arrives (not counted
+            // in the window, but read, so the sender can finish and close).
+            let hard_end = end + drain;
             while !stop.load(Ordering::Relaxed) && Instant::now() < hard_end {
                 match f.stream.read(&mut buf) {
                     Ok(0) => break,
@@ -171,6 +179,7 @@ pub fn run(
                         if now >= start && now < end {
                             out.bytes_per_step[step_of(now)] += n as u64;
                         }
+                        out.total_bytes += n as u64;
                         live_bytes.fetch_add(n as u64, Ordering::Relaxed);
                     }
                     Err(e) if crate::net::is_timeout(&e) => {}

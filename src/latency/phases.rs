@@ -105,6 +105,7 @@ mod tests {
             cc_client: None,
             cc_server: None,
             bytes: 0,
+            bytes_all: None,
             // 10 s of load in 0.5 s steps.
             samples: (1..=20)
                 .map(|k| ThroughputSample {

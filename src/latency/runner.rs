@@ -55,6 +55,10 @@ pub struct TestConfig {
     pub interrupt: Option<Arc<AtomicBool>>,
     /// Shared secret for a server started with `--token` (empty: none).
     pub token: String,
+    /// How long a download flow keeps reading after the load window until the server closes
+    /// (3 s; the Wi-Fi lab's station runs wait longer, so every byte that crossed the AP is
+    /// read and counted in `bytes_all`).
+    pub drain: Duration,
 }
 
 impl Default for TestConfig {
@@ -75,6 +79,7 @@ impl Default for TestConfig {
             connect_timeout: Duration::from_secs(5),
             interrupt: None,
             token: String::new(),
+            drain: Duration::from_secs(3),
         }
     }
 }
@@ -190,6 +195,7 @@ pub fn run_test(cfg: &TestConfig, progress: &dyn Progress) -> Result<LatencyResu
         probe_interval: cfg.probe_interval,
         probe_size: cfg.probe_size,
         step: cfg.step,
+        drain: cfg.drain,
     };
     let mut slots: Vec<Slot> = (0..plan.sessions.len())
         .map(|i| Slot {
@@ -514,6 +520,7 @@ fn assemble(
                 .collect();
             flows_out.push(RawFlow {
                 steps: per_step,
+                total_bytes: Some(out.total_bytes),
                 ..known
             });
         }

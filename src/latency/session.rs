@@ -27,6 +27,7 @@ pub(super) struct Opts {
     pub probe_interval: Duration,
     pub probe_size: usize,
     pub step: Duration,
+    pub drain: Duration,
 }
 
 /// A session under way: the control connection and the threads that measure.
@@ -140,7 +141,7 @@ pub(super) fn open(
         } else {
             Arc::new(AtomicU64::new(0))
         };
-        let (len, step, st) = (w.load_len, cfg.step, stop.clone());
+        let (len, step, st, drain) = (w.load_len, cfg.step, stop.clone(), cfg.drain);
         let known = RawFlow {
             plan: f.plan.clone(),
             tos_client: f.tos_client,
@@ -149,10 +150,11 @@ pub(super) fn open(
             cc_server: Some(f.cc_server.clone()),
             steps: Vec::new(),
             start_s: Some(w.load_start.as_secs_f64()),
+            total_bytes: None,
         };
         let h = std::thread::Builder::new()
             .name(format!("rb-flow{id}"))
-            .spawn(move || flows::run(f, load_start, len, step, counter, st))?;
+            .spawn(move || flows::run(f, load_start, len, step, drain, counter, st))?;
         handles.push((id, known, h));
     }
     Ok(Running {

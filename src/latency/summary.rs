@@ -21,6 +21,9 @@ pub struct RawFlow {
     pub steps: Vec<(u64, Option<u32>)>,
     /// When its load began, s from T0 (None: DELAY, flent's timeline).
     pub start_s: Option<f64>,
+    /// Every byte the client wrote (upload) or read (download), the drain after the load
+    /// window included.
+    pub total_bytes: Option<u64>,
 }
 
 /// Everything a run produced, before summarising.
@@ -411,6 +414,7 @@ impl RawRun {
                     cc_client: f.cc_client.clone(),
                     cc_server: f.cc_server.clone(),
                     bytes: f.steps.iter().map(|s| s.0).sum(),
+                    bytes_all: f.total_bytes,
                     mbps: stats::series_stats(samples.iter().map(|s| s.mbps)),
                     tcp_rtt_ms: stats::series_stats(samples.iter().filter_map(|s| s.tcp_rtt_ms)),
                     samples,

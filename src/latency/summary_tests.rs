@@ -76,6 +76,7 @@ fn synthetic() -> RawRun {
             cc_server: Some("cubic".into()),
             steps: vec![(2_500_000, Some(1500)); 10],
             start_s: None,
+            total_bytes: None,
         }],
         probes: vec![stream],
         reflector_counts: vec![Some((39, 39))],

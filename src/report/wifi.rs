@@ -175,6 +175,7 @@ fn station_block(s: &Station, out: &mut String) {
         "    airtime {airtime}; weight {}\n",
         opt(s.airtime_weight, |w| w.to_string())
     ));
+    let mut unused = Vec::new();
     for t in s.tids.iter().filter(|t| t.txq.is_some()) {
         if let Some(q) = &t.txq {
             let name = if t.tid == 16 {
@@ -182,12 +183,61 @@ fn station_block(s: &Station, out: &mut String) {
             } else {
                 format!("TID {}", t.tid)
             };
-            out.push_str(&format!("    queue {name}: {}\n", txq(q)));
+            let used = [
+                q.flows,
+                q.backlog_packets,
+                q.drops,
+                q.ecn_marks,
+                q.tx_packets,
+            ]
+            .iter()
+            .any(|v| v.unwrap_or(0) > 0);
+            if used {
+                out.push_str(&format!("    queue {name}: {}\n", txq(q)));
+            } else {
+                unused.push(name);
+            }
         }
+    }
+    if !unused.is_empty() {
+        // A queue no packet ever entered: one line for all of them (a station has 16 TIDs).
+        out.push_str(&format!("    queues never used: {}\n", tid_ranges(&unused)));
     }
     if let Some(d) = s.debugfs.as_ref().and_then(station_debugfs_line) {
         out.push_str(&format!("    debugfs {d}\n"));
     }
+}
+
+/// `TID 1, TID 2, TID 3, non-QoS` → `TID 1-3, non-QoS`.
+fn tid_ranges(names: &[String]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut run: Option<(u16, u16)> = None;
+    let flush = |run: &mut Option<(u16, u16)>, parts: &mut Vec<String>| {
+        if let Some((a, b)) = run.take() {
+            parts.push(if a == b {
+                format!("TID {a}")
+            } else {
+                format!("TID {a}-{b}")
+            });
+        }
+    };
+    for n in names {
+        match n.strip_prefix("TID ").and_then(|v| v.parse::<u16>().ok()) {
+            Some(t) => match run {
+                Some((a, b)) if b + 1 == t => run = Some((a, t)),
+                _ => {
+                    flush(&mut run, &mut parts);
+                    run = Some((t, t));
+                }
+            },
+            None => {
+                flush(&mut run, &mut parts);
+                parts.push(n.clone());
+            }
+        }
+    }
+    flush(&mut run, &mut parts);
+    parts.join(", ")
 }
 
 fn radio_block(r: &Radio, hostapd: &[ProcessCpu], out: &mut String) {
@@ -393,5 +443,15 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("note: station x joined"));
+    }
+
+    #[test]
+    fn unused_queues_in_ranges() {
+        let n = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            super::tid_ranges(&n(&["TID 1", "TID 2", "TID 3", "TID 5", "non-QoS"])),
+            "TID 1-3, TID 5, non-QoS"
+        );
+        assert_eq!(super::tid_ranges(&n(&["TID 0"])), "TID 0");
     }
 }

@@ -50,6 +50,11 @@ pub struct FlowResult {
     pub cc_server: Option<String>,
     /// Bytes delivered to the receiver during the load phase.
     pub bytes: u64,
+    /// Every byte the client wrote (upload) or read (download) over the flow's life: `bytes`
+    /// plus what was in flight or buffered when the load window closed (what crossed the
+    /// path once; lab Wi-Fi runs check the AP's counters against it). Absent in older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_all: Option<u64>,
     pub samples: Vec<ThroughputSample>,
     /// Statistics of `samples[].mbps`.
     pub mbps: SeriesStats,

@@ -80,6 +80,7 @@ mod tests {
             cc_client: None,
             cc_server: None,
             bytes: 0,
+            bytes_all: None,
             samples: mbps
                 .iter()
                 .enumerate()

@@ -14,3 +14,5 @@ mod support;
 
 #[cfg(feature = "lab")]
 mod lab_vm;
+#[cfg(feature = "lab")]
+mod lab_wifi;

@@ -115,7 +115,9 @@ impl PrivateApt {
             c.current_dir(d);
         }
         let out = c.output().map_err(|e| {
-            LabError::State(format!("cannot run {tool} (apt is needed to fetch the VM router's packages): {e}"))
+            LabError::State(format!(
+                "cannot run {tool} (apt is needed to fetch the VM router's packages): {e}"
+            ))
         })?;
         if !out.status.success() {
             return Err(LabError::State(format!(

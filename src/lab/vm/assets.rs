@@ -198,12 +198,16 @@ pub fn fetch_kernel(cache: &Path, arch: VmArch, kernel: VmKernel) -> Result<Asse
     let root = dir.join("root");
     std::fs::create_dir_all(&root)
         .map_err(|e| LabError::Sys(format!("cannot create {}: {e}", root.display())))?;
-    let mut apt = None;
+    let mut apt: Option<super::apt::PrivateApt> = None;
     let mut get_apt = || -> Result<super::apt::PrivateApt> {
-        if apt.is_none() {
-            apt = Some(super::apt::PrivateApt::new(cache, arch)?);
+        match &apt {
+            Some(a) => Ok(a.clone()),
+            None => {
+                let a = super::apt::PrivateApt::new(cache, arch)?;
+                apt = Some(a.clone());
+                Ok(a)
+            }
         }
-        Ok(apt.clone().expect("set above"))
     };
     let kernel_deb = match find_kernel_deb(&dir, arch) {
         Some(k) => k,
@@ -219,7 +223,10 @@ pub fn fetch_kernel(cache: &Path, arch: VmArch, kernel: VmKernel) -> Result<Asse
             })?;
             a.download(&pkg, &dir)?;
             find_kernel_deb(&dir, arch).ok_or_else(|| {
-                LabError::Unexpected(format!("apt-get download {pkg} left no kernel in {}", dir.display()))
+                LabError::Unexpected(format!(
+                    "apt-get download {pkg} left no kernel in {}",
+                    dir.display()
+                ))
             })?
         }
     };
@@ -230,7 +237,10 @@ pub fn fetch_kernel(cache: &Path, arch: VmArch, kernel: VmKernel) -> Result<Asse
         None => {
             get_apt()?.download(&busybox_pkg, &dir)?;
             find_deb_named(&dir, bb_base, deb_arch).ok_or_else(|| {
-                LabError::Unexpected(format!("apt-get download {busybox_pkg} left no .deb in {}", dir.display()))
+                LabError::Unexpected(format!(
+                    "apt-get download {busybox_pkg} left no .deb in {}",
+                    dir.display()
+                ))
             })?
         }
     };

@@ -50,7 +50,11 @@ impl Reader<'_> {
     }
     /// An address-sized word.
     fn word(&self, at: u64) -> Result<u64, String> {
-        if self.wide { self.u64(at) } else { self.u32(at) }
+        if self.wide {
+            self.u64(at)
+        } else {
+            self.u32(at)
+        }
     }
     fn cstr(&self, at: u64) -> Result<String, String> {
         let at = usize::try_from(at).map_err(|_| "string out of range".to_string())?;
@@ -152,8 +156,10 @@ mod tests {
         b[..4].copy_from_slice(b"\x7fELF");
         b[4] = 1;
         b[5] = 1;
-        let w16 = |b: &mut Vec<u8>, at: usize, v: u16| b[at..at + 2].copy_from_slice(&v.to_le_bytes());
-        let w32 = |b: &mut Vec<u8>, at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        let w16 =
+            |b: &mut Vec<u8>, at: usize, v: u16| b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+        let w32 =
+            |b: &mut Vec<u8>, at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_le_bytes());
         w32(&mut b, 28, 0x40); // phoff
         w16(&mut b, 42, 32); // phentsize
         w16(&mut b, 44, 3); // phnum
@@ -172,7 +178,10 @@ mod tests {
         w32(&mut b, 0x90, 32);
         // strtab at file 0x180 = vaddr 0x1180
         b[0x180..0x180 + 22].copy_from_slice(b"\0libc.so.6\0libnl-3.so\0");
-        for (i, (tag, val)) in [(1u32, 1u32), (1, 11), (5, 0x1180), (0, 0)].iter().enumerate() {
+        for (i, (tag, val)) in [(1u32, 1u32), (1, 11), (5, 0x1180), (0, 0)]
+            .iter()
+            .enumerate()
+        {
             w32(&mut b, 0x140 + i * 8, *tag);
             w32(&mut b, 0x144 + i * 8, *val);
         }

@@ -167,9 +167,9 @@ pub fn enter(c: &mut Command, pid: i32) -> Result<()> {
     use std::os::unix::process::CommandExt;
     let open = |kind: &str| -> Result<OwnedFd> {
         let p = format!("/proc/{pid}/ns/{kind}");
-        std::fs::File::open(&p)
-            .map(OwnedFd::from)
-            .map_err(|e| LabError::State(format!("station namespace {p}: {e} (is its holder gone?)")))
+        std::fs::File::open(&p).map(OwnedFd::from).map_err(|e| {
+            LabError::State(format!("station namespace {p}: {e} (is its holder gone?)"))
+        })
     };
     let (net, mnt) = (open("net")?, open("mnt")?);
     let (n, m) = (net.as_raw_fd(), mnt.as_raw_fd());
@@ -214,7 +214,12 @@ pub fn hold() -> Result<()> {
 }
 
 fn sh_in(holder: i32, script: &str) -> Result<String> {
-    run("/bin/busybox", &["sh", "-c", script], Some(holder), Duration::from_secs(10))
+    run(
+        "/bin/busybox",
+        &["sh", "-c", script],
+        Some(holder),
+        Duration::from_secs(10),
+    )
 }
 
 /// Sets up the access point and the stations; returns what was done and the steps to report.
@@ -259,7 +264,14 @@ pub fn setup(w: &GuestWifi, lan_prefix_len: u8) -> Result<(GuestWifiReady, Vec<S
         if t0.elapsed() > Duration::from_secs(20) {
             return Err(LabError::State(format!(
                 "hostapd did not enable the AP on {ap_dev} within 20 s; its log:\n{}",
-                text.lines().rev().take(12).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
+                text.lines()
+                    .rev()
+                    .take(12)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect::<Vec<_>>()
+                    .join("\n")
             )));
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -268,7 +280,10 @@ pub fn setup(w: &GuestWifi, lan_prefix_len: u8) -> Result<(GuestWifiReady, Vec<S
         .ap_ip
         .parse()
         .map_err(|_| LabError::Input(format!("bad AP address {:?}", w.ap_ip)))?;
-    let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{ap_dev}/disable_ipv6"), "1");
+    let _ = std::fs::write(
+        format!("/proc/sys/net/ipv6/conf/{ap_dev}/disable_ipv6"),
+        "1",
+    );
     let mut nl = super::nlconf::Netlink::route().map_err(|e| LabError::Sys(e.to_string()))?;
     super::nlconf::addr_add(&mut nl, &ap_dev, ap_ip, w.prefix_len)
         .map_err(|e| LabError::Sys(format!("address on {ap_dev}: {e}")))?;
@@ -334,8 +349,13 @@ pub fn setup(w: &GuestWifi, lan_prefix_len: u8) -> Result<(GuestWifiReady, Vec<S
         )?;
         let limit = Duration::from_secs_f64(w.assoc_timeout_s.clamp(1.0, 600.0));
         loop {
-            let link = run("/bin/iw", &["dev", &dev, "link"], Some(pid), Duration::from_secs(10))
-                .unwrap_or_default();
+            let link = run(
+                "/bin/iw",
+                &["dev", &dev, "link"],
+                Some(pid),
+                Duration::from_secs(10),
+            )
+            .unwrap_or_default();
             if link.contains("Connected to") {
                 break;
             }
@@ -389,7 +409,8 @@ pub fn setup(w: &GuestWifi, lan_prefix_len: u8) -> Result<(GuestWifiReady, Vec<S
         ap_dev,
         stations,
     };
-    let text = serde_json::to_string(&ready.stations).map_err(|e| LabError::Unexpected(e.to_string()))?;
+    let text =
+        serde_json::to_string(&ready.stations).map_err(|e| LabError::Unexpected(e.to_string()))?;
     std::fs::write(STATIONS_FILE, text)
         .map_err(|e| LabError::Sys(format!("cannot write {STATIONS_FILE}: {e}")))?;
     Ok((ready, steps))
@@ -402,8 +423,8 @@ pub fn holder_of(k: u32) -> Result<i32> {
             "no Wi-Fi stations in this VM ({STATIONS_FILE}: {e}): `lab up --router vm --wifi N`"
         ))
     })?;
-    let list: Vec<GuestStation> =
-        serde_json::from_str(&text).map_err(|e| LabError::Unexpected(format!("{STATIONS_FILE}: {e}")))?;
+    let list: Vec<GuestStation> = serde_json::from_str(&text)
+        .map_err(|e| LabError::Unexpected(format!("{STATIONS_FILE}: {e}")))?;
     list.iter()
         .find(|s| s.station == k)
         .map(|s| s.holder_pid)
@@ -434,7 +455,15 @@ mod tests {
         assert_eq!(w.station_ip(2).unwrap(), "10.201.3.12");
         assert!(w.station_ip(250).is_err());
         let c = w.hostapd_conf("wlan0");
-        for l in ["interface=wlan0", "driver=nl80211", "ssid=routerbench", "hw_mode=g", "channel=1", "ieee80211n=1", "wmm_enabled=1"] {
+        for l in [
+            "interface=wlan0",
+            "driver=nl80211",
+            "ssid=routerbench",
+            "hw_mode=g",
+            "channel=1",
+            "ieee80211n=1",
+            "wmm_enabled=1",
+        ] {
             assert!(c.lines().any(|x| x == l), "{l} in {c}");
         }
     }

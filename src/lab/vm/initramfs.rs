@@ -276,10 +276,11 @@ pub fn build(parts: &ImageParts<'_>) -> Result<Vec<u8>> {
         }
         order.push('\n');
     }
-    let mut dirs: std::collections::BTreeSet<String> = ["bin", "etc", "etc/routerbench", "lib", "lib/modules"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut dirs: std::collections::BTreeSet<String> =
+        ["bin", "etc", "etc/routerbench", "lib", "lib/modules"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
     for e in parts.extras {
         let super::extras::ImageEntry::File {
             path,
@@ -352,6 +353,38 @@ mod tests {
         assert_eq!(order, ["c_d", "b", "a"]);
         let e = load_order(&idx, &["zz"]).unwrap_err().to_string();
         assert!(e.contains("zz"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn builtin_modules_are_skipped_and_xz_modules_indexed() {
+        let dir = std::env::temp_dir().join(format!("rb-mods-bi-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("kernel/net")).unwrap();
+        std::fs::write(
+            dir.join("modules.builtin"),
+            "kernel/drivers/virtio/virtio_pci.ko\nkernel/lib/crc-ccitt.ko\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("kernel/net/a.ko.xz"), b"not read").unwrap();
+        std::fs::write(
+            dir.join("kernel/net/b.ko"),
+            b"\0depends=virtio_pci,crc_ccitt\0",
+        )
+        .unwrap();
+        let idx = index_modules(&dir).unwrap();
+        assert!(idx["a"].to_string_lossy().ends_with("a.ko.xz"));
+        let bi = builtin_modules(&dir);
+        assert!(
+            bi.contains("virtio_pci") && bi.contains("crc_ccitt"),
+            "{bi:?}"
+        );
+        let order: Vec<String> = load_order_with(&idx, &bi, &["b", "virtio_pci"])
+            .unwrap()
+            .into_iter()
+            .map(|x| x.0)
+            .collect();
+        assert_eq!(order, ["b"]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

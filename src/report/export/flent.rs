@@ -501,6 +501,7 @@ mod tests {
             cc_client: None,
             cc_server: None,
             bytes: 250_000,
+            bytes_all: None,
             samples: vec![
                 ThroughputSample {
                     t: 0.4,

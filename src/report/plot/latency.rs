@@ -286,6 +286,7 @@ pub(crate) mod tests {
             cc_client: None,
             cc_server: None,
             bytes: 0,
+            bytes_all: None,
             samples: mbps
                 .iter()
                 .enumerate()
