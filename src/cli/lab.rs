@@ -44,7 +44,19 @@ pub struct ExecArgs {
     /// Run it in Wi-Fi station K's namespaces (`lab up --router vm --wifi N`).
     #[arg(long, value_name = "K")]
     pub station: Option<u32>,
-    /// routerbench's arguments inside the VM (after `--`).
+    /// Run this Debian program of the image instead of routerbench: iperf3 or openssl (`speed`,
+    /// `version`), put there by `lab up --extras` (never a shell).
+    #[arg(long, value_name = "NAME")]
+    pub program: Option<String>,
+    /// Start the command and return at once with its PID; it is killed inside the VM when
+    /// --timeout ends (e.g. iperf3's server: `--background --program iperf3 -- -s -1`).
+    #[arg(long)]
+    pub background: bool,
+    /// Print the whole reply as JSON (status, stdout, stderr, the VM's CPU seconds while the
+    /// command ran, its wall time) instead of the command's output.
+    #[arg(long)]
+    pub reply_json: bool,
+    /// The command's arguments inside the VM (after `--`).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     pub args: Vec<String>,
 }
@@ -244,6 +256,11 @@ pub struct VmArgs {
     /// with --wifi, else stable.
     #[arg(long, value_enum)]
     pub vm_kernel: Option<VmKernelArg>,
+    /// With --router vm: Debian programs in the image with their libraries, for `lab exec
+    /// --program`: iperf3, openssl (the seed's tools beside routerbench on the router's CPU;
+    /// bench/vm-loopback-vs-iperf3.sh).
+    #[arg(long, value_delimiter = ',', value_name = "NAME,…")]
+    pub extras: Vec<String>,
 }
 
 /// `--vm-kernel`.
@@ -289,6 +306,7 @@ impl VmArgs {
                     },
                 ),
             }),
+            extras: self.extras.clone(),
             ..Default::default()
         };
         if let Some(c) = &self.cache {
@@ -432,8 +450,30 @@ fn cmd_exec(a: ExecArgs) -> anyhow::Result<i32> {
         let have = lab::wifi_run::stations(&cfg)?;
         lab::wifi_run::parse_stations(&k.to_string(), &have)?;
     }
-    let r =
-        lab::vm::control::exec_in(&cfg, a.station, &a.args, Duration::from_secs_f64(a.timeout))?;
+    let r = lab::vm::control::exec_with(
+        &cfg,
+        a.station,
+        a.program.as_deref(),
+        a.background,
+        &a.args,
+        Duration::from_secs_f64(a.timeout),
+    )?;
+    if a.reply_json {
+        crate::outln!("{}", serde_json::to_string(&r)?);
+        return Ok(if a.background || r.status == Some(0) {
+            0
+        } else {
+            1
+        });
+    }
+    if a.background {
+        crate::outln!(
+            "started in the VM: PID {} (killed after {} s)",
+            r.pid.unwrap_or(0),
+            a.timeout
+        );
+        return Ok(0);
+    }
     crate::out!("{}", r.stdout);
     if !r.stderr.is_empty() {
         crate::err!("{}", r.stderr);
@@ -498,10 +538,10 @@ fn cmd_up(a: UpArgs) -> anyhow::Result<i32> {
     if a.vm.wireguard && !vm {
         anyhow::bail!("--wireguard needs --router vm (this host's kernel has no wireguard)");
     }
-    if (a.vm.wifi.is_some() || a.vm.vm_kernel.is_some()) && !vm {
+    if (a.vm.wifi.is_some() || a.vm.vm_kernel.is_some() || !a.vm.extras.is_empty()) && !vm {
         anyhow::bail!(
-            "--wifi and --vm-kernel need --router vm (the Wi-Fi router's radios are \
-             mac80211_hwsim in the VM's own kernel)"
+            "--wifi, --vm-kernel and --extras need --router vm (the Wi-Fi router's radios are \
+             mac80211_hwsim in the VM's own kernel; the extras go into the VM's image)"
         );
     }
     let cfg = if vm {
@@ -1180,6 +1220,8 @@ pub fn vm_router(a: VmRouterArgs) -> anyhow::Result<i32> {
             .map(|&k| {
                 let req = guest_run::ExecRequest {
                     id: u64::from(k),
+                    program: None,
+                    background: false,
                     args: a.rest.clone(),
                     timeout_s: a.in_stations_timeout,
                     station: Some(k),

@@ -21,6 +21,10 @@ pub struct LoopbackArgs {
     pub ipv6: bool,
     #[command(flatten)]
     pub router: crate::cli::common::router::RouterArgs,
+    /// Measuring knob: every receiver's SO_RCVLOWAT in bytes (1: the kernel's default) instead
+    /// of the chosen one (docs/throughput.md).
+    #[arg(long, hide = true, value_name = "BYTES")]
+    pub rcvlowat: Option<usize>,
 }
 
 /// The library config for these arguments.
@@ -54,6 +58,9 @@ pub fn run(args: LoopbackArgs) -> anyhow::Result<i32> {
     crate::util::signals::install();
     crate::cli::common::iperf3_opts::check_test_opts(&args.test)?;
     let cfg = config(&args)?;
+    if let Some(v) = args.rcvlowat {
+        crate::iperf3::stream::RCVLOWAT_OVERRIDE.store(v.max(1), Ordering::Relaxed);
+    }
     let out = crate::cli::common::log_sink::LogSink::for_client(None, None, false, false)?;
     let text = TextIntervals::new(&out, cfg.parallel as usize);
     let quiet = crate::iperf3::NoIntervals;

@@ -168,6 +168,12 @@ const LOWAT_FLOOR: usize = 512 << 10;
 const LOWAT_MAX: usize = 1 << 20;
 const LOWAT_BUDGET: usize = 2 << 20;
 
+/// `loopback --rcvlowat BYTES` (a hidden knob for measuring): every TCP receiver of this
+/// process wakes per BYTES instead of [`receive_lowat`]'s choice; 1 leaves the kernel's
+/// default; 0 (unset) keeps the choice.
+pub static RCVLOWAT_OVERRIDE: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
 /// How much a TCP receiver lets the kernel queue before it is woken (`SO_RCVLOWAT`), for
 /// blocks of `len` bytes on one of `streams` streams, with `-w window` if given.
 ///
@@ -186,6 +192,11 @@ const LOWAT_BUDGET: usize = 2 << 20;
 /// is read when its receive timeout ([`RECV_WAIT`]) ends, so intervals lag by no more than
 /// before; the drain at the end sets it back to 1.
 pub fn receive_lowat(len: usize, streams: usize, window: Option<u32>) -> Option<usize> {
+    match RCVLOWAT_OVERRIDE.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => {}
+        1 => return None,
+        v => return Some(v),
+    }
     let mut v = len
         .clamp(LOWAT_FLOOR, LOWAT_MAX)
         .min(LOWAT_BUDGET / streams.max(1));

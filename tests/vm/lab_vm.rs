@@ -249,6 +249,8 @@ fn vm_router_boots_and_carries_an_rrul() {
             "--router",
             "vm",
             "--wireguard",
+            "--extras",
+            "iperf3,openssl",
             "--name",
             &lab,
             "--json",
@@ -289,6 +291,73 @@ fn vm_router_boots_and_carries_an_rrul() {
         .args(["lab", "exec", "--name", &lab, "--", "no-such-command"])
         .bounded(Duration::from_secs(300));
     assert_eq!(out.status.code(), Some(2));
+    // Debian's iperf3 and openssl from the image's extras, through the same port; nothing
+    // else (a shell is refused, naming what runs), and iperf3's server in the background.
+    let exec = |args: &[&str]| {
+        Command::new(rb)
+            .args(["lab", "exec", "--name", &lab])
+            .args(args)
+            .bounded(Duration::from_secs(300))
+    };
+    let out = exec(&["--program", "openssl", "--", "version"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.starts_with("OpenSSL 3"),
+        "{text}"
+    );
+    let out = exec(&["--program", "sh", "--", "-c", "true"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("iperf3, openssl"),
+        "{err}"
+    );
+    let out = exec(&[
+        "--program",
+        "iperf3",
+        "--background",
+        "--timeout",
+        "60",
+        "--",
+        "-s",
+        "-1",
+        "-p",
+        "5302",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut reply = serde_json::Value::Null;
+    for _ in 0..5 {
+        std::thread::sleep(Duration::from_secs(1));
+        let out = exec(&[
+            "--program",
+            "iperf3",
+            "--reply-json",
+            "--timeout",
+            "60",
+            "--",
+            "-c",
+            "127.0.0.1",
+            "-p",
+            "5302",
+            "-t",
+            "1",
+            "-J",
+        ]);
+        reply = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if reply["status"] == 0 {
+            break;
+        }
+    }
+    assert_eq!(reply["status"], 0, "{reply}");
+    assert!(reply["vm_cpu_s"].as_f64().unwrap() > 0.0, "{reply}");
+    let iperf: serde_json::Value = serde_json::from_str(reply["stdout"].as_str().unwrap()).unwrap();
+    assert!(
+        iperf["end"]["sum_received"]["bytes"].as_f64().unwrap() > 0.0,
+        "{iperf}"
+    );
     // Through the tunnel: a short upload to the WAN host's tunnel address.
     let out = Command::new(rb)
         .args([

@@ -10,13 +10,26 @@ use std::time::Duration;
 /// Runs routerbench with `args` inside lab `cfg`'s VM router; waits at most `timeout` (+30 s
 /// for the reply to travel).
 pub fn exec(cfg: &LabConfig, args: &[String], timeout: Duration) -> Result<ExecReply> {
-    exec_in(cfg, None, args, timeout)
+    exec_with(cfg, None, None, false, args, timeout)
 }
 
 /// [`exec`] inside Wi-Fi station `station`'s namespaces (None: the router itself).
 pub fn exec_in(
     cfg: &LabConfig,
     station: Option<u32>,
+    args: &[String],
+    timeout: Duration,
+) -> Result<ExecReply> {
+    exec_with(cfg, station, None, false, args, timeout)
+}
+
+/// [`exec_in`] of one of the image's allow-listed programs (`program`, e.g. iperf3) instead of
+/// routerbench; `background` starts it and returns at once (it is killed at `timeout`).
+pub fn exec_with(
+    cfg: &LabConfig,
+    station: Option<u32>,
+    program: Option<&str>,
+    background: bool,
     args: &[String],
     timeout: Duration,
 ) -> Result<ExecReply> {
@@ -49,6 +62,8 @@ pub fn exec_in(
     crate::util::random::fill(&mut id);
     let req = ExecRequest {
         id: u64::from_le_bytes(id),
+        program: program.map(str::to_string),
+        background,
         args: args.to_vec(),
         timeout_s: timeout.as_secs_f64(),
         station,

@@ -52,6 +52,57 @@ pub const IW: Program = Program {
 };
 /// What `lab up --router vm --wifi N` adds to the image.
 pub const WIFI: &[Program] = &[HOSTAPD, IW];
+/// iperf3 3.12 (bookworm), the seed's `iperf3 -s -D && iperf3 -c 127.0.0.1`, for comparing
+/// `routerbench loopback` with it on the router's CPU (`lab up --extras iperf3`).
+pub const IPERF3: Program = Program {
+    name: "iperf3",
+    path: "usr/bin/iperf3",
+    // libatomic1: mipsel's libcrypto needs it (32-bit MIPS has no 64-bit atomics); unused on armhf.
+    packages: &[
+        "iperf3",
+        "libiperf0",
+        "libc6",
+        "libsctp1",
+        "libssl3",
+        "libatomic1",
+    ],
+};
+/// openssl 3.0 (bookworm), the seed's `openssl speed`, for comparing the crypto row with it on
+/// the router's CPU (`lab up --extras openssl`; the static routerbench's openssl engine runs it).
+pub const OPENSSL: Program = Program {
+    name: "openssl",
+    path: "usr/bin/openssl",
+    packages: &["openssl", "libc6", "libssl3", "libatomic1"],
+};
+/// Files a program opens by path rather than through `DT_NEEDED`, kept at their path in the
+/// package: OpenSSL 3's legacy provider (`openssl speed -provider legacy des`, single DES), in
+/// the module directory libcrypto was built with. Its own libraries are openssl's.
+pub fn loaded_files(p: &Program, arch: VmArch) -> Vec<String> {
+    match p.name {
+        "openssl" => vec![format!(
+            "usr/lib/{}/ossl-modules/legacy.so",
+            arch.multiarch()
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// The programs `lab up --extras NAME,…` can add (the control port's allow-list runs them).
+pub const NAMED: &[Program] = &[IPERF3, OPENSSL];
+
+/// The program `lab up --extras` names, or an error listing those it knows.
+pub fn by_name(name: &str) -> Result<Program> {
+    NAMED
+        .iter()
+        .copied()
+        .find(|p| p.name == name)
+        .ok_or_else(|| {
+            LabError::Input(format!(
+                "--extras {name}: not a program the VM's image can carry (known: {})",
+                NAMED.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+            ))
+        })
+}
 
 /// One entry of the image.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -275,7 +326,25 @@ pub fn fetch(cache: &Path, arch: VmArch, programs: &[Program]) -> Result<Extras>
         .map_err(|e| LabError::Unexpected(format!("manifest: {e}")))?;
     let manifest = dir.join("manifest.json");
     std::fs::write(&manifest, text + "\n").map_err(|e| sys("write", &manifest, e))?;
-    let entries = collect(&root, arch, programs)?;
+    let mut entries = collect(&root, arch, programs)?;
+    for p in programs {
+        for rel in loaded_files(p, arch) {
+            let f = resolve_in_root(&root, &rel).ok_or_else(|| {
+                LabError::State(format!(
+                    "{rel} (loaded by {}) is not in {}: delete {} and retry",
+                    p.name,
+                    p.packages.join(", "),
+                    dir.display()
+                ))
+            })?;
+            let data = std::fs::read(&f).map_err(|e| sys("read", &f, e))?;
+            entries.push(ImageEntry::File {
+                path: rel,
+                data,
+                executable: false,
+            });
+        }
+    }
     let programs = programs
         .iter()
         .map(|p| {
@@ -310,6 +379,32 @@ mod tests {
                 "libnl-route-3-200",
                 "libssl3",
                 "iw"
+            ]
+        );
+    }
+
+    #[test]
+    fn named_programs_are_the_control_ports_allow_list() {
+        let names: Vec<&str> = NAMED.iter().map(|p| p.name).collect();
+        assert_eq!(names, super::super::guest_run::EXTRA_PROGRAMS);
+        assert_eq!(by_name("iperf3").unwrap(), IPERF3);
+        assert_eq!(
+            loaded_files(&OPENSSL, VmArch::Armv7),
+            ["usr/lib/arm-linux-gnueabihf/ossl-modules/legacy.so"]
+        );
+        assert!(loaded_files(&IPERF3, VmArch::Mipsel).is_empty());
+        let e = by_name("sh").unwrap_err().to_string();
+        assert!(e.contains("iperf3, openssl"), "{e}");
+        assert_eq!(
+            packages_of(&[IPERF3, OPENSSL]),
+            [
+                "iperf3",
+                "libiperf0",
+                "libc6",
+                "libsctp1",
+                "libssl3",
+                "libatomic1",
+                "openssl"
             ]
         );
     }

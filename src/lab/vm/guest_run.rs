@@ -2,7 +2,9 @@
 //! loops on the VM's own NICs, `--aqm userspace --router vm`) and the control port, a
 //! virtio-serial port on which the host asks the VM to run routerbench with given arguments
 //! (`lab exec`): one JSON request line in, one JSON reply line out. Only the routerbench binary
-//! runs, never a shell; the port is reached through a root-only socket of qemu's on the host.
+//! runs, or one of the allow-listed Debian programs of the image's extras ([`EXTRA_PROGRAMS`]:
+//! iperf3 and openssl, for the in-device comparisons), never a shell; the port is reached
+//! through a root-only socket of qemu's on the host.
 
 use crate::lab::aqm_forwarder::forward::{self, Direction, DirectionReport};
 use crate::lab::aqm_forwarder::worker::{ShapeStats, write_json};
@@ -23,12 +25,27 @@ pub const MAX_LINE: usize = 1 << 20;
 /// Each of stdout and stderr of a command is kept up to this many bytes.
 pub const MAX_OUTPUT: usize = 16 << 20;
 
+/// The Debian programs the control port runs besides routerbench, from `/bin/NAME` in the
+/// image (`lab up --extras`): the seed's own tools, so that routerbench is compared with them
+/// on the same CPU in the same boot (`bench/vm-loopback-vs-iperf3.sh`).
+pub const EXTRA_PROGRAMS: &[&str] = &["iperf3", "openssl"];
+/// At most this many background programs run at once (each killed at its timeout).
+pub const MAX_BACKGROUND: usize = 4;
+
 /// Run routerbench inside the VM with these arguments.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ExecRequest {
     /// Echoed in the reply, so a reply left over from an earlier client is told apart.
     #[serde(default)]
     pub id: u64,
+    /// One of [`EXTRA_PROGRAMS`] instead of routerbench (`lab exec --program`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+    /// Start the command and reply at once; it runs until it exits or its timeout ends, with
+    /// its output discarded (`lab exec --background`: iperf3's server beside its client).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub background: bool,
+
     pub args: Vec<String>,
     /// Killed after this long.
     pub timeout_s: f64,
@@ -50,6 +67,144 @@ pub struct ExecReply {
     /// Why the command could not run at all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The VM's CPU time while the command ran, all CPUs and every process and interrupt
+    /// (`/proc/stat`: user, nice, system, irq, softirq), seconds; what a test cost the router
+    /// whichever process spent it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm_cpu_s: Option<f64>,
+    /// Wall-clock seconds the command ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_s: Option<f64>,
+    /// A background command's process ID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+}
+
+/// The executable a request runs: routerbench (`exe`) or an allow-listed program of the image
+/// under `bin_dir`; the arguments are checked against what the program may do there.
+pub fn program_path(
+    exe: &std::path::Path,
+    bin_dir: &std::path::Path,
+    req: &ExecRequest,
+) -> std::result::Result<std::path::PathBuf, String> {
+    let Some(name) = req.program.as_deref() else {
+        return Ok(exe.to_path_buf());
+    };
+    if !EXTRA_PROGRAMS.contains(&name) {
+        return Err(format!(
+            "{name} is not a program the control port runs (routerbench, or one of: {})",
+            EXTRA_PROGRAMS.join(", ")
+        ));
+    }
+    match name {
+        // Every program's life is bounded by its request's timeout: a daemon would escape it.
+        "iperf3" if req.args.iter().any(|a| is_daemon_flag(a)) => {
+            return Err("iperf3 -D would outlive its request: run the server with \
+                        `lab exec --background --program iperf3 -- -s` (killed at --timeout)"
+                .into());
+        }
+        "openssl"
+            if !matches!(
+                req.args.first().map(String::as_str),
+                Some("speed" | "version")
+            ) =>
+        {
+            return Err("openssl runs `speed` or `version` only here".into());
+        }
+        _ => {}
+    }
+    let p = bin_dir.join(name);
+    if !p.exists() {
+        return Err(format!(
+            "{name} is not in this VM's image: `lab up --router vm --extras {name}`"
+        ));
+    }
+    Ok(p)
+}
+
+/// `-D`, `--daemon`, or a cluster of short options with D in it (`-sD`).
+fn is_daemon_flag(a: &str) -> bool {
+    a == "--daemon"
+        || (a.starts_with('-')
+            && !a.starts_with("--")
+            && a[1..].chars().all(|c| c.is_ascii_alphanumeric())
+            && a.contains('D'))
+}
+
+/// Busy CPU ticks of the whole VM (user, nice, system, irq, softirq from `/proc/stat`'s first
+/// line) and the ticks per second; None where there is no /proc/stat.
+fn busy_ticks() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    busy_ticks_of(text.lines().next()?)
+}
+
+/// The busy ticks of a `/proc/stat` `cpu` line.
+fn busy_ticks_of(line: &str) -> Option<u64> {
+    let v: Vec<u64> = line
+        .strip_prefix("cpu ")?
+        .split_whitespace()
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq [steal …]: idle and iowait are not busy, and
+    // steal is time the host took.
+    (v.len() >= 7).then(|| v[0] + v[1] + v[2] + v[5] + v[6])
+}
+
+fn ticks_per_second() -> f64 {
+    nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .filter(|&t| t > 0)
+        .unwrap_or(100) as f64
+}
+
+/// Background programs alive now.
+static BACKGROUND: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Starts `cmd` in the background, killed after `timeout`; replies with its PID.
+fn start_background(
+    mut cmd: std::process::Command,
+    req: &ExecRequest,
+    timeout: Duration,
+) -> ExecReply {
+    use std::process::Stdio;
+    let failed = |e: String| ExecReply {
+        id: req.id,
+        error: Some(e),
+        ..Default::default()
+    };
+    if BACKGROUND.fetch_add(1, Ordering::SeqCst) >= MAX_BACKGROUND {
+        BACKGROUND.fetch_sub(1, Ordering::SeqCst);
+        return failed(format!(
+            "{MAX_BACKGROUND} background programs run already: wait for one to end"
+        ));
+    }
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            BACKGROUND.fetch_sub(1, Ordering::SeqCst);
+            return failed(format!("cannot start {:?}: {e}", cmd.get_program()));
+        }
+    };
+    let pid = child.id();
+    std::thread::spawn(move || {
+        let t0 = Instant::now();
+        while matches!(child.try_wait(), Ok(None)) {
+            if t0.elapsed() > timeout {
+                let _ = child.kill();
+                let _ = child.wait();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        BACKGROUND.fetch_sub(1, Ordering::SeqCst);
+    });
+    ExecReply {
+        id: req.id,
+        pid: Some(pid),
+        ..Default::default()
+    }
 }
 
 /// Reads up to `max` bytes of `r` (the rest is drained and dropped).
@@ -66,19 +221,36 @@ fn read_capped(mut r: impl Read, max: usize) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Runs `exe req.args` with the request's timeout.
+/// Runs `exe req.args` (or the request's allow-listed program from `/bin`) with the request's
+/// timeout.
 pub fn run_request(exe: &std::path::Path, req: &ExecRequest) -> ExecReply {
+    run_request_in(exe, std::path::Path::new("/bin"), req)
+}
+
+/// [`run_request`] with the extra programs looked for in `bin_dir`.
+pub fn run_request_in(
+    exe: &std::path::Path,
+    bin_dir: &std::path::Path,
+    req: &ExecRequest,
+) -> ExecReply {
     use std::process::{Command, Stdio};
     let timeout = if req.timeout_s.is_finite() {
         Duration::from_secs_f64(req.timeout_s.clamp(1.0, 7200.0))
     } else {
         Duration::from_secs(600)
     };
-    let mut cmd = Command::new(exe);
-    cmd.args(&req.args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let exe = match program_path(exe, bin_dir, req) {
+        Ok(p) => p,
+        Err(e) => {
+            return ExecReply {
+                id: req.id,
+                error: Some(e),
+                ..Default::default()
+            };
+        }
+    };
+    let mut cmd = Command::new(&exe);
+    cmd.args(&req.args).stdin(Stdio::null());
     if let Some(k) = req.station {
         let entered =
             super::guest_wifi::holder_of(k).and_then(|pid| super::guest_wifi::enter(&mut cmd, pid));
@@ -90,7 +262,11 @@ pub fn run_request(exe: &std::path::Path, req: &ExecRequest) -> ExecReply {
             };
         }
     }
-    let mut child = match cmd.spawn() {
+    if req.background {
+        return start_background(cmd, req, timeout);
+    }
+    let busy0 = busy_ticks();
+    let mut child = match cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn() {
         Ok(c) => c,
         Err(e) => {
             return ExecReply {
@@ -121,6 +297,10 @@ pub fn run_request(exe: &std::path::Path, req: &ExecRequest) -> ExecReply {
             Err(_) => break None,
         }
     };
+    let wall = t0.elapsed().as_secs_f64();
+    let vm_cpu_s = busy0
+        .zip(busy_ticks())
+        .map(|(a, b)| b.saturating_sub(a) as f64 / ticks_per_second());
     let join = |h: Option<std::thread::JoinHandle<String>>| {
         h.and_then(|h| h.join().ok()).unwrap_or_default()
     };
@@ -131,6 +311,9 @@ pub fn run_request(exe: &std::path::Path, req: &ExecRequest) -> ExecReply {
         stderr: join(err),
         timed_out,
         error: None,
+        vm_cpu_s,
+        wall_s: Some(wall),
+        pid: None,
     }
 }
 
@@ -366,6 +549,8 @@ mod tests {
             sh,
             &ExecRequest {
                 id: 9,
+                program: None,
+                background: false,
                 args: vec!["-c".into(), "echo out; echo err >&2; exit 3".into()],
                 timeout_s: 10.0,
                 station: None,
@@ -380,6 +565,8 @@ mod tests {
             sh,
             &ExecRequest {
                 id: 1,
+                program: None,
+                background: false,
                 args: vec!["-c".into(), "sleep 30".into()],
                 timeout_s: 1.0,
                 station: None,
@@ -391,12 +578,126 @@ mod tests {
             std::path::Path::new("/nonexistent/routerbench"),
             &ExecRequest {
                 id: 2,
+                program: None,
+                background: false,
                 args: vec![],
                 timeout_s: 1.0,
                 station: None,
             },
         );
         assert!(missing.error.unwrap().contains("cannot start"));
+    }
+
+    fn request(program: Option<&str>, background: bool, args: &[&str]) -> ExecRequest {
+        ExecRequest {
+            id: 7,
+            program: program.map(str::to_string),
+            background,
+            args: args.iter().map(|a| a.to_string()).collect(),
+            timeout_s: 5.0,
+            station: None,
+        }
+    }
+
+    #[test]
+    fn only_allow_listed_programs_run_and_never_as_daemons() {
+        let exe = std::path::Path::new("/nonexistent/routerbench");
+        let dir = std::env::temp_dir().join(format!("rb-guest-programs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let bin = dir.as_path();
+        // routerbench itself by default.
+        assert_eq!(
+            program_path(exe, bin, &request(None, false, &["device"])).unwrap(),
+            exe
+        );
+        // A shell or anything else is refused, naming what runs.
+        for p in ["sh", "busybox", "../bin/sh", "/bin/sh"] {
+            let e = program_path(exe, bin, &request(Some(p), false, &[])).unwrap_err();
+            assert!(e.contains("iperf3, openssl"), "{e}");
+        }
+        // iperf3 as a daemon would escape the request's timeout.
+        for a in [&["-s", "-D"][..], &["-sD"], &["--daemon", "-s"]] {
+            let e = program_path(exe, bin, &request(Some("iperf3"), false, a)).unwrap_err();
+            assert!(e.contains("--background"), "{e}");
+        }
+        // openssl: speed and version only.
+        let e = program_path(exe, bin, &request(Some("openssl"), false, &["enc"])).unwrap_err();
+        assert!(e.contains("speed"), "{e}");
+        // Allowed but missing from the image: the remedy is named.
+        let e = program_path(exe, bin, &request(Some("iperf3"), false, &["-s"])).unwrap_err();
+        assert!(e.contains("--extras iperf3"), "{e}");
+        std::fs::write(bin.join("iperf3"), b"").unwrap();
+        std::fs::write(bin.join("openssl"), b"").unwrap();
+        assert_eq!(
+            program_path(
+                exe,
+                bin,
+                &request(Some("iperf3"), false, &["-c", "127.0.0.1", "-P", "2"])
+            )
+            .unwrap(),
+            bin.join("iperf3")
+        );
+        assert!(
+            program_path(
+                exe,
+                bin,
+                &request(Some("openssl"), false, &["speed", "md5"])
+            )
+            .is_ok()
+        );
+        // A refused request comes back as the reply's error, with its id.
+        let r = run_request_in(exe, bin, &request(Some("sh"), false, &["-c", "true"]));
+        assert_eq!(r.id, 7);
+        assert!(r.error.is_some() && r.status.is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn background_commands_reply_at_once_and_die_at_their_timeout() {
+        let sh = std::path::Path::new("/bin/sh");
+        let mut req = request(None, true, &["-c", "sleep 30"]);
+        req.timeout_s = 1.0;
+        let t0 = Instant::now();
+        let r = run_request(sh, &req);
+        assert!(t0.elapsed() < Duration::from_secs(5), "{r:?}");
+        let pid = r.pid.expect("a background command's PID");
+        let alive = |pid: u32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+        };
+        assert!(alive(pid));
+        // Killed at its 1 s timeout (polled at most 10 s).
+        let mut gone = false;
+        for _ in 0..200 {
+            if !alive(pid) {
+                gone = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(gone, "background PID {pid} outlived its timeout");
+    }
+
+    #[test]
+    fn a_foreground_command_reports_the_vms_cpu() {
+        let sh = std::path::Path::new("/bin/sh");
+        let r = run_request(
+            sh,
+            &request(
+                None,
+                false,
+                &["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"],
+            ),
+        );
+        assert_eq!(r.status, Some(0), "{r:?}");
+        let (cpu, wall) = (r.vm_cpu_s.unwrap(), r.wall_s.unwrap());
+        assert!(wall > 0.0 && cpu > 0.0, "{r:?}");
+        assert_eq!(
+            busy_ticks_of("cpu  10 1 5 1000 7 2 3 4 0 0"),
+            Some(10 + 1 + 5 + 2 + 3)
+        );
+        assert_eq!(busy_ticks_of("intr 1 2 3"), None);
+        assert_eq!(busy_ticks_of("cpu  1 2"), None);
     }
 
     #[test]

@@ -111,6 +111,9 @@ pub struct VmSpec {
     pub kernel: Option<assets::VmKernel>,
     /// A Wi-Fi router with stations (`--wifi N`).
     pub wifi: Option<WifiSpec>,
+    /// Debian programs for the image by name (`--extras iperf3,openssl`: extras::NAMED), run
+    /// through the control port (`lab exec --program`).
+    pub extras: Vec<String>,
 }
 
 impl Default for VmSpec {
@@ -128,6 +131,7 @@ impl Default for VmSpec {
             arch: VmArch::Armv7,
             kernel: None,
             wifi: None,
+            extras: Vec::new(),
         }
     }
 }
@@ -186,6 +190,9 @@ impl VmSpec {
                         .into(),
                 ));
             }
+        }
+        for name in &self.extras {
+            extras::by_name(name)?;
         }
         if let Some(p) = self.cpu_budget_pct {
             if !(5..=800).contains(&p) {
@@ -306,9 +313,20 @@ pub fn up(spec: &LabSpec, vm: &VmSpec) -> Result<LabConfig> {
         ));
     }
     let modules = initramfs::load_order_with(&index, &builtin, &wanted)?;
-    let extras = match &vm.wifi {
-        Some(_) => extras::fetch(&vm.cache, vm.arch, extras::WIFI)?,
-        None => extras::Extras::default(),
+    let mut programs: Vec<extras::Program> = Vec::new();
+    if vm.wifi.is_some() {
+        programs.extend_from_slice(extras::WIFI);
+    }
+    for name in &vm.extras {
+        let p = extras::by_name(name)?;
+        if !programs.contains(&p) {
+            programs.push(p);
+        }
+    }
+    let extras = if programs.is_empty() {
+        extras::Extras::default()
+    } else {
+        extras::fetch(&vm.cache, vm.arch, &programs)?
     };
     let busybox = std::fs::read(&assets.busybox)
         .map_err(|e| LabError::Sys(format!("cannot read {}: {e}", assets.busybox.display())))?;
