@@ -146,6 +146,7 @@ fn flow(name: &str, direction: &str, bins: &[u64], f: &SessionFacts) -> FlowResu
         cc_client: None,
         cc_server: None,
         bytes,
+        bytes_all: None,
         mbps: series_stats(samples.iter().map(|s| s.mbps)),
         tcp_rtt_ms: SeriesStats::default(),
         samples,
