@@ -1209,8 +1209,12 @@ pub fn vm_router(a: VmRouterArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     if a.station_holder.is_some() {
-        lab::vm::guest_wifi::hold()?;
-        return Ok(0);
+        lab::vm::guest_wifi::own_namespaces()?;
+        // The parent waits for this line, then moves the station's radio in.
+        crate::outln!("ready");
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
     }
     if !a.in_stations.is_empty() {
         let exe = std::env::current_exe()?;

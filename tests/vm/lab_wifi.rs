@@ -5,7 +5,7 @@
 //! mac80211's TXQs), an RRUL from station 1 (its series in the JSON, the flent file and the
 //! HTML report; the AP's counters against the test's own bytes within 2 %; the emulation
 //! note), a short rtt_fair over both stations (one result each, Jain's index), and `lab down`.
-//! It took 47 s here (up in 24 s; load ~4 on this 2-core host), plus ≈ 60 s the first time the
+//! It took 37–47 s here (up in 18–24 s on this shared 2-core host), plus ≈ 60 s the first time the
 //! packages are fetched into ~/.cache/routerbench/vm.
 
 use std::process::{Command, Output, Stdio};

@@ -114,6 +114,14 @@ pub fn fetch(cache: &Path) -> Result<Assets> {
     fetch_for(cache, VmArch::Armv7)
 }
 
+/// Writes a cache manifest (what was downloaded, with versions and SHA-256) as JSON.
+pub fn write_manifest<T: Serialize>(path: &Path, what: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(what)
+        .map_err(|e| LabError::Unexpected(format!("manifest: {e}")))?;
+    std::fs::write(path, text + "\n")
+        .map_err(|e| LabError::Sys(format!("cannot write {}: {e}", path.display())))
+}
+
 /// Which Debian kernel the VM router boots (`--vm-kernel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum VmKernel {

@@ -322,10 +322,7 @@ pub fn fetch(cache: &Path, arch: VmArch, programs: &[Program]) -> Result<Extras>
         };
         packages.push(super::assets::unpack(&deb, &root)?);
     }
-    let text = serde_json::to_string_pretty(&packages)
-        .map_err(|e| LabError::Unexpected(format!("manifest: {e}")))?;
-    let manifest = dir.join("manifest.json");
-    std::fs::write(&manifest, text + "\n").map_err(|e| sys("write", &manifest, e))?;
+    super::assets::write_manifest(&dir.join("manifest.json"), &packages)?;
     let mut entries = collect(&root, arch, programs)?;
     for p in programs {
         for rel in loaded_files(p, arch) {

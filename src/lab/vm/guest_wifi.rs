@@ -188,8 +188,8 @@ pub fn enter(c: &mut Command, pid: i32) -> Result<()> {
 }
 
 /// `vm-router --station-holder K`: new network and mount namespaces, /sys and debugfs mounted
-/// afresh in them, "ready" on standard output, then sleep until killed.
-pub fn hold() -> Result<()> {
+/// afresh in them (the command then says "ready" on standard output and sleeps until killed).
+pub fn own_namespaces() -> Result<()> {
     use nix::mount::{MsFlags, mount};
     use nix::sched::{CloneFlags, unshare};
     unshare(CloneFlags::CLONE_NEWNET | CloneFlags::CLONE_NEWNS)
@@ -205,12 +205,7 @@ pub fn hold() -> Result<()> {
         MsFlags::empty(),
         None,
     );
-    println!("ready");
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
-    loop {
-        std::thread::sleep(Duration::from_secs(3600));
-    }
+    Ok(())
 }
 
 fn sh_in(holder: i32, script: &str) -> Result<String> {
