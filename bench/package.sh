@@ -215,8 +215,15 @@ for pair in $BINS; do
   made+=("$(ipk "$arch" "$bin")")
   [ -n "$APKTOOL" ] && made+=("$(apk_pkg "$arch" "$bin" "$APKTOOL")")
 done
-printf '\n%-60s %10s\n' package bytes
+# OpenWrt keeps an installed package compressed, so this is the flash it costs: at most 1.5 MiB
+# each (docs/packages.md). FAST=1 builds (CI) are bigger than the shipped ones.
+LIMIT=1572864
+printf '\n%-60s %10s %16s\n' package bytes "of 1.5 MiB"
+over=0
 for f in "${made[@]}"; do
-  printf '%-60s %10s\n' "$(basename "$f")" "$(stat -c %s "$f")"
+  n=$(stat -c %s "$f")
+  printf '%-60s %10s %15s%%\n' "$(basename "$f")" "$n" "$((n * 100 / LIMIT))"
+  [ "$n" -le "$LIMIT" ] || over=$((over + 1))
 done
+[ "$over" = 0 ] || echo "package.sh: warning: $over package(s) over 1.5 MiB ($LIMIT bytes): a router owner pays that in flash (docs/packages.md)" >&2
 echo "package.sh: ${#made[@]} package(s) in $OUT"

@@ -5,26 +5,47 @@
 
 use std::process::{Child, Command, Output, Stdio};
 
+fn command(json: &std::path::Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_routerbench"));
+    c.args([
+        "crypto",
+        "--engine",
+        "rustcrypto",
+        "--algorithms",
+        "md5,sha1",
+        "--seconds",
+        "0.4",
+        "--row-only",
+        "--idle-wait",
+        "0",
+        "-q",
+        "--json",
+    ])
+    .arg(json)
+    .stdin(Stdio::null());
+    c
+}
+
 fn crypto(json: &std::path::Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_routerbench"))
-        .args([
-            "crypto",
-            "--engine",
-            "rustcrypto",
-            "--algorithms",
-            "md5,sha1",
-            "--seconds",
-            "0.4",
-            "--row-only",
-            "--idle-wait",
-            "0",
-            "-q",
-            "--json",
-        ])
-        .arg(json)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run routerbench")
+    command(json).output().expect("run routerbench")
+}
+
+/// Runs it and returns (exit status, its CPU seconds from wait4's rusage): all of its CPU,
+/// the clock loops and the idle look included.
+// The child is reaped by wait4 (for its rusage), which clippy does not see.
+#[allow(clippy::zombie_processes)]
+fn crypto_with_cpu(json: &std::path::Path) -> (i32, f64) {
+    let child = command(json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run routerbench");
+    let mut status = 0;
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut ru) };
+    assert_eq!(pid, child.id() as i32);
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (status, secs(ru.ru_utime) + secs(ru.ru_stime))
 }
 
 /// A shell spinning on one CPU, ended by `timeout` after 30 s even if the test dies first.
@@ -50,7 +71,8 @@ impl Drop for Spinner {
     }
 }
 
-/// Busy ticks (user, nice, system, irq, softirq) and all ticks of the machine, per CPU.
+/// Busy ticks (user, nice, system, irq, softirq) of all CPUs, and all ticks per CPU (the wall
+/// time in ticks of 10 ms).
 fn proc_stat() -> (f64, f64) {
     let text = std::fs::read_to_string("/proc/stat").unwrap();
     let line = text.lines().next().unwrap();
@@ -65,7 +87,7 @@ fn proc_stat() -> (f64, f64) {
         .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
         .count() as f64;
     let busy = v[0] + v[1] + v[2] + v[5] + v[6];
-    (busy / ncpu, v.iter().sum::<f64>() / ncpu)
+    (busy, v.iter().sum::<f64>() / ncpu)
 }
 
 fn doc(path: &std::path::Path) -> serde_json::Value {
@@ -107,7 +129,8 @@ fn a_busy_loop_beside_the_row_is_named_and_an_idle_machine_passes() {
     // The loop had a CPU to itself or shared one: either way far above 25 % of a CPU.
     for w in windows {
         assert!(w["others_pct"].as_f64().unwrap() > 40.0, "{w}");
-        assert!(w["own_pct"].as_f64().unwrap() > 10.0, "{w}");
+        // Ours is whatever the scheduler gave us (5 % on a 2-CPU VM at load 14): a number.
+        assert!(w["own_pct"].as_f64().is_some_and(|x| x >= 0.0), "{w}");
     }
 
     // Without it: a pass, unless the machine was busy by itself (CI runs tests side by side),
@@ -116,13 +139,13 @@ fn a_busy_loop_beside_the_row_is_named_and_an_idle_machine_passes() {
     for _ in 0..3 {
         let idle_json = dir.join("idle.json");
         let (b0, t0) = proc_stat();
-        let out = crypto(&idle_json);
+        let (status, cpu_s) = crypto_with_cpu(&idle_json);
         let (b1, t1) = proc_stat();
-        assert!(out.status.success());
+        assert_eq!(status, 0);
         let v = doc(&idle_json);
         let val = &v["validity"];
-        let own = val["whole"]["own_pct"].as_f64().unwrap();
-        let busy_others = (b1 - b0) / (t1 - t0) * 100.0 - own;
+        // Everything else's CPU over the run, % of one CPU, as /proc/stat and wait4 see it.
+        let busy_others = ((b1 - b0) - cpu_s * 100.0) / (t1 - t0) * 100.0;
         if val["verdict"] == "pass" {
             assert!(val["problems"].as_array().unwrap().is_empty());
             assert!(
@@ -142,7 +165,7 @@ fn a_busy_loop_beside_the_row_is_named_and_an_idle_machine_passes() {
             "only the machine's own load may fail a run here: {val}"
         );
         assert!(
-            busy_others > 3.0,
+            busy_others > 5.0,
             "failed while /proc/stat saw others at {busy_others:.1} % of a CPU: {val}"
         );
         last = val.to_string();
