@@ -122,7 +122,7 @@ fn fifo_fails(doc: &Value) -> Vec<String> {
                 "{name}: loaded latency median {median:.1} ms, not 0.5–1.05 × {theory_ms:.1} ms"
             ));
         }
-        if !(mbps / goodput >= 0.9) {
+        if mbps.is_nan() || mbps / goodput < 0.9 {
             fails.push(format!(
                 "{name}: goodput {mbps:.2} Mbit/s < 0.9 × {goodput:.2}"
             ));
@@ -213,7 +213,7 @@ fn browser_through_the_lab_fifo_then_aqm() {
         "AQM: increase {aqm_inc:.1} ms, grade {}",
         aqm["latency"]["summary"]["grade"]
     );
-    if !(aqm_inc < 0.5 * fifo_inc) {
+    if aqm_inc.is_nan() || aqm_inc >= 0.5 * fifo_inc {
         fails.push(format!(
             "AQM increase {aqm_inc:.1} ms is not below half the FIFO's {fifo_inc:.1} ms"
         ));

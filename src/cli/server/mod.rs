@@ -202,7 +202,8 @@ pub struct ServerArgs {
     #[arg(long = "max-monitors", default_value_t = 4, requires = "monitor")]
     pub max_monitors: usize,
     /// The browser test at http://HOST:PORT/ (docs/web.md): `on` (default) or `off`.
-    #[arg(long = "web", value_name = "on|off", default_value = "on", value_parser = parse_on_off)]
+    #[arg(long = "web", value_name = "on|off", default_value = "on", value_parser = parse_on_off,
+          action = clap::ArgAction::Set)]
     pub web: bool,
     /// Highest rate one browser test may move per direction, bit/s with K/M/G (default: none).
     #[arg(long = "web-max-rate", value_name = "RATE", value_parser = parse_rate)]
@@ -592,7 +593,7 @@ fn http_config(
     };
     if args.web {
         // The browser test's upload and result bodies (each route bounds its own, and they are
-        // read only for a client with a test running: server::web::routes).
+        // read only for a client with a test running: server/http/web.rs).
         http.limits.max_body = http
             .limits
             .max_body

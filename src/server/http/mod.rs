@@ -13,8 +13,7 @@
 //! address down as the routerbench protocol's do.
 
 pub mod metrics;
-
-use crate::server::web::routes as web;
+pub mod web;
 
 use super::Shared;
 use crate::service::backoff::{self, Backoff};
@@ -281,7 +280,7 @@ fn refuse_before_body(
             &format!("{} takes a body of at most {max} bytes", head.path),
         ));
     }
-    crate::server::web::routes::refuse_before_body(http, head, peer)
+    web::refuse_before_body(http, head, peer)
 }
 
 fn allowed(route: &Route) -> String {

@@ -14,12 +14,11 @@
 //! - `POST /web/result?id`: the page's samples in, the routerbench result document out.
 //!
 //! With a token (`--token`), every path needs `?token=T` (the page passes its own on). The
-//! HTTP layer (`server::http`) parses, bounds and routes the requests; this module holds the
-//! sessions and answers.
+//! HTTP layer (`server::http`, its handlers in `server/http/web.rs`) parses, bounds and routes
+//! the requests; this module holds the sessions and answers.
 
 pub mod result;
 pub mod router_view;
-pub mod routes;
 
 use crate::monitor::{Sampler, SamplerConfig};
 use crate::results::monitor::{MonitorResult, MonitorSample};

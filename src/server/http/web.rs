@@ -1,9 +1,8 @@
-//! The browser test's lines of the server's HTTP route table (`server::http::ROUTES`): each
-//! handler reads its arguments from the request and answers with what [`Web`](super::Web)
-//! says.
+//! The browser test's handlers in the server's HTTP route table (`ROUTES`): each reads its
+//! arguments from the request and answers with what `server::web` says (docs/web.md).
 
-use super::{PAGE, Web, WebReply};
-use crate::server::http::{Exchange, HttpConfig, Reply};
+use super::{Exchange, HttpConfig, Reply};
+use crate::server::web::{PAGE, Web, WebReply};
 use crate::wire::http::{RequestHead, Response};
 use std::net::SocketAddr;
 
