@@ -5,6 +5,7 @@ pub mod agent;
 pub mod bql;
 pub mod error;
 pub mod health;
+pub mod metrics;
 pub mod netlink;
 pub mod nl80211;
 pub mod processes;

@@ -8,9 +8,8 @@
 pub enum MetricType {
     /// Only goes up (reset at boot): sampled as `name_total`.
     Counter,
+    /// A value now (gauges named `…_info` carry labels and the value 1).
     Gauge,
-    /// A set of labels worth one (`name_info` in OpenMetrics).
-    Info,
 }
 
 /// Which exposition format a scrape asked for (`Accept`).
@@ -41,8 +40,8 @@ pub struct Sample {
 /// One metric family: every sample of one name.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Family {
-    /// The name without the type's suffix: `node_cpu_seconds` for the counter sampled as
-    /// `node_cpu_seconds_total`, `node_network_info` for an info family.
+    /// The name without the counter's suffix: `node_cpu_seconds` for the counter sampled as
+    /// `node_cpu_seconds_total`.
     pub name: &'static str,
     pub help: &'static str,
     pub kind: MetricType,

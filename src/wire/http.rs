@@ -196,6 +196,39 @@ fn line_at(buf: &[u8], start: usize) -> Option<(usize, usize)> {
     Some((end, lf + 1))
 }
 
+/// The longest method token accepted (the registered ones are at most 17 letters long; ours
+/// at most 7).
+pub const MAX_METHOD: usize = 16;
+
+/// Checks a request line that has not ended yet, so that bytes which cannot become a request
+/// (random garbage, another protocol) are refused when they arrive, not at the deadline: a
+/// method of tchars, a target of visible characters, a version that is a prefix of `HTTP/d.d`.
+fn check_partial_request_line(line: &[u8]) -> Result<(), HttpError> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut parts = line.splitn(3, |&b| b == b' ');
+    let method = parts.next().unwrap_or_default();
+    if method.len() > MAX_METHOD || !method.iter().all(|&b| is_tchar(b)) {
+        return Err(HttpError::BadRequestLine);
+    }
+    if let Some(target) = parts.next() {
+        if !target.iter().all(|&b| b.is_ascii_graphic() && b != b'#') {
+            return Err(HttpError::BadTarget);
+        }
+    }
+    if let Some(version) = parts.next() {
+        let pattern = b"HTTP/d.d";
+        let ok = version.len() <= pattern.len()
+            && version.iter().zip(pattern).all(|(&b, &p)| match p {
+                b'd' => b.is_ascii_digit(),
+                p => b == p,
+            });
+        if !ok {
+            return Err(HttpError::BadRequestLine);
+        }
+    }
+    Ok(())
+}
+
 fn parse_request_line(
     line: &[u8],
 ) -> Result<(Method, &str, &str, Option<&str>, Version), HttpError> {
@@ -206,7 +239,7 @@ fn parse_request_line(
     else {
         return Err(HttpError::BadRequestLine);
     };
-    if method.is_empty() || !method.bytes().all(is_tchar) {
+    if method.is_empty() || method.len() > MAX_METHOD || !method.bytes().all(is_tchar) {
         return Err(HttpError::BadRequestLine);
     }
     let version = match version {
@@ -291,7 +324,7 @@ impl<'a> RequestHead<'a> {
             return if buf.len() - start > limits.max_request_line {
                 Err(HttpError::RequestLineTooLong(limits.max_request_line))
             } else {
-                Ok(Parsed::Incomplete)
+                check_partial_request_line(&buf[start..]).map(|()| Parsed::Incomplete)
             };
         };
         if end - start > limits.max_request_line {

@@ -18,6 +18,7 @@ mod lab_inputs;
 mod lab_measure;
 mod lab_monitor_agent;
 mod lab_phases;
+mod lab_prometheus;
 #[cfg(feature = "lab")]
 mod lab_rpm;
 mod lab_rrul;

@@ -12,4 +12,5 @@
 mod support;
 
 mod monitor_agent;
+mod monitor_metrics;
 mod monitor_queues_netns;

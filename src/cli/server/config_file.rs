@@ -47,10 +47,14 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("max_monitors", "--max-monitors"),
     ("web", "--web"),
     ("web_max_rate", "--web-max-rate"),
+    ("metrics_file", "--metrics-file"),
+    ("metrics_interval", "--metrics-interval"),
+    ("metrics_file_families", "--metrics-file-families"),
+    ("results_dir", "--results-dir"),
 ];
 
 /// UCI boolean option → flag given when it is true (`1`, `yes`, `on`, `true`, `enabled`).
-pub const SWITCHES: &[(&str, &str)] = &[("monitor", "--monitor")];
+pub const SWITCHES: &[(&str, &str)] = &[("monitor", "--monitor"), ("metrics", "--metrics")];
 
 /// Options only the procd init script reads.
 pub const INIT_SCRIPT_ONLY: &[&str] = &["enabled"];

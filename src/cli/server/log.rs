@@ -29,6 +29,8 @@ pub struct Log {
     pub max_tests: Option<u64>,
     /// This host's `uname -a` line for the `-J` documents (taken at start).
     pub system_info: String,
+    /// The metrics, told each test served (`routerbench_iperf3_served_*`).
+    pub metrics: Option<Arc<super::metrics::Metrics>>,
 }
 
 impl Log {
@@ -85,6 +87,9 @@ impl ServerObserver for Log {
                 interval, *first, *parallel, true,
             )),
             ServerEvent::TestDone { peer, result } => {
+                if let Some(m) = &self.metrics {
+                    m.served(result);
+                }
                 if self.json.is_set() {
                     let doc = Iperf3Json::new(&self.system_info).text(result);
                     if let Err(e) = self.json.append_text(&doc, |d| self.output(d)) {

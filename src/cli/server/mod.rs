@@ -4,6 +4,7 @@
 
 pub mod config_file;
 pub mod log;
+pub mod metrics;
 
 use crate::cli::common::iperf3_opts::OutputOpts;
 use crate::cli::common::log_sink::LogSink;
@@ -173,9 +174,30 @@ pub struct ServerArgs {
     /// same port.
     #[arg(long = "monitor")]
     pub monitor: bool,
-    /// Token a monitor client must present; required when listening beyond loopback.
-    #[arg(long = "monitor-token", value_name = "T", requires = "monitor")]
+    /// Token a monitor client (and a `/metrics` scraper) must present; required when
+    /// listening beyond loopback.
+    #[arg(long = "monitor-token", value_name = "T")]
     pub monitor_token: Option<String>,
+    /// Serve Prometheus metrics at `GET /metrics` on the server's port (also with --monitor):
+    /// this machine's CPU, softirq, softnet, qdisc, BQL, thermal and Wi-Fi counters and the last
+    /// results (docs/metrics.md). Behind --monitor-token or --token (bearer or `?token=`).
+    #[arg(long = "metrics")]
+    pub metrics: bool,
+    /// Also write the metrics to FILE (Prometheus text, replaced atomically) every
+    /// --metrics-interval seconds, for an exporter's textfile collector.
+    #[arg(long = "metrics-file", value_name = "FILE.prom")]
+    pub metrics_file: Option<std::path::PathBuf>,
+    /// Seconds between --metrics-file writes.
+    #[arg(long = "metrics-interval", default_value_t = 15, value_name = "SECS")]
+    pub metrics_interval: u64,
+    /// Which families --metrics-file writes: gaps (routerbench_* and the softnet, softirq and
+    /// qdisc families OpenWrt's exporters lack), routerbench (beside the Go node_exporter), all.
+    #[arg(long = "metrics-file-families", value_enum, default_value = "gaps")]
+    pub metrics_file_families: metrics::FileFamilies,
+    /// Where this machine's result files are (`routerbench run --out-dir`, or `--json FILE`s):
+    /// the metrics export the newest latency, RPM, SQM capacity and crypto results found there.
+    #[arg(long = "results-dir", value_name = "DIR")]
+    pub results_dir: Option<std::path::PathBuf>,
     /// Monitor subscriptions served at once.
     #[arg(long = "max-monitors", default_value_t = 4, requires = "monitor")]
     pub max_monitors: usize,
@@ -196,9 +218,14 @@ fn parse_on_off(s: &str) -> Result<bool, String> {
     }
 }
 
-/// The agent for `--monitor`, or why it cannot run as asked.
-pub fn agent(args: &ServerArgs) -> anyhow::Result<Option<crate::monitor::agent::Agent>> {
-    if !args.monitor {
+/// The token of the agent and of `/metrics` (`--monitor-token`, else `--token` or
+/// $ROUTERBENCH_TOKEN), or why they cannot run as asked: beyond loopback one is required.
+fn monitor_token(args: &ServerArgs) -> anyhow::Result<Option<String>> {
+    let serving = args.monitor || args.metrics;
+    if !serving {
+        if args.monitor_token.is_some() {
+            anyhow::bail!("--monitor-token guards --monitor and --metrics: give one of them too");
+        }
         return Ok(None);
     }
     let loopback_only = args.bind.is_some_and(|b| b.is_loopback());
@@ -210,8 +237,13 @@ pub fn agent(args: &ServerArgs) -> anyhow::Result<Option<crate::monitor::agent::
     };
     if !loopback_only && token.as_deref().unwrap_or("").is_empty() {
         anyhow::bail!(
-            "--monitor on {}: anyone who reaches this port could read this machine's processes \
+            "{} on {}: anyone who reaches this port could read this machine's processes \
              and load; give --monitor-token T or --token T (or -B 127.0.0.1 to serve this host only)",
+            if args.monitor {
+                "--monitor"
+            } else {
+                "--metrics"
+            },
             args.bind
                 .map_or("all addresses".to_string(), |b| b.to_string())
         );
@@ -224,6 +256,15 @@ pub fn agent(args: &ServerArgs) -> anyhow::Result<Option<crate::monitor::agent::
             "--monitor-token is longer than {} bytes",
             crate::wire::rb_agent::MAX_TOKEN_LEN
         );
+    }
+    Ok(token)
+}
+
+/// The agent for `--monitor`, or why it cannot run as asked.
+pub fn agent(args: &ServerArgs) -> anyhow::Result<Option<crate::monitor::agent::Agent>> {
+    let token = monitor_token(args)?;
+    if !args.monitor {
+        return Ok(None);
     }
     Ok(Some(crate::monitor::agent::Agent::new(
         crate::monitor::agent::AgentConfig {
@@ -358,6 +399,7 @@ pub fn check(args: &ServerArgs) -> anyhow::Result<()> {
         (u64::from(args.max_rb_flows), "--max-rb-flows"),
         (args.max_rb_duration, "--max-rb-duration"),
         (args.max_monitors as u64, "--max-monitors"),
+        (args.metrics_interval, "--metrics-interval"),
     ] {
         if v == 0 {
             return Err(refuses_everyone(name));
@@ -452,12 +494,17 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
     }
     let token = crate::cli::common::token::token_arg(&args.token)?;
     let latency_token = token.is_some();
-    let token_for_http = token.clone();
     if let Some(w) = open_warning(cfg.bind, cfg.auth.is_some(), token.is_some()) {
         // One line, also with -q: the operator should know who can use the server.
         sink.error(&w);
     }
-    let observer = Arc::new(observer(&args, sink.clone()));
+    let metrics = metrics_source(&args)?;
+    let http = http_config(&args, token.clone(), metrics.as_ref())?;
+    let metrics_file = match &args.metrics_file {
+        Some(p) if p.is_relative() => Some(std::env::current_dir()?.join(p)),
+        other => other.clone(),
+    };
+    let observer = Arc::new(observer(&args, sink.clone(), metrics.clone()));
     // Bound before detaching, so "port in use" reaches the terminal; no thread runs yet.
     let mut server = Server::bind(cfg, observer.clone())?;
     let port = server.local_addr()?.port();
@@ -474,10 +521,28 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
         observer.banner();
     }
     let hup = spawn_reopen_on_hangup(sink.clone());
-    let server = server
-        .with_handler(handler)
-        .with_http(http_config(&args, token_for_http));
+    let server = server.with_handler(handler).with_http(http);
+    let file_writer = match (&metrics, metrics_file) {
+        (Some(m), Some(path)) => {
+            let log_sink = sink.clone();
+            Some(metrics::spawn_file_writer(
+                m.clone(),
+                path,
+                args.metrics_file_families,
+                Duration::from_secs(args.metrics_interval.max(1)),
+                server.stop_flag(),
+                Box::new(move |m: &str| log_sink.error(&format!("routerbench: {m}"))),
+            )?)
+        }
+        _ => None,
+    };
+    if args.monitor || args.metrics {
+        sink.log("metrics: GET /metrics on the server's port (Prometheus text or OpenMetrics)");
+    }
     let summary = server.run();
+    if let Some(w) = file_writer {
+        let _ = w.join();
+    }
     if let Some(latency) = &latency {
         latency.shutdown();
     }
@@ -492,8 +557,9 @@ pub fn run(args: ServerArgs) -> anyhow::Result<i32> {
 }
 
 /// The observer rendering the server's events with these arguments, writing to `sink`.
-fn observer(args: &ServerArgs, sink: Arc<LogSink>) -> Log {
+fn observer(args: &ServerArgs, sink: Arc<LogSink>, metrics: Option<Arc<metrics::Metrics>>) -> Log {
     Log {
+        metrics,
         json: args.json.clone(),
         verbose: args.output.verbose,
         quiet: args.quiet && !args.json.on_stdout(),
@@ -509,15 +575,20 @@ fn observer(args: &ServerArgs, sink: Arc<LogSink>) -> Log {
     }
 }
 
-/// The HTTP side of the port: the server's token for its routes, the monitor's for `/metrics`.
-fn http_config(args: &ServerArgs, token: Option<String>) -> crate::server::http::HttpConfig {
-    let monitor_token = match &args.monitor_token {
-        Some(t) => Some(t.clone()),
-        None => token.clone(),
-    };
+/// The HTTP side of the port: the server's token for its routes, the monitor's for `/metrics`
+/// (served with --monitor or --metrics), and the browser test unless `--web off`.
+fn http_config(
+    args: &ServerArgs,
+    token: Option<String>,
+    metrics: Option<&Arc<metrics::Metrics>>,
+) -> anyhow::Result<crate::server::http::HttpConfig> {
+    let serve_metrics = args.monitor || args.metrics;
     let mut http = crate::server::http::HttpConfig {
         token,
-        monitor_token,
+        monitor_token: monitor_token(args)?,
+        metrics: metrics
+            .filter(|_| serve_metrics)
+            .map(|m| m.clone() as Arc<dyn crate::server::http::metrics::Exposition>),
         ..Default::default()
     };
     if args.web {
@@ -534,7 +605,22 @@ fn http_config(args: &ServerArgs, token: Option<String>) -> crate::server::http:
             },
         )));
     }
-    http
+    Ok(http)
+}
+
+/// The metrics source, when anything exports metrics (`/metrics` or `--metrics-file`).
+fn metrics_source(args: &ServerArgs) -> anyhow::Result<Option<Arc<metrics::Metrics>>> {
+    if !(args.monitor || args.metrics || args.metrics_file.is_some()) {
+        return Ok(None);
+    }
+    // Relative paths stay where the user meant after -D changes to /.
+    let here = std::env::current_dir()?;
+    Ok(Some(metrics::Metrics::new(
+        crate::monitor::metrics::MetricsConfig {
+            results_dir: args.results_dir.as_ref().map(|d| here.join(d)),
+            ..Default::default()
+        },
+    )))
 }
 
 /// The output and log sink (`--logfile`, `--timestamps`, `--forceflush`, `-V`).

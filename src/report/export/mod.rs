@@ -9,6 +9,8 @@
 //!   test, with the router's access-point stations as flent's `wifi_stats` series.
 //! - [`json`]: routerbench's own result JSON (`docs/results-schema.md`) and every `--json`.
 //! - [`html`]: the self-contained HTML report of one or more results.
+//! - [`prometheus`]: Prometheus text 0.0.4 and OpenMetrics 1.0 of the metric families
+//!   (`GET /metrics`, `--metrics-file`).
 //!
 //! A new output format is one more file here with one more `Exporter`.
 
@@ -21,6 +23,7 @@ mod flent_wifi;
 pub mod html;
 pub mod iperf3;
 pub mod json;
+pub mod prometheus;
 
 /// Why a format could not be produced or written: the file and the cause.
 #[derive(Debug, thiserror::Error)]

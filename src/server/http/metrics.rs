@@ -91,7 +91,7 @@ mod tests {
             )),
             Format::OpenMetrics
         );
-        // Prometheus 3's, with the text format preferred by its scrape_protocols.
+        // A scraper that prefers the text format (q) although it lists OpenMetrics.
         assert_eq!(
             format_for(Some(
                 "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;version=1.0.0;q=0.5"

@@ -3,14 +3,15 @@
 
 use super::*;
 
-/// A scrape as Prometheus 2.42 (Debian 12's `prometheus`) sends it, captured with `nc -l`
-/// (its Accept asks for OpenMetrics first, then text 0.0.4).
-static PROMETHEUS_SCRAPE: &[u8] = b"GET /metrics?token=s%20cr+t HTTP/1.1\r\n\
-Host: 10.0.0.1:5201\r\n\
-User-Agent: Prometheus/2.42.0\r\n\
+/// A scrape as Prometheus 2.42 (Debian 12's `prometheus`) sent it to a listener on
+/// 127.0.0.1:39123 (captured with a one-shot socket; its Accept asks for OpenMetrics first,
+/// then text 0.0.4).
+static PROMETHEUS_SCRAPE: &[u8] = b"GET /metrics HTTP/1.1\r\n\
+Host: 127.0.0.1:39123\r\n\
+User-Agent: Prometheus/2.42.0+ds\r\n\
 Accept: application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\n\
 Accept-Encoding: gzip\r\n\
-X-Prometheus-Scrape-Timeout-Seconds: 10\r\n\
+X-Prometheus-Scrape-Timeout-Seconds: 1\r\n\
 \r\n";
 
 fn head(buf: &[u8]) -> RequestHead<'_> {
@@ -33,13 +34,12 @@ fn test_parse() {
     assert_eq!(h.method, Method::Get);
     assert_eq!(h.method_token, "GET");
     assert_eq!(h.path, "/metrics");
-    assert_eq!(h.query, Some("token=s%20cr+t"));
-    assert_eq!(h.query_param("token").as_deref(), Some("s cr t"));
-    assert_eq!(h.query_param("missing"), None);
+    assert_eq!(h.query, None);
+    assert_eq!(h.query_param("token"), None);
     assert_eq!(h.version, Version::Http11);
     assert_eq!(h.fields.len(), 5);
-    assert_eq!(h.header("HOST"), Some("10.0.0.1:5201"));
-    assert_eq!(h.header("user-agent"), Some("Prometheus/2.42.0"));
+    assert_eq!(h.header("HOST"), Some("127.0.0.1:39123"));
+    assert_eq!(h.header("user-agent"), Some("Prometheus/2.42.0+ds"));
     assert_eq!(
         h.header_members("accept").collect::<Vec<_>>(),
         [
@@ -53,6 +53,14 @@ fn test_parse() {
     assert_eq!(h.head_len, PROMETHEUS_SCRAPE.len());
     assert!(h.keep_alive());
     assert_eq!(h.bearer_token(), None);
+    // The same scrape with `params: {token: [s cr/t]}` in its scrape config.
+    let with_token = String::from_utf8(PROMETHEUS_SCRAPE.to_vec())
+        .unwrap()
+        .replace("/metrics ", "/metrics?token=s+cr%2Ft ");
+    let h = head(with_token.as_bytes());
+    assert_eq!((h.path, h.query), ("/metrics", Some("token=s+cr%2Ft")));
+    assert_eq!(h.query_param("token").as_deref(), Some("s cr/t"));
+    assert_eq!(h.query_param("missing"), None);
 }
 
 #[test]
@@ -215,6 +223,40 @@ fn test_parse_refusals() {
 }
 
 #[test]
+fn test_garbage_is_refused_as_it_arrives() {
+    // Before its line ends: a method that is no token, a target with a control byte, a version
+    // that cannot become HTTP/d.d, a method too long.
+    for bytes in [
+        &b"G\x00"[..],
+        b"GE(",
+        b"GET /a\x7f",
+        b"GET / HTTQ",
+        b"GET / HTTP/1.1x",
+        b"GET / HTTP/11",
+        b"ABCDEFGHIJKLMNOPQ",
+    ] {
+        assert!(
+            RequestHead::parse(bytes, &Limits::default()).is_err(),
+            "{}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
+    for bytes in [
+        &b"GET"[..],
+        b"GET /metrics?x",
+        b"GET / HTTP/1",
+        b"GET / HTTP/1.1\r",
+    ] {
+        assert_eq!(
+            RequestHead::parse(bytes, &Limits::default()),
+            Ok(Parsed::Incomplete),
+            "{}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
+}
+
+#[test]
 fn test_parse_bounds() {
     let l = Limits {
         max_request_line: 20,
@@ -228,8 +270,11 @@ fn test_parse_bounds() {
     }
     let parse = |b: &'static [u8]| parse_with(b, &l);
     // A request line over the bound is refused before its end arrives.
-    assert_eq!(parse(&[b'G'; 21]), Err(HttpError::RequestLineTooLong(20)));
-    assert_eq!(parse(&[b'G'; 20]), Ok(Parsed::Incomplete));
+    assert_eq!(
+        parse(b"GET /aaaaaaaaaaaaaaaaa"),
+        Err(HttpError::RequestLineTooLong(20))
+    );
+    assert_eq!(parse(b"GET /aaaaaaaaaaaaaaa"), Ok(Parsed::Incomplete));
     assert_eq!(
         parse(b"GET /aaaaaaaaaaaaaaaaaaa HTTP/1.1\r\n"),
         Err(HttpError::RequestLineTooLong(20))
