@@ -45,12 +45,12 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("max_rb_duration", "--max-rb-duration"),
     ("monitor_token", "--monitor-token"),
     ("max_monitors", "--max-monitors"),
+    ("web", "--web"),
+    ("web_max_rate", "--web-max-rate"),
     ("metrics_file", "--metrics-file"),
     ("metrics_interval", "--metrics-interval"),
     ("metrics_file_families", "--metrics-file-families"),
     ("results_dir", "--results-dir"),
-    ("web", "--web"),
-    ("web_max_rate", "--web-max-rate"),
 ];
 
 /// UCI boolean option → flag given when it is true (`1`, `yes`, `on`, `true`, `enabled`).

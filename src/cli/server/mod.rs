@@ -576,7 +576,7 @@ fn observer(args: &ServerArgs, sink: Arc<LogSink>, metrics: Option<Arc<metrics::
 }
 
 /// The HTTP side of the port: the server's token for its routes, the monitor's for `/metrics`
-/// (served with --monitor or --metrics), and the browser test (`--web`).
+/// (served with --monitor or --metrics), and the browser test unless `--web off`.
 fn http_config(
     args: &ServerArgs,
     token: Option<String>,
