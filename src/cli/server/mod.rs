@@ -603,9 +603,19 @@ fn http_config(
                 max_rate_bps: args.web_max_rate,
                 ..Default::default()
             },
+            web_result_json,
         )));
     }
     Ok(http)
+}
+
+/// The browser test's result document: pretty JSON, as `routerbench run` saves a result (the
+/// page parses it and offers it for download).
+fn web_result_json(result: &crate::results::RunResult) -> Vec<u8> {
+    use crate::report::export::Exporter;
+    crate::report::export::json::Json
+        .serialize(result)
+        .unwrap_or_default()
 }
 
 /// The metrics source, when anything exports metrics (`/metrics` or `--metrics-file`).

@@ -250,9 +250,15 @@ impl WebDownload {
     }
 }
 
+/// Writes the result document a finished test returns (the caller's: `cli` passes
+/// `report::export::json`'s, the encoder of every saved result, so the result type's
+/// serializer is compiled once; docs/web.md, "Size").
+pub type EncodeResult = fn(&crate::results::RunResult) -> Vec<u8>;
+
 /// The browser test's state: settings and the sessions running.
 pub struct Web {
     cfg: WebConfig,
+    encode: EncodeResult,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
 }
 
@@ -289,9 +295,10 @@ fn host_port(host: Option<&str>) -> (String, u16) {
 }
 
 impl Web {
-    pub fn new(cfg: WebConfig) -> Self {
+    pub fn new(cfg: WebConfig, encode: EncodeResult) -> Self {
         Web {
             cfg,
+            encode,
             sessions: Mutex::new(HashMap::new()),
         }
     }
@@ -544,7 +551,8 @@ impl Web {
         let Some(s) = self.session(peer, id) else {
             return gone();
         };
-        let samples: PageSamples = match serde_json::from_slice(body) {
+        // Through a `Value`, as every typed parse (util::json): one deserializer per type.
+        let samples: PageSamples = match crate::util::json::from_json(body) {
             Ok(p) => p,
             Err(e) => {
                 return WebReply::Text(400, format!("result body is not the page's samples: {e}"));
@@ -569,7 +577,7 @@ impl Web {
             m.remove(&s.id);
         }
         let doc = self.document(&s, &samples, &facts);
-        WebReply::Json(serde_json::to_vec(&doc).unwrap_or_default())
+        WebReply::Json((self.encode)(&doc))
     }
 
     /// The result document of a finished session.
@@ -648,12 +656,15 @@ mod tests {
 
     #[test]
     fn a_session_from_start_to_result_and_its_bounds() {
-        let web = Web::new(WebConfig {
-            root: std::env::temp_dir().join("rb-web-no-such-root"),
-            idle_s: 0.2,
-            max_down_request: 100_000,
-            ..Default::default()
-        });
+        let web = Web::new(
+            WebConfig {
+                root: std::env::temp_dir().join("rb-web-no-such-root"),
+                idle_s: 0.2,
+                max_down_request: 100_000,
+                ..Default::default()
+            },
+            |r| serde_json::to_vec(r).unwrap(),
+        );
         let me: IpAddr = "192.168.1.23".parse().unwrap();
         let other: IpAddr = "192.168.1.24".parse().unwrap();
         let start = json(web.start(me, Some("192.168.1.1:5201"), Some("2"), None));
