@@ -78,7 +78,9 @@ fn hostile_peers_are_refused_while_a_real_test_passes() {
         // request is no longer garbage here: the port serves the browser test and /metrics, so
         // this is the start of a TLS ClientHello, which no protocol of the port begins with.)
         let mut garbage = connect(port);
-        let mut hello = vec![0x16, 0x03, 0x01, 0x00, 0xc8, 0x01, 0x00, 0x00, 0xc4, 0x03, 0x03];
+        let mut hello = vec![
+            0x16, 0x03, 0x01, 0x00, 0xc8, 0x01, 0x00, 0x00, 0xc4, 0x03, 0x03,
+        ];
         hello.extend([0x5a; 40]);
         garbage.write_all(&hello).unwrap();
         // A 4 GiB JSON length.
