@@ -16,6 +16,26 @@ pub struct CpuTicks {
 }
 
 impl CpuTicks {
+    /// The counters after a /proc/stat `cpu`/`cpuN` name; None when fewer than the four every
+    /// kernel has (user, nice, system, idle). Later columns missing on old kernels read 0.
+    pub fn from_stat_fields<'a>(fields: impl Iterator<Item = &'a str>) -> Option<CpuTicks> {
+        let v: Vec<u64> = fields.map_while(|t| t.parse().ok()).collect();
+        if v.len() < 4 {
+            return None;
+        }
+        let g = |i: usize| v.get(i).copied().unwrap_or(0);
+        Some(CpuTicks {
+            user: g(0),
+            nice: g(1),
+            system: g(2),
+            idle: g(3),
+            iowait: g(4),
+            irq: g(5),
+            softirq: g(6),
+            steal: g(7),
+        })
+    }
+
     /// guest/guest_nice are already inside user/nice, so they are not added again.
     pub fn total(&self) -> u64 {
         self.user
@@ -41,24 +61,10 @@ pub fn parse_stat_cpus(text: &str) -> Vec<(u32, CpuTicks)> {
         let Some(id) = name.strip_prefix("cpu").and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        let v: Vec<u64> = it.map_while(|t| t.parse().ok()).collect();
-        if v.len() < 4 {
+        let Some(ticks) = CpuTicks::from_stat_fields(it) else {
             continue;
-        }
-        let g = |i: usize| v.get(i).copied().unwrap_or(0);
-        out.push((
-            id,
-            CpuTicks {
-                user: g(0),
-                nice: g(1),
-                system: g(2),
-                idle: g(3),
-                iowait: g(4),
-                irq: g(5),
-                softirq: g(6),
-                steal: g(7),
-            },
-        ));
+        };
+        out.push((id, ticks));
     }
     out
 }

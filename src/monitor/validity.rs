@@ -54,19 +54,8 @@ pub fn parse_stat_all(text: &str) -> Option<(CpuTicks, u32)> {
         let mut it = line.split_ascii_whitespace();
         match it.next() {
             Some("cpu") => {
-                let v: Vec<u64> = it.map_while(|t| t.parse().ok()).collect();
-                if v.len() >= 4 {
-                    let g = |i: usize| v.get(i).copied().unwrap_or(0);
-                    all = Some(CpuTicks {
-                        user: g(0),
-                        nice: g(1),
-                        system: g(2),
-                        idle: g(3),
-                        iowait: g(4),
-                        irq: g(5),
-                        softirq: g(6),
-                        steal: g(7),
-                    });
+                if let Some(t) = CpuTicks::from_stat_fields(it) {
+                    all = Some(t);
                 }
             }
             Some(c) if c.starts_with("cpu") && c[3..].parse::<u32>().is_ok() => n += 1,
