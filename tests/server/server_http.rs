@@ -9,21 +9,21 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-/// One response read from `s`: status, head, body (by its Content-Length).
+/// One response read from `s`: status, head, body (by its Content-Length). It reads the head a
+/// byte at a time and the body to its length, never past the response: a pipelined response
+/// that follows stays in the socket for the next call.
+#[track_caller]
 fn response(s: &mut TcpStream) -> (u16, String, String) {
     let mut buf = Vec::new();
-    let mut b = [0u8; 4096];
+    let mut b = [0u8; 1];
     let end = Instant::now() + Duration::from_secs(5);
-    let head_end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
+    while !buf.ends_with(b"\r\n\r\n") {
         assert!(Instant::now() < end, "no response head: {buf:?}");
         let n = s.read(&mut b).unwrap();
         assert!(n > 0, "closed before a response: {buf:?}");
-        buf.extend_from_slice(&b[..n]);
-    };
-    let head = String::from_utf8(buf[..head_end].to_vec()).unwrap();
+        buf.push(b[0]);
+    }
+    let head = String::from_utf8(buf).unwrap();
     let len: usize = head
         .lines()
         .find_map(|l| l.strip_prefix("Content-Length: "))
@@ -31,14 +31,10 @@ fn response(s: &mut TcpStream) -> (u16, String, String) {
         .trim()
         .parse()
         .unwrap();
-    while buf.len() < head_end + len {
-        let n = s.read(&mut b).unwrap();
-        assert!(n > 0, "closed in the body");
-        buf.extend_from_slice(&b[..n]);
-    }
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body).expect("closed in the body");
     let status = head[9..12].parse().unwrap();
-    let body = String::from_utf8(buf[head_end..head_end + len].to_vec()).unwrap();
-    (status, head, body)
+    (status, head, String::from_utf8(body).unwrap())
 }
 
 fn connect(port: u16) -> TcpStream {
@@ -50,11 +46,6 @@ fn connect(port: u16) -> TcpStream {
 #[test]
 fn routes_keep_alive_and_refusals() {
     let (srv, port) = server_any(&["--handshake-timeout", "1"], "http");
-    // Known issue (2026-12-07, not yet understood): on this VM a request sent within a few
-    // milliseconds of the banner was closed unanswered in 4 runs of 4, and answered with the
-    // test slowed down (strace) or after this wait. The wait keeps the test about the routes;
-    // the start-up gap is filed to be found and fixed in the server.
-    std::thread::sleep(Duration::from_millis(500));
     // Keep-alive: three requests on one connection, each answered in turn.
     let mut s = connect(port);
     s.write_all(b"GET /metrics HTTP/1.1\r\nHost: r\r\n\r\n")
