@@ -14,3 +14,4 @@ mod support;
 mod server_attacks;
 mod server_http;
 mod server_sending;
+mod server_web;

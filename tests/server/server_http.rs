@@ -5,37 +5,9 @@
 //! deadline with 408. About 3 s.
 
 use crate::support::server::*;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-
-/// One response read from `s`: status, head, body (by its Content-Length). It reads the head a
-/// byte at a time and the body to its length, never past the response: a pipelined response
-/// that follows stays in the socket for the next call.
-#[track_caller]
-fn response(s: &mut TcpStream) -> (u16, String, String) {
-    let mut buf = Vec::new();
-    let mut b = [0u8; 1];
-    let end = Instant::now() + Duration::from_secs(5);
-    while !buf.ends_with(b"\r\n\r\n") {
-        assert!(Instant::now() < end, "no response head: {buf:?}");
-        let n = s.read(&mut b).unwrap();
-        assert!(n > 0, "closed before a response: {buf:?}");
-        buf.push(b[0]);
-    }
-    let head = String::from_utf8(buf).unwrap();
-    let len: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("Content-Length: "))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let mut body = vec![0u8; len];
-    s.read_exact(&mut body).expect("closed in the body");
-    let status = head[9..12].parse().unwrap();
-    (status, head, String::from_utf8(body).unwrap())
-}
 
 fn connect(port: u16) -> TcpStream {
     let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -50,14 +22,14 @@ fn routes_keep_alive_and_refusals() {
     let mut s = connect(port);
     s.write_all(b"GET /metrics HTTP/1.1\r\nHost: r\r\n\r\n")
         .unwrap();
-    let (status, head, body) = response(&mut s);
+    let (status, head, body) = http_response(&mut s);
     assert_eq!(status, 404, "{head}{body}");
     assert!(body.contains("--monitor"), "{body}");
     assert!(head.contains("Cache-Control: no-store\r\n"), "{head}");
     assert!(head.contains("Connection: keep-alive\r\n"), "{head}");
     s.write_all(b"POST /metrics HTTP/1.1\r\nHost: r\r\nContent-Length: 0\r\n\r\n")
         .unwrap();
-    let (status, head, _) = response(&mut s);
+    let (status, head, _) = http_response(&mut s);
     assert_eq!(status, 405, "{head}");
     assert!(head.contains("Allow: GET, HEAD\r\n"), "{head}");
     // Two pipelined requests in one write; the second asks to close.
@@ -65,10 +37,10 @@ fn routes_keep_alive_and_refusals() {
         b"GET /nothing HTTP/1.1\r\nHost: r\r\n\r\nGET /metrics HTTP/1.1\r\nHost: r\r\nConnection: close\r\n\r\n",
     )
     .unwrap();
-    let (status, _, body) = response(&mut s);
+    let (status, _, body) = http_response(&mut s);
     assert_eq!(status, 404);
     assert!(body.contains("/nothing"), "{body}");
-    let (status, head, _) = response(&mut s);
+    let (status, head, _) = http_response(&mut s);
     assert_eq!(status, 404);
     assert!(head.contains("Connection: close\r\n"), "{head}");
     assert!(closed_within(&mut s, Duration::from_secs(2)));
@@ -88,7 +60,7 @@ fn routes_keep_alive_and_refusals() {
     ] {
         let mut s = connect(port);
         s.write_all(req).unwrap();
-        let (status, head, body) = response(&mut s);
+        let (status, head, body) = http_response(&mut s);
         assert_eq!(status, want, "{head}{body}");
         assert!(head.contains("Connection: close\r\n"), "{head}");
         assert!(closed_within(&mut s, Duration::from_secs(2)));
@@ -100,7 +72,7 @@ fn routes_keep_alive_and_refusals() {
         big.extend_from_slice(b"X-Filler: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
     }
     let _ = s.write_all(&big);
-    let (status, _, _) = response(&mut s);
+    let (status, _, _) = http_response(&mut s);
     assert_eq!(status, 431);
 
     // A dribbled request: 408 at the 1 s deadline, however slowly its bytes keep coming.
@@ -112,7 +84,7 @@ fn routes_keep_alive_and_refusals() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let (status, _, body) = response(&mut s);
+    let (status, _, body) = http_response(&mut s);
     assert_eq!(status, 408, "{body}");
     assert!(
         started.elapsed() < Duration::from_secs(3),
@@ -122,7 +94,7 @@ fn routes_keep_alive_and_refusals() {
     // The server still serves after all that, and logged the refusals.
     let mut s = connect(port);
     s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
-    assert_eq!(response(&mut s).0, 404);
+    assert_eq!(http_response(&mut s).0, 404);
     let log = srv.stderr_text();
     assert!(log.contains("HTTP: "), "{log}");
 }

@@ -271,3 +271,37 @@ impl Drop for Stop {
         self.raise();
     }
 }
+
+/// One response's head read from `s`: status, head, Content-Length. It reads a byte at a time,
+/// never past the head.
+#[track_caller]
+pub fn http_head(s: &mut TcpStream) -> (u16, String, usize) {
+    let mut buf = Vec::new();
+    let mut b = [0u8; 1];
+    let end = Instant::now() + Duration::from_secs(5);
+    while !buf.ends_with(b"\r\n\r\n") {
+        assert!(Instant::now() < end, "no response head: {buf:?}");
+        let n = s.read(&mut b).unwrap();
+        assert!(n > 0, "closed before a response: {buf:?}");
+        buf.push(b[0]);
+    }
+    let head = String::from_utf8(buf).unwrap();
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Content-Length: "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    (head[9..12].parse().unwrap(), head, len)
+}
+
+/// One response read from `s`: status, head, body (by its Content-Length), never past it: a
+/// pipelined response that follows stays in the socket for the next call.
+#[track_caller]
+pub fn http_response(s: &mut TcpStream) -> (u16, String, String) {
+    let (status, head, len) = http_head(s);
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body).expect("closed in the body");
+    (status, head, String::from_utf8_lossy(&body).into_owned())
+}
