@@ -116,7 +116,8 @@ pub struct RunArgs {
     /// `crate::cli::common::json_arg`.
     #[command(flatten)]
     pub json: crate::cli::common::json_arg::JsonArg,
-    /// Write flent's data format to FILE.flent.gz.
+    /// Write flent's data format to FILE.flent.gz (from several Wi-Fi stations: one file per
+    /// station, FILE-stationK.flent.gz).
     #[arg(long, value_name = "FILE")]
     pub flent: Option<std::path::PathBuf>,
     /// No progress line.
@@ -1007,6 +1008,20 @@ fn cmd_run(a: RunArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// Station `k`'s flent file of `--flent FILE` when several stations ran: `-stationK` before
+/// the `.flent.gz` (or `.gz`, or at the end).
+fn station_file(path: &std::path::Path, k: u32) -> std::path::PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (stem, ext) = [".flent.gz", ".gz"]
+        .iter()
+        .find_map(|e| name.strip_suffix(e).map(|s| (s.to_string(), *e)))
+        .unwrap_or((name.clone(), ""));
+    path.with_file_name(format!("{stem}-station{k}{ext}"))
+}
+
 /// `lab run TEST --station K | --stations K,L|all`, `lab run rtt_fair`: the clients in Wi-Fi
 /// stations inside the VM (lab/wifi_run.rs).
 fn cmd_run_stations(
@@ -1022,11 +1037,6 @@ fn cmd_run_stations(
         (None, None) => have.iter().map(|s| s.station).collect(),
     };
     let rtt_fair = matches!(a.test, TestArg::RttFair);
-    if which.len() > 1 && a.flent.is_some() {
-        anyhow::bail!(
-            "--flent takes one station's test (--station K): rtt_fair's stations each have their own series in the JSON"
-        );
-    }
     let name = if rtt_fair {
         "rtt_fair"
     } else {
@@ -1074,28 +1084,36 @@ fn cmd_run_stations(
             }
             crate::outln!();
         }
-        crate::out!("{}", lab::wifi_run::station_lines(&summaries));
-        for r in &summaries {
-            for c in &r.bytes_check {
-                crate::outln!("{}", lab::wifi_run::bytes_line(r.station, c));
-            }
-        }
+        crate::out!(
+            "{}",
+            crate::report::lab::stations(&summaries, lab::wifi_run::throughput_jain(&summaries))
+        );
         crate::outln!("note: {note}");
         if let Some(r) = &cfg.router_vm {
             crate::out!("{}", crate::report::lab::router_vm(r));
         }
     }
     if let Some(path) = &a.flent {
-        let r = &runs[0].result;
-        if let Some(l) = &r.latency {
-            Flent::new(&format!("lab {} station {}", cfg.name, which[0]))
+        // One flent file per station (each its own test on its own clock): FILE itself for
+        // one station, FILE with `-stationK` before `.flent.gz` for several.
+        for (k, run) in which.iter().zip(&runs) {
+            let Some(l) = &run.result.latency else {
+                continue;
+            };
+            let file = if single {
+                path.clone()
+            } else {
+                station_file(path, *k)
+            };
+            Flent::new(&format!("lab {} station {k}", cfg.name))
                 .with_router(
-                    r.router
+                    run.result
+                        .router
                         .as_ref()
                         .map(|m| (agent.as_deref().unwrap_or("?"), m)),
                 )
-                .write_to_file(l, path)?;
-            a.json.say(&format!("saved {}", path.display()));
+                .write_to_file(l, &file)?;
+            a.json.say(&format!("saved {}", file.display()));
         }
     }
     let interrupted = runs
@@ -1127,20 +1145,12 @@ fn cmd_run_stations(
             a.json.say(&format!("saved {}", path.display()));
         }
     }
-    let mismatch: Vec<String> = summaries
+    for (k, c) in summaries
         .iter()
         .flat_map(|r| r.bytes_check.iter().map(move |c| (r.station, c)))
-        .filter(|(_, c)| {
-            c.ratio
-                .is_some_and(|x| ((x - 1.0) * 100.0).abs() > lab::wifi_run::BYTES_TOLERANCE_PCT)
-        })
-        .map(|(k, c)| lab::wifi_run::bytes_line(k, c))
-        .collect();
-    for m in &mismatch {
-        crate::errln!(
-            "routerbench lab: {m} (more than {} %)",
-            lab::wifi_run::BYTES_TOLERANCE_PCT
-        );
+        .filter(|(_, c)| c.matches() == Some(false))
+    {
+        crate::errln!("routerbench lab: {}", crate::report::lab::bytes_line(k, c));
     }
     if interrupted {
         crate::errln!("routerbench lab: interrupted: the result above and the files are partial");
@@ -1327,4 +1337,20 @@ pub fn vm_router(a: VmRouterArgs) -> anyhow::Result<i32> {
         &cfg.agent_token,
     ]));
     anyhow::bail!("cannot start the router's agent: {err}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_flent_file_per_station() {
+        let f = |p: &str, k| station_file(std::path::Path::new(p), k);
+        assert_eq!(
+            f("out/rtt.flent.gz", 2),
+            std::path::PathBuf::from("out/rtt-station2.flent.gz")
+        );
+        assert_eq!(f("a.gz", 1), std::path::PathBuf::from("a-station1.gz"));
+        assert_eq!(f("plain", 3), std::path::PathBuf::from("plain-station3"));
+    }
 }

@@ -17,9 +17,6 @@ use crate::results::wifi::{StationSummary, WifiReport, WifiSummary, jain_index};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-/// The most the AP's counters may differ from the test's bytes, percent.
-pub const BYTES_TOLERANCE_PCT: f64 = 2.0;
-
 /// How long a station's download flows read after the load until the server closes: the
 /// slow VM's buffers held up to ≈ 2 MB at the end of a 10 s RRUL (≈ 1–2 s to drain).
 pub const DRAIN: Duration = Duration::from_secs(20);
@@ -171,23 +168,6 @@ pub fn counters_between(
     })
 }
 
-/// The bytes check line: "AP bytes for station K match the test's bytes: x vs y, Δ z%".
-pub fn bytes_line(k: u32, c: &crate::results::wifi::StationBytesCheck) -> String {
-    let delta = c.ratio.map(|r| (r - 1.0) * 100.0);
-    let verdict = match delta {
-        Some(d) if d.abs() <= BYTES_TOLERANCE_PCT => "match",
-        Some(_) => "do NOT match",
-        None => "cannot be compared with",
-    };
-    format!(
-        "AP bytes for station {k} ({}) {verdict} the test's bytes: {} vs {} B, Δ {}",
-        c.direction,
-        c.ap_payload_bytes,
-        c.test_bytes,
-        delta.map_or("-".to_string(), |d| format!("{d:+.2}%"))
-    )
-}
-
 /// Runs `test` from each of `which` stations at once (one station: a plain station run).
 pub fn run(cfg: &LabConfig, test: &TestConfig, which: &[u32]) -> Result<Vec<StationOutcome>> {
     super::sys::require_root()?;
@@ -322,31 +302,6 @@ pub fn throughput_jain(runs: &[StationRun]) -> Option<f64> {
     jain_index(&x)
 }
 
-/// One line per station, side by side.
-pub fn station_lines(runs: &[StationRun]) -> String {
-    let mut s = String::new();
-    let f = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |v| format!("{v:.d$}"));
-    for r in runs {
-        s.push_str(&format!(
-            "station {} {} {:<12} down {:>6} Mbit/s  up {:>6} Mbit/s  latency idle {:>6} ms, loaded {:>6} ms (p99 {})\n",
-            r.station,
-            r.mac,
-            r.ip,
-            f(r.download_mbps, 2),
-            f(r.upload_mbps, 2),
-            f(r.idle_ms, 1),
-            f(r.loaded_ms, 1),
-            f(r.loaded_p99_ms, 1)
-        ));
-    }
-    if let Some(j) = throughput_jain(runs) {
-        s.push_str(&format!(
-            "Jain's fairness index over the stations' throughputs: {j:.3}\n"
-        ));
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -422,22 +377,6 @@ mod tests {
             (100_000, 50_000, 100)
         );
         assert!(counters_between(&mk(0, 0), &mk(1, 1), "02:00:00:00:09:00").is_none());
-        let c = crate::results::wifi::StationBytesCheck {
-            direction: "download".into(),
-            ap_payload_bytes: 1_010,
-            test_bytes: 1_000,
-            ratio: Some(1.01),
-            ..Default::default()
-        };
-        assert_eq!(
-            bytes_line(1, &c),
-            "AP bytes for station 1 (download) match the test's bytes: 1010 vs 1000 B, Δ +1.00%"
-        );
-        let bad = crate::results::wifi::StationBytesCheck {
-            ratio: Some(0.9),
-            ..c
-        };
-        assert!(bytes_line(2, &bad).contains("do NOT match"));
         let runs = [
             StationRun {
                 download_mbps: Some(10.0),

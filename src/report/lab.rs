@@ -2,8 +2,9 @@
 //! accuracy table (markdown, so they paste into docs as they are).
 
 use crate::results::lab::{
-    AccuracyPoint, CapacityResult, LabConfig, LabResult, LabStatus, LabTheory,
+    AccuracyPoint, CapacityResult, LabConfig, LabResult, LabStatus, LabTheory, StationRun,
 };
+use crate::results::wifi::{BYTES_TOLERANCE_PCT, StationBytesCheck};
 use crate::util::units::human_rate as fmt_rate;
 use std::fmt::Write;
 
@@ -106,7 +107,73 @@ pub fn render_result(r: &LabResult) -> String {
             &r.checks,
         ));
     }
+    if !r.stations.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n{} from Wi-Fi station(s) of the VM router, side by side:",
+            r.test.as_deref().unwrap_or("test")
+        );
+        s.push_str(&stations(&r.stations, r.throughput_jain));
+        if let Some(note) = &r.wifi_emulated {
+            let _ = writeln!(s, "note: {note}");
+        }
+    }
     s
+}
+
+/// One line per station side by side, Jain's index over their throughputs, then each
+/// station's byte check against the AP's counters.
+pub fn stations(runs: &[StationRun], jain: Option<f64>) -> String {
+    let mut s = String::new();
+    let f = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |v| format!("{v:.d$}"));
+    for r in runs {
+        let _ = writeln!(
+            s,
+            "station {} {} {:<12} down {:>6} Mbit/s  up {:>6} Mbit/s  latency idle {:>6} ms, loaded {:>6} ms (p99 {})",
+            r.station,
+            r.mac,
+            r.ip,
+            f(r.download_mbps, 2),
+            f(r.upload_mbps, 2),
+            f(r.idle_ms, 1),
+            f(r.loaded_ms, 1),
+            f(r.loaded_p99_ms, 1)
+        );
+    }
+    if let Some(j) = jain {
+        let _ = writeln!(
+            s,
+            "Jain's fairness index over the stations' throughputs: {j:.3}"
+        );
+    }
+    for r in runs {
+        for c in &r.bytes_check {
+            let _ = writeln!(s, "{}", bytes_line(r.station, c));
+        }
+    }
+    s
+}
+
+/// The bytes check line: "AP bytes for station K match the test's bytes: x vs y, Δ z%".
+pub fn bytes_line(k: u32, c: &StationBytesCheck) -> String {
+    let verdict = match c.matches() {
+        Some(true) => "match",
+        Some(false) => "do NOT match",
+        None => "cannot be compared with",
+    };
+    format!(
+        "AP bytes for station {k} ({}) {verdict} the test's bytes: {} vs {} B, Δ {}{}",
+        c.direction,
+        c.ap_payload_bytes,
+        c.test_bytes,
+        c.delta_pct()
+            .map_or("-".to_string(), |d| format!("{d:+.2}%")),
+        if c.matches() == Some(false) {
+            format!(" (more than {BYTES_TOLERANCE_PCT} %)")
+        } else {
+            String::new()
+        }
+    )
 }
 
 /// One line per SQM capacity point (progress of `lab capacity --qdisc`).
@@ -580,6 +647,88 @@ pub fn accuracy(points: &[AccuracyPoint]) -> String {
 mod tests {
     use super::*;
     use crate::results::lab::{CapacityPoint, SearchStop, Shaper, SqmCapacity, SqmPoint};
+
+    #[test]
+    fn stations_side_by_side_with_their_byte_checks() {
+        let c = StationBytesCheck {
+            direction: "download".into(),
+            ap_payload_bytes: 1_010,
+            test_bytes: 1_000,
+            ratio: Some(1.01),
+            ..Default::default()
+        };
+        assert_eq!(
+            bytes_line(1, &c),
+            "AP bytes for station 1 (download) match the test's bytes: 1010 vs 1000 B, Δ +1.00%"
+        );
+        let bad = StationBytesCheck {
+            ratio: Some(0.9),
+            ..c.clone()
+        };
+        assert!(bytes_line(2, &bad).ends_with("Δ -10.00% (more than 2 %)"));
+        let none = StationBytesCheck {
+            ratio: None,
+            ..c.clone()
+        };
+        assert!(bytes_line(2, &none).contains("cannot be compared with"));
+        let runs = [
+            StationRun {
+                station: 1,
+                mac: "02:00:00:00:01:00".into(),
+                ip: "10.201.3.11".into(),
+                download_mbps: Some(10.0),
+                loaded_ms: Some(12.5),
+                bytes_check: vec![c],
+                ..Default::default()
+            },
+            StationRun {
+                station: 2,
+                upload_mbps: Some(4.0),
+                bytes_check: vec![bad],
+                ..Default::default()
+            },
+        ];
+        let text = stations(&runs, Some(0.9));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 5, "{text}");
+        assert!(
+            lines[0].starts_with("station 1 02:00:00:00:01:00 10.201.3.11"),
+            "{text}"
+        );
+        assert!(
+            lines[0].contains("down  10.00 Mbit/s  up      - Mbit/s"),
+            "{text}"
+        );
+        assert!(
+            lines[1].contains("down      - Mbit/s  up   4.00 Mbit/s"),
+            "{text}"
+        );
+        assert_eq!(
+            lines[2],
+            "Jain's fairness index over the stations' throughputs: 0.900"
+        );
+        assert!(lines[4].contains("station 2") && lines[4].contains("do NOT match"));
+        // A saved result renders them too, with the emulation note.
+        let mut r = LabResult {
+            theory: theory(),
+            config: cfg(),
+            capacity: None,
+            accuracy: Vec::new(),
+            test: Some("rtt_fair".into()),
+            checks: Vec::new(),
+            tap_queues: Vec::new(),
+            router_verdict: None,
+            station: None,
+            stations: runs.to_vec(),
+            throughput_jain: Some(0.9),
+            wifi_emulated: Some("the Wi-Fi hop is emulated".into()),
+        };
+        let all = render_result(&r);
+        assert!(all.contains("rtt_fair from Wi-Fi station(s)"), "{all}");
+        assert!(all.contains("note: the Wi-Fi hop is emulated"), "{all}");
+        r.stations.clear();
+        assert!(!render_result(&r).contains("Wi-Fi station"));
+    }
 
     #[test]
     fn sqm_capacity_is_a_lower_bound_when_no_rate_failed() {

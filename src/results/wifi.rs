@@ -418,6 +418,9 @@ pub struct StationSummary {
     pub txq_ecn_marks: Option<u64>,
 }
 
+/// The most the AP's counters for a station may differ from the test's bytes, percent.
+pub const BYTES_TOLERANCE_PCT: f64 = 2.0;
+
 /// One direction of one station: the AP's counters against the test's flows.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct StationBytesCheck {
@@ -432,6 +435,18 @@ pub struct StationBytesCheck {
     pub test_bytes: u64,
     /// ap_payload_bytes / test_bytes.
     pub ratio: Option<f64>,
+}
+
+impl StationBytesCheck {
+    /// How far the AP's payload is from the test's bytes, percent (None: nothing to compare).
+    pub fn delta_pct(&self) -> Option<f64> {
+        self.ratio.map(|r| (r - 1.0) * 100.0)
+    }
+
+    /// Whether they agree within [`BYTES_TOLERANCE_PCT`] (None: nothing to compare).
+    pub fn matches(&self) -> Option<bool> {
+        self.delta_pct().map(|d| d.abs() <= BYTES_TOLERANCE_PCT)
+    }
 }
 
 /// Jain's fairness index of `x`: (Σx)² / (n·Σx²), 1 when all are equal, 1/n when one has all.

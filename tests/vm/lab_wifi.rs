@@ -280,7 +280,9 @@ fn wifi_vm_router_two_stations_rrul_and_rtt_fair() {
             .args([
                 "lab", "run", "rtt_fair", "--name", &lab, "-l", "4", "--delay", "1", "-q", "--json",
             ])
-            .arg(&fj),
+            .arg(&fj)
+            .arg("--flent")
+            .arg(dir.join("rtt_fair.flent.gz")),
         Duration::from_secs(300),
     );
     let text = ok(&o, "lab run rtt_fair");
@@ -298,6 +300,24 @@ fn wifi_vm_router_two_stations_rrul_and_rtt_fair() {
     }
     let j = f["lab"]["throughput_jain"].as_f64().unwrap();
     assert!((0.5..=1.0).contains(&j), "Jain's index {j}");
+    // One flent file per station; the saved result's report shows the stations side by side.
+    for k in 1..=2 {
+        let p = dir.join(format!("rtt_fair-station{k}.flent.gz"));
+        assert!(p.is_file(), "no {}", p.display());
+    }
+    let fh = dir.join("rtt_fair.html");
+    let o = bounded(
+        Command::new(rb).arg("report").arg(&fj).arg("-o").arg(&fh),
+        Duration::from_secs(120),
+    );
+    ok(&o, "report rtt_fair");
+    let html = std::fs::read_to_string(&fh).unwrap();
+    for want in [
+        "rtt_fair from Wi-Fi station(s)",
+        "Wi-Fi stations side by side",
+    ] {
+        assert!(html.contains(want), "no {want:?} in the rtt_fair report");
+    }
 
     let o = bounded(
         Command::new(rb).args(["lab", "down", "--name", &lab]),

@@ -361,6 +361,9 @@ fn result_section(run: &RunResult, source: &str) -> String {
             "<pre>{}</pre>\n",
             esc(&crate::report::lab::render_result(lab))
         ));
+        if let Some(fig) = plot::series::stations(&lab.stations) {
+            out.push_str(&figure_html(&fig));
+        }
     }
     out
 }

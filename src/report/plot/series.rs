@@ -271,9 +271,101 @@ pub fn monitor(m: &MonitorResult) -> Figure {
     }
 }
 
+/// Stations of the Wi-Fi VM router side by side (`lab run rtt_fair`, `--stations`): bars per
+/// station of throughput per direction and of latency idle, loaded and loaded p99. None for
+/// no station.
+pub fn stations(runs: &[crate::results::lab::StationRun]) -> Option<Figure> {
+    use super::model::Bar;
+    if runs.is_empty() {
+        return None;
+    }
+    let members: Vec<String> = runs
+        .iter()
+        .map(|r| format!("station {}", r.station))
+        .collect();
+    let panel =
+        |title: &str,
+         unit: &str,
+         groups: &[(&str, fn(&crate::results::lab::StationRun) -> Option<f64>)]| {
+            let mut p = Panel::new(title, "", unit);
+            p.categories = groups.iter().map(|(g, _)| g.to_string()).collect();
+            p.members = members.clone();
+            for (m, r) in runs.iter().enumerate() {
+                for (g, (_, get)) in groups.iter().enumerate() {
+                    if let Some(v) = get(r).filter(|v| v.is_finite() && *v >= 0.0) {
+                        p.bars.push(Bar {
+                            group: g,
+                            member: m,
+                            value: v,
+                            text: format!("{v:.1}"),
+                        });
+                    }
+                }
+            }
+            let hi = p.bars.iter().map(|b| b.value).fold(0.0, f64::max);
+            if p.bars.is_empty() || hi <= 0.0 {
+                return Panel::missing(title, "", unit, "not measured");
+            }
+            p.y = AxisRange {
+                lo: 0.0,
+                hi: hi * 1.12,
+            };
+            p
+        };
+    Some(Figure {
+        title: "Wi-Fi stations side by side".into(),
+        panels: vec![
+            panel(
+                "Goodput per station",
+                "Mbit/s",
+                &[
+                    ("download", |r| r.download_mbps),
+                    ("upload", |r| r.upload_mbps),
+                ],
+            ),
+            panel(
+                "Latency per station (median; loaded p99)",
+                "ms",
+                &[
+                    ("idle", |r| r.idle_ms),
+                    ("loaded", |r| r.loaded_ms),
+                    ("loaded p99", |r| r.loaded_p99_ms),
+                ],
+            ),
+        ],
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stations_bars_per_direction_and_latency() {
+        use crate::results::lab::StationRun;
+        assert!(stations(&[]).is_none());
+        let runs = [
+            StationRun {
+                station: 1,
+                download_mbps: Some(12.0),
+                upload_mbps: Some(3.0),
+                ..Default::default()
+            },
+            StationRun {
+                station: 2,
+                download_mbps: Some(6.0),
+                ..Default::default()
+            },
+        ];
+        let f = stations(&runs).unwrap();
+        let goodput = &f.panels[0];
+        assert_eq!(goodput.members, ["station 1", "station 2"]);
+        // Station 2 moved nothing up: no bar, not a zero one.
+        assert_eq!(goodput.bars.len(), 3);
+        assert!(goodput.y.hi >= 12.0);
+        // No latency figures: the panel says so.
+        assert_eq!(f.panels[1].note.as_deref(), Some("not measured"));
+    }
     use crate::results::monitor::{MonitorSample, QueueSample, QueueSummary};
 
     fn sample(t: f64, busy: f64, temp: Option<f64>, backlog: Option<u64>) -> MonitorSample {
