@@ -48,19 +48,8 @@ fn chrome(bin: &Path, page: &Path, extra: &[&str]) -> Output {
     let out = Command::new("timeout")
         .arg("120")
         .arg(bin)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
+        .args(crate::support::CHROMIUM_FLAGS)
+        .args(["--enable-logging=stderr", "--v=0"])
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(extra)
         .arg(format!("file://{}", page.display()))

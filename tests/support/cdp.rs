@@ -54,24 +54,13 @@ pub fn launch(bin: &Path, ns: Option<&str>, tag: &str) -> Browser {
         }
         None => Command::new(bin),
     };
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--hide-scrollbars",
-        "--remote-debugging-port=0",
-        "--remote-allow-origins=*",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()))
-    .arg("about:blank")
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped());
+    cmd.args(super::CHROMIUM_FLAGS);
+    cmd.args(["--remote-debugging-port=0", "--remote-allow-origins=*"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("about:blank")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("start chromium");
     let stderr = child.stderr.take().expect("stderr");
     let (tx, rx) = std::sync::mpsc::channel();

@@ -19,6 +19,7 @@ pub mod server;
 
 use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// The routerbench binary cargo built for these tests.
 pub const ROUTERBENCH: &str = env!("CARGO_BIN_EXE_routerbench");
@@ -30,6 +31,20 @@ pub fn rb_command(args: &[&str]) -> Command {
     c.args(args).stdin(Stdio::null());
     c
 }
+
+/// Headless Chromium as every test runs it (the report's page, the browser test): no sandbox
+/// (root), no GPU, no QUIC, and none of its own traffic (sync, updates, background fetches).
+pub const CHROMIUM_FLAGS: &[&str] = &[
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+];
 
 /// Runs routerbench with `args` (stdin from /dev/null) to completion: its exit status, stdout
 /// and stderr, which each caller reads as it needs ([`text`], [`streams`]).
@@ -62,4 +77,52 @@ pub fn streams(o: &Output) -> (String, String) {
 pub fn alone() -> MutexGuard<'static, ()> {
     static ALONE: Mutex<()> = Mutex::new(());
     ALONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `Command::output` with a time limit: a command that hangs is killed (its PID) and the test
+/// fails (the VM tests' lab guard then removes the lab: qemu, wireguard-go and the namespaces'
+/// other processes by PID, the taps with qemu, the namespaces by name).
+pub trait Bounded {
+    fn bounded(&mut self, limit: Duration) -> Output;
+}
+
+impl Bounded for Command {
+    fn bounded(&mut self, limit: Duration) -> Output {
+        let mut child = self
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+        let o = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut out, &mut v);
+            v
+        });
+        let e = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut err, &mut v);
+            v
+        });
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if t0.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "{self:?} did not finish within {} s: killed",
+                    limit.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        Output {
+            status,
+            stdout: o.join().unwrap(),
+            stderr: e.join().unwrap(),
+        }
+    }
 }

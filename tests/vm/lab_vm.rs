@@ -5,58 +5,11 @@
 //! against the mipsel build's server inside the MIPS VM (`--vm-arch mipsel`: qemu-system-mipsel,
 //! malta, Debian's 4kc-malta kernel).
 
+use crate::support::Bounded;
 use routerbench::lab::vm::nlconf::{self, Netlink, QdiscPlan};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
-
-/// `Command::output` with a time limit: a routerbench command that hangs is killed (its PID)
-/// and the test fails, and the lab guard then removes the lab (qemu, wireguard-go and the
-/// namespaces' other processes by PID, the taps with qemu, the namespaces by name).
-trait Bounded {
-    fn bounded(&mut self, limit: Duration) -> Output;
-}
-
-impl Bounded for Command {
-    fn bounded(&mut self, limit: Duration) -> Output {
-        let mut child = self
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-        let o = std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = std::io::Read::read_to_end(&mut out, &mut v);
-            v
-        });
-        let e = std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = std::io::Read::read_to_end(&mut err, &mut v);
-            v
-        });
-        let t0 = Instant::now();
-        let status = loop {
-            if let Some(st) = child.try_wait().unwrap() {
-                break st;
-            }
-            if t0.elapsed() > limit {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!(
-                    "{self:?} did not finish within {} s: killed",
-                    limit.as_secs()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        Output {
-            status,
-            stdout: o.join().unwrap(),
-            stderr: e.join().unwrap(),
-        }
-    }
-}
 
 fn name(tag: &str) -> String {
     static N: AtomicU32 = AtomicU32::new(0);

@@ -8,43 +8,12 @@
 //! It took 37–47 s here (up in 18–24 s on this shared 2-core host), plus ≈ 60 s the first time the
 //! packages are fetched into ~/.cache/routerbench/vm.
 
-use std::process::{Command, Output, Stdio};
+use crate::support::Bounded;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 fn bounded(c: &mut Command, limit: Duration) -> Output {
-    let mut child = c
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let o = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = std::io::Read::read_to_end(&mut out, &mut v);
-        v
-    });
-    let e = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = std::io::Read::read_to_end(&mut err, &mut v);
-        v
-    });
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{c:?} did not finish within {} s: killed", limit.as_secs());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    Output {
-        status,
-        stdout: o.join().unwrap(),
-        stderr: e.join().unwrap(),
-    }
+    c.bounded(limit)
 }
 
 fn ok(o: &Output, what: &str) -> String {

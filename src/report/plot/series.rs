@@ -271,6 +271,9 @@ pub fn monitor(m: &MonitorResult) -> Figure {
     }
 }
 
+/// One figure of a station's run (its goodput one way, a latency).
+type StationFigure = fn(&crate::results::lab::StationRun) -> Option<f64>;
+
 /// Stations of the Wi-Fi VM router side by side (`lab run rtt_fair`, `--stations`): bars per
 /// station of throughput per direction and of latency idle, loaded and loaded p99. None for
 /// no station.
@@ -283,35 +286,32 @@ pub fn stations(runs: &[crate::results::lab::StationRun]) -> Option<Figure> {
         .iter()
         .map(|r| format!("station {}", r.station))
         .collect();
-    let panel =
-        |title: &str,
-         unit: &str,
-         groups: &[(&str, fn(&crate::results::lab::StationRun) -> Option<f64>)]| {
-            let mut p = Panel::new(title, "", unit);
-            p.categories = groups.iter().map(|(g, _)| g.to_string()).collect();
-            p.members = members.clone();
-            for (m, r) in runs.iter().enumerate() {
-                for (g, (_, get)) in groups.iter().enumerate() {
-                    if let Some(v) = get(r).filter(|v| v.is_finite() && *v >= 0.0) {
-                        p.bars.push(Bar {
-                            group: g,
-                            member: m,
-                            value: v,
-                            text: format!("{v:.1}"),
-                        });
-                    }
+    let panel = |title: &str, unit: &str, groups: &[(&str, StationFigure)]| {
+        let mut p = Panel::new(title, "", unit);
+        p.categories = groups.iter().map(|(g, _)| g.to_string()).collect();
+        p.members = members.clone();
+        for (m, r) in runs.iter().enumerate() {
+            for (g, (_, get)) in groups.iter().enumerate() {
+                if let Some(v) = get(r).filter(|v| v.is_finite() && *v >= 0.0) {
+                    p.bars.push(Bar {
+                        group: g,
+                        member: m,
+                        value: v,
+                        text: format!("{v:.1}"),
+                    });
                 }
             }
-            let hi = p.bars.iter().map(|b| b.value).fold(0.0, f64::max);
-            if p.bars.is_empty() || hi <= 0.0 {
-                return Panel::missing(title, "", unit, "not measured");
-            }
-            p.y = AxisRange {
-                lo: 0.0,
-                hi: hi * 1.12,
-            };
-            p
+        }
+        let hi = p.bars.iter().map(|b| b.value).fold(0.0, f64::max);
+        if p.bars.is_empty() || hi <= 0.0 {
+            return Panel::missing(title, "", unit, "not measured");
+        }
+        p.y = AxisRange {
+            lo: 0.0,
+            hi: hi * 1.12,
         };
+        p
+    };
     Some(Figure {
         title: "Wi-Fi stations side by side".into(),
         panels: vec![
