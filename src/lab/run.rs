@@ -29,6 +29,22 @@ pub struct LabRun {
     pub router_verdict: Option<crate::results::lab::RouterVerdict>,
 }
 
+/// The latency server of a lab test in the WAN host, on [`LAB_TEST_PORT`]: its accept and
+/// reflector threads are spawned from a WAN-namespace thread, so they live in that namespace.
+pub(super) fn wan_latency_server(
+    cfg: &LabConfig,
+) -> Result<(SocketAddr, crate::latency::server::Service)> {
+    let wan_ip: IpAddr = cfg.wan_ip.parse().context("lab WAN address")?;
+    let bind = SocketAddr::new(wan_ip, LAB_TEST_PORT);
+    netns::run_in(&cfg.ns_wan, move || {
+        Ok(crate::server::latency_only::spawn_in_process(
+            bind,
+            crate::latency::server::Bounds::default(),
+        )?)
+    })
+    .context("cannot start the latency server in the WAN namespace")
+}
+
 /// Runs `test` (its host and port are replaced by the lab's WAN host) through lab `cfg`.
 /// `warmup` is skipped at the start of the load before queue delays are compared with theory.
 pub fn run(
@@ -38,17 +54,7 @@ pub fn run(
     progress: Box<dyn Progress>,
 ) -> Result<LabRun> {
     super::sys::require_root()?;
-    let wan_ip: IpAddr = cfg.wan_ip.parse().context("lab WAN address")?;
-    let bind = SocketAddr::new(wan_ip, LAB_TEST_PORT);
-    // The server's accept and reflector threads are spawned from a WAN-namespace thread, so
-    // they live in the WAN namespace.
-    let (addr, service) = netns::run_in(&cfg.ns_wan, move || {
-        Ok(crate::server::latency_only::spawn_in_process(
-            bind,
-            crate::latency::server::Bounds::default(),
-        )?)
-    })
-    .context("cannot start the latency server in the WAN namespace")?;
+    let (addr, service) = wan_latency_server(cfg)?;
     // The router's view through the agent path (as `--monitor` against `server --monitor`).
     // Namespace router: an agent and its subscriber in the router namespace, over that
     // namespace's loopback, so the samples cost the lab links nothing. VM router: its own

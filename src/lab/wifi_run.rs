@@ -7,14 +7,12 @@
 //! clock. Before and after, the AP's counters for each station are read (`routerbench wifi`
 //! in the VM) and compared with the bytes the test moved (wifi_bytes.rs).
 
-use super::error::{Context, LabError, Result};
-use super::netns;
-use super::run::LAB_TEST_PORT;
+use super::error::{LabError, Result};
 use crate::latency::TestConfig;
 use crate::results::RunResult;
 use crate::results::lab::{LabConfig, StationRun, VmStation};
 use crate::results::wifi::{StationSummary, WifiReport, WifiSummary, jain_index};
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// How long a station's download flows read after the load until the server closes: the
@@ -183,15 +181,7 @@ pub fn run(cfg: &LabConfig, test: &TestConfig, which: &[u32]) -> Result<Vec<Stat
         .unwrap_or_default();
     let agent_port = vm.agent.rsplit(':').next().unwrap_or("5201").to_string();
     let agent = format!("{ap_ip}:{agent_port}");
-    let wan_ip: IpAddr = cfg.wan_ip.parse().context("lab WAN address")?;
-    let bind = SocketAddr::new(wan_ip, LAB_TEST_PORT);
-    let (addr, service) = netns::run_in(&cfg.ns_wan, move || {
-        Ok(crate::server::latency_only::spawn_in_process(
-            bind,
-            crate::latency::server::Bounds::default(),
-        )?)
-    })
-    .context("cannot start the latency server in the WAN namespace")?;
+    let (addr, service) = super::run::wan_latency_server(cfg)?;
     let outcome = (|| {
         let before = ap_report(cfg)?;
         let total = test.length + test.delay * 2 + DRAIN;

@@ -69,15 +69,18 @@ pub fn parse_stat_cpus(text: &str) -> Vec<(u32, CpuTicks)> {
     out
 }
 
+/// The CPU ids of /proc/softirqs' header line (`CPU0 CPU1 …`; offline CPUs leave gaps).
+pub fn softirqs_cpus(header: &str) -> Vec<u32> {
+    header
+        .split_ascii_whitespace()
+        .filter_map(|c| c.strip_prefix("CPU").and_then(|n| n.parse().ok()))
+        .collect()
+}
+
 /// NET_RX and NET_TX handler runs per CPU column of /proc/softirqs: `(cpu ids, rx, tx)`.
 pub fn parse_softirqs_net(text: &str) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
     let mut lines = text.lines();
-    let cpus: Vec<u32> = lines
-        .next()
-        .unwrap_or("")
-        .split_ascii_whitespace()
-        .filter_map(|c| c.strip_prefix("CPU").and_then(|n| n.parse().ok()))
-        .collect();
+    let cpus = softirqs_cpus(lines.next().unwrap_or(""));
     let (mut rx, mut tx) = (Vec::new(), Vec::new());
     for line in lines {
         let Some((key, rest)) = line.split_once(':') else {

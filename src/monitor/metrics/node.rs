@@ -43,12 +43,7 @@ pub fn softirqs(text: &str) -> Family {
         "Softirq counts per CPU.",
     );
     let mut lines = text.lines();
-    let cpus: Vec<u32> = lines
-        .next()
-        .unwrap_or("")
-        .split_ascii_whitespace()
-        .filter_map(|c| c.strip_prefix("CPU").and_then(|n| n.parse().ok()))
-        .collect();
+    let cpus = procfs::softirqs_cpus(lines.next().unwrap_or(""));
     for line in lines.take(64) {
         let Some((name, rest)) = line.split_once(':') else {
             continue;
