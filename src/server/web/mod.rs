@@ -59,8 +59,6 @@ pub struct WebConfig {
     pub max_down_request: u64,
     /// Highest rate one test may move per direction, bit/s (None: as fast as the link).
     pub max_rate_bps: Option<u64>,
-    /// A transfer that moves nothing for this long is closed.
-    pub io_timeout: Duration,
     /// Where /proc and /sys are (`/`; a fixture tree in tests).
     pub root: PathBuf,
 }
@@ -76,7 +74,6 @@ impl Default for WebConfig {
             max_streams: 2,
             max_down_request: 256 << 20,
             max_rate_bps: None,
-            io_timeout: Duration::from_secs(10),
             root: PathBuf::from("/"),
         }
     }
