@@ -137,8 +137,23 @@ fn web_routes_refuse_what_they_do_not_serve() {
     assert_eq!(status, 200, "{head}");
     assert!(len > 0 && len <= 256 << 20, "not capped: {len}");
     // Not reading: the socket buffers fill (a second or two on loopback, autotuning still
-    // growing them), then the server's writes make no progress for its 1 s write timeout.
-    std::thread::sleep(Duration::from_secs(6));
+    // growing them, longer on a loaded machine), then the server's writes make no progress for
+    // its 1 s write timeout and it logs the cut. Wait (at most 20 s) for that line.
+    let waited = Instant::now();
+    let cut = loop {
+        if srv.stderr_text().contains("HTTP: write error") {
+            break true;
+        }
+        if waited.elapsed() > Duration::from_secs(20) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        cut,
+        "the server kept a stalled download for 20 s: {}",
+        srv.stderr_text()
+    );
     let end = Instant::now() + Duration::from_secs(10);
     let (mut got, mut b) = (0usize, vec![0u8; 1 << 16]);
     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
