@@ -3,7 +3,7 @@
 //! path is spelled), bodies without a running test are refused on their head before a byte of
 //! them is read, tests are bounded per device and in all, a session is its device's alone, a
 //! download is capped and cut when its reader stops reading, a bad result is refused, and the
-//! server still serves after all that. Then `--web off`, and `--token` with its slowed guesses. About 10 s.
+//! server still serves after all that. Then `--web off`, and `--token` with its slowed guesses. About 3 s.
 
 use crate::support::server::*;
 use std::io::{Read, Write};
