@@ -1069,6 +1069,7 @@ fn cmd_run_stations(
             )
         });
     let single = runs.len() == 1;
+    let jain = lab::wifi_run::throughput_jain(&summaries);
     if !a.json.on_stdout() {
         if single {
             if let Some(l) = &runs[0].result.latency {
@@ -1084,10 +1085,7 @@ fn cmd_run_stations(
             }
             crate::outln!();
         }
-        crate::out!(
-            "{}",
-            crate::report::lab::stations(&summaries, lab::wifi_run::throughput_jain(&summaries))
-        );
+        crate::out!("{}", crate::report::lab::stations(&summaries, jain));
         crate::outln!("note: {note}");
         if let Some(r) = &cfg.router_vm {
             crate::out!("{}", crate::report::lab::router_vm(r));
@@ -1129,7 +1127,7 @@ fn cmd_run_stations(
         let lab = LabResult {
             test: Some(name.to_string()),
             station: single.then(|| which[0]),
-            throughput_jain: lab::wifi_run::throughput_jain(&summaries),
+            throughput_jain: jain,
             stations,
             wifi_emulated: Some(note.clone()),
             ..lab::theory::result(cfg.clone())
